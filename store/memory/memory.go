@@ -1,0 +1,750 @@
+// Package memory is an in-memory store.Store: the reference backend, for
+// tests and for programs whose messages need not survive the process. It
+// runs on an injected clock and can run its own reaper loop.
+package memory
+
+import (
+	"cmp"
+	"container/heap"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/store"
+)
+
+// Config configures a Store. The zero value uses every default.
+type Config struct {
+	// Clock is the store's time authority. Default: the system clock.
+	Clock clock.Clock
+	// Options are the settings every backend shares.
+	Options store.Options
+	// ReapInterval, when positive, makes the store run its own reaper every
+	// ReapInterval on Clock until Close. Zero: no reaper loop; call Reap.
+	ReapInterval time.Duration
+}
+
+// Store is an in-memory store.Store.
+type Store struct {
+	store.Wakeups
+	clk  clock.Clock
+	opts store.Options
+
+	mu     sync.Mutex
+	closed bool
+	lastID int64
+	fence  int64
+	msgs   map[int64]*message
+	queues map[string]*queue
+
+	stopReaper context.CancelFunc
+	reaperDone chan struct{}
+}
+
+var _ store.Store = (*Store)(nil)
+
+type message struct {
+	id          int64
+	queue       *queue
+	key         string
+	dedupID     string
+	replyTo     string
+	payload     []byte
+	state       store.State
+	deliveries  int
+	maxDeliv    int
+	fence       int64
+	worker      string
+	lastError   string
+	deadReason  store.DeadReason
+	enqueuedAt  time.Time
+	visibleAt   time.Time
+	lockedUntil time.Time
+	finishedAt  time.Time
+	heapIndex   int // in queue.ready; -1 when not there
+}
+
+type queue struct {
+	name       string
+	ready      readyHeap // pending messages, by visibility then id
+	processing map[int64]*message
+	keys       map[string]*keyLine
+	dedup      map[string]*message
+	all        map[int64]*message
+	completed  []*message // in order of completion, for retention
+	counts     [5]int64   // by state
+}
+
+// keyLine holds a key's unfinished messages: the head (pending or
+// processing) and the ones waiting behind it, by id.
+type keyLine struct {
+	head    *message
+	waiting []*message
+}
+
+// New returns an empty store.
+func New(cfg Config) (*Store, error) {
+	if err := cfg.Options.Validate(); err != nil {
+		return nil, fmt.Errorf("memory store: %w", err)
+	}
+	if cfg.ReapInterval < 0 {
+		return nil, fmt.Errorf("memory store: %w: ReapInterval is %s, must not be negative", store.ErrInvalid, cfg.ReapInterval)
+	}
+	s := &Store{
+		clk:    clock.OrSystem(cfg.Clock),
+		opts:   cfg.Options.WithDefaults(),
+		msgs:   make(map[int64]*message),
+		queues: make(map[string]*queue),
+	}
+	if cfg.ReapInterval > 0 {
+		ctx, cancel := context.WithCancel(context.Background())
+		s.stopReaper, s.reaperDone = cancel, make(chan struct{})
+		go s.reapLoop(ctx, cfg.ReapInterval)
+	}
+	return s, nil
+}
+
+func (s *Store) reapLoop(ctx context.Context, every time.Duration) {
+	defer close(s.reaperDone)
+	t := s.clk.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			// Reap only fails once the store is closed, which ends the loop.
+			if _, err := s.Reap(ctx); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// Close stops the reaper loop. Later operations return store.ErrClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	already := s.closed
+	s.closed = true
+	s.mu.Unlock()
+	if !already && s.stopReaper != nil {
+		s.stopReaper()
+		<-s.reaperDone
+	}
+	s.NotifyAll()
+	return nil
+}
+
+// lock takes the store's lock unless the store is closed.
+func (s *Store) lock() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return store.ErrClosed
+	}
+	return nil
+}
+
+func (s *Store) queueLocked(name string) *queue {
+	q, ok := s.queues[name]
+	if !ok {
+		q = &queue{
+			name:       name,
+			processing: make(map[int64]*message),
+			keys:       make(map[string]*keyLine),
+			dedup:      make(map[string]*message),
+			all:        make(map[int64]*message),
+		}
+		s.queues[name] = q
+	}
+	return q
+}
+
+func (q *queue) setState(m *message, st store.State) {
+	q.counts[m.state]--
+	q.counts[st]++
+	m.state = st
+}
+
+// Enqueue implements store.Store.
+func (s *Store) Enqueue(ctx context.Context, msgs []store.NewMessage) ([]store.Enqueued, error) {
+	msgs, err := store.CheckNewMessages(msgs, s.opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.lock(); err != nil {
+		return nil, err
+	}
+	out := make([]store.Enqueued, len(msgs))
+	now := s.clk.Now()
+	for i := range msgs {
+		out[i] = s.enqueueLocked(&msgs[i], now)
+	}
+	s.mu.Unlock()
+	s.notifyQueues(msgs)
+	return out, nil
+}
+
+func (s *Store) notifyQueues(msgs []store.NewMessage) {
+	last := ""
+	for _, m := range msgs {
+		if m.Queue != last {
+			s.Notify(m.Queue)
+			last = m.Queue
+		}
+	}
+}
+
+func (s *Store) enqueueLocked(nm *store.NewMessage, now time.Time) store.Enqueued {
+	q := s.queueLocked(nm.Queue)
+	if nm.DedupID != "" {
+		if prev, ok := q.dedup[nm.DedupID]; ok && now.Before(prev.enqueuedAt.Add(s.opts.DedupWindow)) {
+			return store.Enqueued{ID: prev.id, Duplicate: true}
+		}
+	}
+	s.lastID++
+	m := &message{
+		id:         s.lastID,
+		queue:      q,
+		key:        nm.Key,
+		dedupID:    nm.DedupID,
+		replyTo:    nm.ReplyTo,
+		payload:    slices.Clone(nm.Payload),
+		maxDeliv:   nm.MaxDeliveries,
+		enqueuedAt: now,
+		visibleAt:  now.Add(nm.Delay),
+		heapIndex:  -1,
+		state:      store.Pending,
+	}
+	if m.payload == nil {
+		m.payload = []byte{}
+	}
+	s.msgs[m.id] = m
+	q.all[m.id] = m
+	q.counts[store.Pending]++
+	if m.dedupID != "" {
+		q.dedup[m.dedupID] = m
+	}
+	s.lineUpLocked(m)
+	return store.Enqueued{ID: m.id}
+}
+
+// lineUpLocked makes a new or redriven pending message claimable, or puts it
+// behind its key's unfinished messages.
+func (s *Store) lineUpLocked(m *message) {
+	q := m.queue
+	if m.key != "" {
+		line, ok := q.keys[m.key]
+		if !ok {
+			q.keys[m.key] = &keyLine{head: m}
+		} else {
+			i, _ := slices.BinarySearchFunc(line.waiting, m.id, func(w *message, id int64) int { return cmp.Compare(w.id, id) })
+			line.waiting = slices.Insert(line.waiting, i, m)
+			q.setState(m, store.Waiting)
+			return
+		}
+	}
+	heap.Push(&q.ready, m)
+}
+
+// finishLocked moves a claimed or pending message to a terminal state and
+// lets the next message of its key go.
+func (s *Store) finishLocked(m *message, st store.State, now time.Time) {
+	q := m.queue
+	delete(q.processing, m.id)
+	if m.heapIndex >= 0 {
+		heap.Remove(&q.ready, m.heapIndex)
+	}
+	q.setState(m, st)
+	m.finishedAt = now
+	m.lockedUntil = time.Time{}
+	if st == store.Completed {
+		q.completed = append(q.completed, m)
+	}
+	if m.key == "" {
+		return
+	}
+	line := q.keys[m.key]
+	if line == nil || line.head != m {
+		return
+	}
+	if len(line.waiting) == 0 {
+		delete(q.keys, m.key)
+		return
+	}
+	next := line.waiting[0]
+	line.waiting = line.waiting[1:]
+	line.head = next
+	q.setState(next, store.Pending)
+	heap.Push(&q.ready, next)
+}
+
+// Claim implements store.Store.
+func (s *Store) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, error) {
+	if err := store.CheckClaim(c); err != nil {
+		return nil, err
+	}
+	if err := s.lock(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	q, ok := s.queues[c.Queue]
+	if !ok {
+		return nil, nil
+	}
+	now := s.clk.Now()
+	until := now.Add(c.LeaseDuration)
+	var out []store.Delivery
+	for len(out) < c.Max && len(q.ready) > 0 && !q.ready[0].visibleAt.After(now) {
+		m := heap.Pop(&q.ready).(*message)
+		s.fence++
+		m.fence = s.fence
+		m.deliveries++
+		m.worker = c.WorkerID
+		m.lockedUntil = until
+		q.setState(m, store.Processing)
+		q.processing[m.id] = m
+		if out == nil {
+			out = make([]store.Delivery, 0, min(c.Max, len(q.ready)+1))
+		}
+		out = append(out, store.Delivery{
+			Lease:         store.Lease{MessageID: m.id, FencingToken: m.fence},
+			Queue:         q.name,
+			Key:           m.key,
+			Payload:       m.payload,
+			ReplyTo:       m.replyTo,
+			DedupID:       m.dedupID,
+			Attempt:       m.deliveries,
+			MaxDeliveries: m.maxDeliv,
+			EnqueuedAt:    m.enqueuedAt,
+			LeaseExpires:  until,
+		})
+	}
+	return out, nil
+}
+
+// currentLocked returns the message a lease names if the lease is current.
+func (s *Store) currentLocked(l store.Lease, now time.Time) (*message, error) {
+	m, ok := s.msgs[l.MessageID]
+	if !ok || m.state != store.Processing || m.fence != l.FencingToken || !now.Before(m.lockedUntil) {
+		return nil, fmt.Errorf("%s: %w", l, store.ErrLeaseLost)
+	}
+	return m, nil
+}
+
+// Extend implements store.Store.
+func (s *Store) Extend(ctx context.Context, leases []store.Lease, extension time.Duration) (store.Extended, error) {
+	if err := store.CheckLease(extension); err != nil {
+		return store.Extended{}, err
+	}
+	if err := store.CheckLeases(leases); err != nil {
+		return store.Extended{}, err
+	}
+	if err := s.lock(); err != nil {
+		return store.Extended{}, err
+	}
+	defer s.mu.Unlock()
+	now := s.clk.Now()
+	res := store.Extended{Expires: now.Add(extension)}
+	for _, l := range leases {
+		m, err := s.currentLocked(l, now)
+		if err != nil {
+			res.Lost = append(res.Lost, l)
+			continue
+		}
+		m.lockedUntil = res.Expires
+	}
+	return res, nil
+}
+
+// Complete implements store.Store.
+func (s *Store) Complete(ctx context.Context, cs []store.Completion) ([]error, error) {
+	replies, err := store.CheckCompletions(cs, s.opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.lock(); err != nil {
+		return nil, err
+	}
+	now := s.clk.Now()
+	results := make([]error, len(cs))
+	var woken []store.NewMessage
+	for i, c := range cs {
+		m, err := s.currentLocked(c.Lease, now)
+		if err != nil {
+			results[i] = err
+			continue
+		}
+		s.finishLocked(m, store.Completed, now)
+		if m.key != "" {
+			woken = append(woken, store.NewMessage{Queue: m.queue.name})
+		}
+		if replies[i] != nil {
+			s.enqueueLocked(replies[i], now)
+			woken = append(woken, *replies[i])
+		}
+	}
+	s.mu.Unlock()
+	s.notifyQueues(woken)
+	return results, nil
+}
+
+// Fail implements store.Store.
+func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
+	f, err := store.CheckFailure(f)
+	if err != nil {
+		return false, err
+	}
+	if err := s.lock(); err != nil {
+		return false, err
+	}
+	now := s.clk.Now()
+	m, err := s.currentLocked(f.Lease, now)
+	if err != nil {
+		s.mu.Unlock()
+		return false, err
+	}
+	m.lastError = f.Error
+	dead := f.Permanent || m.deliveries >= m.maxDeliv
+	if dead {
+		m.deadReason = f.Reason
+		s.finishLocked(m, store.Dead, now)
+	} else {
+		s.requeueLocked(m, now.Add(f.RetryDelay))
+	}
+	q := m.queue.name
+	s.mu.Unlock()
+	s.Notify(q)
+	return dead, nil
+}
+
+// requeueLocked returns a processing message to pending, keeping its place
+// as its key's head.
+func (s *Store) requeueLocked(m *message, visibleAt time.Time) {
+	q := m.queue
+	delete(q.processing, m.id)
+	q.setState(m, store.Pending)
+	m.visibleAt = visibleAt
+	m.lockedUntil = time.Time{}
+	heap.Push(&q.ready, m)
+}
+
+// Release implements store.Store.
+func (s *Store) Release(ctx context.Context, r store.Release) error {
+	if err := store.CheckRelease(r); err != nil {
+		return err
+	}
+	if err := s.lock(); err != nil {
+		return err
+	}
+	now := s.clk.Now()
+	m, err := s.currentLocked(r.Lease, now)
+	if err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	if r.Uncount {
+		m.deliveries--
+	}
+	s.requeueLocked(m, now.Add(r.Delay))
+	q := m.queue.name
+	s.mu.Unlock()
+	s.Notify(q)
+	return nil
+}
+
+// Reap implements store.Store.
+func (s *Store) Reap(ctx context.Context) ([]store.Recovered, error) {
+	if err := s.lock(); err != nil {
+		return nil, err
+	}
+	now := s.clk.Now()
+	var out []store.Recovered
+	for _, q := range s.queues {
+		for _, m := range q.processing {
+			if now.Before(m.lockedUntil) {
+				continue
+			}
+			r := store.Recovered{ID: m.id, Queue: q.name, StuckFor: now.Sub(m.lockedUntil)}
+			if m.deliveries >= m.maxDeliv {
+				r.Dead = true
+				m.deadReason = store.ReasonLeaseExpired
+				m.lastError = "lease expired"
+				s.finishLocked(m, store.Dead, now)
+			} else {
+				s.requeueLocked(m, now)
+			}
+			out = append(out, r)
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b store.Recovered) int { return cmp.Compare(a.ID, b.ID) })
+	for i, r := range out {
+		if i == 0 || out[i-1].Queue != r.Queue {
+			s.Notify(r.Queue)
+		}
+	}
+	return out, nil
+}
+
+// sortedLocked returns the queue's messages in state st with ids above
+// after, by id, at most limit of them.
+func (q *queue) sortedLocked(st store.State, after int64, limit int) []*message {
+	var ms []*message
+	for _, m := range q.all {
+		if m.state == st && m.id > after {
+			ms = append(ms, m)
+		}
+	}
+	slices.SortFunc(ms, func(a, b *message) int { return cmp.Compare(a.id, b.id) })
+	if len(ms) > limit {
+		ms = ms[:limit]
+	}
+	return ms
+}
+
+// DeadLetters implements store.Store.
+func (s *Store) DeadLetters(ctx context.Context, queue string, afterID int64, limit int) ([]store.DeadLetter, error) {
+	if err := store.CheckQueue(queue); err != nil {
+		return nil, err
+	}
+	limit, err := store.CheckLimit(limit)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.lock(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	q, ok := s.queues[queue]
+	if !ok {
+		return nil, nil
+	}
+	var out []store.DeadLetter
+	for _, m := range q.sortedLocked(store.Dead, afterID, limit) {
+		out = append(out, store.DeadLetter{
+			ID: m.id, Queue: q.name, Key: m.key, Payload: m.payload, Deliveries: m.deliveries,
+			Reason: m.deadReason, LastError: m.lastError, DeadAt: m.finishedAt, EnqueuedAt: m.enqueuedAt,
+		})
+	}
+	return out, nil
+}
+
+// deadLocked returns the dead messages of the queue named by ids, or all of
+// them when ids is empty. It fails on an id that is not a dead message of
+// the queue, before anything changes.
+func (s *Store) deadLocked(q *queue, ids []int64) ([]*message, error) {
+	if len(ids) == 0 {
+		return q.sortedLocked(store.Dead, 0, len(q.all)), nil
+	}
+	out := make([]*message, 0, len(ids))
+	for _, id := range ids {
+		m, ok := q.all[id]
+		if !ok || m.state != store.Dead {
+			return nil, fmt.Errorf("%w: message %d is not a dead letter of queue %q", store.ErrNotFound, id, q.name)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// Redrive implements store.Store.
+func (s *Store) Redrive(ctx context.Context, queue string, ids []int64) (int, error) {
+	if err := store.CheckQueue(queue); err != nil {
+		return 0, err
+	}
+	if err := store.CheckLeases(make([]store.Lease, len(ids))); err != nil {
+		return 0, err
+	}
+	if err := s.lock(); err != nil {
+		return 0, err
+	}
+	q, ok := s.queues[queue]
+	if !ok {
+		s.mu.Unlock()
+		if len(ids) > 0 {
+			return 0, fmt.Errorf("%w: queue %q has no dead letters", store.ErrNotFound, queue)
+		}
+		return 0, nil
+	}
+	ms, err := s.deadLocked(q, ids)
+	if err != nil {
+		s.mu.Unlock()
+		return 0, err
+	}
+	now := s.clk.Now()
+	for _, m := range ms {
+		q.setState(m, store.Pending)
+		m.deliveries = 0
+		m.deadReason = ""
+		m.finishedAt = time.Time{}
+		m.visibleAt = now
+		s.lineUpLocked(m)
+	}
+	s.mu.Unlock()
+	s.Notify(queue)
+	return len(ms), nil
+}
+
+// Purge implements store.Store.
+func (s *Store) Purge(ctx context.Context, queue string, ids []int64) (int, error) {
+	if err := store.CheckQueue(queue); err != nil {
+		return 0, err
+	}
+	if err := store.CheckLeases(make([]store.Lease, len(ids))); err != nil {
+		return 0, err
+	}
+	if err := s.lock(); err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	q, ok := s.queues[queue]
+	if !ok {
+		if len(ids) > 0 {
+			return 0, fmt.Errorf("%w: queue %q has no dead letters", store.ErrNotFound, queue)
+		}
+		return 0, nil
+	}
+	ms, err := s.deadLocked(q, ids)
+	if err != nil {
+		return 0, err
+	}
+	for _, m := range ms {
+		s.deleteLocked(m)
+	}
+	return len(ms), nil
+}
+
+func (s *Store) deleteLocked(m *message) {
+	q := m.queue
+	delete(s.msgs, m.id)
+	delete(q.all, m.id)
+	q.counts[m.state]--
+	if m.dedupID != "" && q.dedup[m.dedupID] == m {
+		delete(q.dedup, m.dedupID)
+	}
+}
+
+// Stats implements store.Store.
+func (s *Store) Stats(ctx context.Context, queue string) (store.Stats, error) {
+	if err := store.CheckQueue(queue); err != nil {
+		return store.Stats{}, err
+	}
+	if err := s.lock(); err != nil {
+		return store.Stats{}, err
+	}
+	defer s.mu.Unlock()
+	st := store.Stats{Queue: queue}
+	q, ok := s.queues[queue]
+	if !ok {
+		return st, nil
+	}
+	st.Pending = q.counts[store.Pending]
+	st.Waiting = q.counts[store.Waiting]
+	st.Processing = q.counts[store.Processing]
+	st.Completed = q.counts[store.Completed]
+	st.Dead = q.counts[store.Dead]
+	for _, line := range q.keys {
+		if len(line.waiting) > 0 {
+			st.BlockedKeys++
+		}
+	}
+	if now := s.clk.Now(); len(q.ready) > 0 && !q.ready[0].visibleAt.After(now) {
+		st.OldestPendingAge = now.Sub(q.ready[0].visibleAt)
+	}
+	return st, nil
+}
+
+// List implements store.Store.
+func (s *Store) List(ctx context.Context, f store.ListFilter) ([]store.Info, error) {
+	if err := store.CheckQueue(f.Queue); err != nil {
+		return nil, err
+	}
+	limit, err := store.CheckLimit(f.Limit)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.lock(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	q, ok := s.queues[f.Queue]
+	if !ok {
+		return nil, nil
+	}
+	var out []store.Info
+	for _, m := range q.sortedLocked(f.State, f.AfterID, limit) {
+		out = append(out, store.Info{
+			ID: m.id, Queue: q.name, Key: m.key, DedupID: m.dedupID, State: m.state, Payload: m.payload,
+			Deliveries: m.deliveries, MaxDeliveries: m.maxDeliv, FencingToken: m.fence, WorkerID: m.worker,
+			LastError: m.lastError, DeadReason: m.deadReason, EnqueuedAt: m.enqueuedAt, VisibleAt: m.visibleAt,
+			LeaseExpires: m.lockedUntil, FinishedAt: m.finishedAt,
+		})
+	}
+	return out, nil
+}
+
+// DeleteCompleted implements store.Store.
+func (s *Store) DeleteCompleted(ctx context.Context, retention time.Duration, limit int) (int, error) {
+	if err := store.CheckRetention(retention, limit); err != nil {
+		return 0, err
+	}
+	if err := s.lock(); err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	now := s.clk.Now()
+	finishedBefore := now.Add(-retention)
+	enqueuedBefore := now.Add(-s.opts.DedupWindow)
+	deleted := 0
+	for _, q := range s.queues {
+		kept := q.completed[:0]
+		for i, m := range q.completed {
+			if deleted == limit || m.finishedAt.After(finishedBefore) {
+				kept = append(kept, q.completed[i:]...)
+				break
+			}
+			if m.enqueuedAt.After(enqueuedBefore) {
+				kept = append(kept, m)
+				continue
+			}
+			s.deleteLocked(m)
+			deleted++
+		}
+		clear(q.completed[len(kept):])
+		q.completed = kept
+	}
+	return deleted, nil
+}
+
+// readyHeap orders pending messages by visibility, then id.
+type readyHeap []*message
+
+func (h readyHeap) Len() int { return len(h) }
+func (h readyHeap) Less(i, j int) bool {
+	if c := h[i].visibleAt.Compare(h[j].visibleAt); c != 0 {
+		return c < 0
+	}
+	return h[i].id < h[j].id
+}
+func (h readyHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].heapIndex = i
+	h[j].heapIndex = j
+}
+func (h *readyHeap) Push(x any) {
+	m := x.(*message)
+	m.heapIndex = len(*h)
+	*h = append(*h, m)
+}
+func (h *readyHeap) Pop() any {
+	old := *h
+	m := old[len(old)-1]
+	old[len(old)-1] = nil
+	m.heapIndex = -1
+	*h = old[:len(old)-1]
+	return m
+}

@@ -1,0 +1,303 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Errors that callers branch on.
+var (
+	// ErrLeaseLost reports that a lease is no longer current: the message was
+	// reclaimed, finished, released or reaped, or the lease expired.
+	ErrLeaseLost = errors.New("lease lost")
+	// ErrInvalid reports bad input; the operation changed nothing.
+	ErrInvalid = errors.New("invalid argument")
+	// ErrNotFound reports that a message does not exist.
+	ErrNotFound = errors.New("message not found")
+	// ErrSchemaTooNew reports a database written by a newer leasehold.
+	ErrSchemaTooNew = errors.New("database schema is newer than this leasehold")
+	// ErrClosed reports use of a closed store.
+	ErrClosed = errors.New("store closed")
+)
+
+// State is where a message is in its life.
+type State int
+
+// The states of a message.
+const (
+	// Pending messages are claimable once visible.
+	Pending State = iota
+	// Waiting messages are queued behind an unfinished message of their key.
+	Waiting
+	// Processing messages are held under a lease.
+	Processing
+	// Completed messages were acknowledged; they are kept for the dedup window
+	// and the retention period.
+	Completed
+	// Dead messages failed for good; they are kept until purged or redriven.
+	Dead
+)
+
+var stateNames = [...]string{"pending", "waiting", "processing", "completed", "dead"}
+
+func (s State) String() string {
+	if s < 0 || int(s) >= len(stateNames) {
+		return fmt.Sprintf("State(%d)", int(s))
+	}
+	return stateNames[s]
+}
+
+// ParseState parses the name of a state.
+func ParseState(name string) (State, error) {
+	for i, n := range stateNames {
+		if n == name {
+			return State(i), nil
+		}
+	}
+	return 0, fmt.Errorf("%w: unknown state %q (want pending, waiting, processing, completed or dead)", ErrInvalid, name)
+}
+
+// DeadReason says why a message was dead-lettered.
+type DeadReason string
+
+// The reasons for dead-lettering.
+const (
+	// ReasonMaxDeliveries: the handler failed on the last allowed delivery.
+	ReasonMaxDeliveries DeadReason = "max_deliveries"
+	// ReasonLeaseExpired: the lease of the last allowed delivery expired.
+	ReasonLeaseExpired DeadReason = "lease_expired"
+	// ReasonPermanent: the handler reported a permanent error.
+	ReasonPermanent DeadReason = "permanent_error"
+	// ReasonMaxProcessingTime: the handler ran past its time on the last
+	// allowed delivery.
+	ReasonMaxProcessingTime DeadReason = "max_processing_time"
+)
+
+// Lease names one claim of one message.
+type Lease struct {
+	MessageID    int64
+	FencingToken int64
+}
+
+func (l Lease) String() string {
+	return fmt.Sprintf("message %d lease %d", l.MessageID, l.FencingToken)
+}
+
+// NewMessage is a message to enqueue.
+type NewMessage struct {
+	// Queue is required: 1 to MaxNameLength bytes.
+	Queue string
+	// Payload is at most the store's payload limit (1 MiB by default).
+	Payload []byte
+	// Key orders messages: among messages of one queue with the same
+	// non-empty key, one runs at a time, in enqueue order. Empty: unordered.
+	Key string
+	// DedupID, when set, makes a second message with the same id in the same
+	// queue within the dedup window a duplicate: it is not enqueued and the
+	// existing message's id is returned.
+	DedupID string
+	// Delay keeps the message invisible for this long. Must not be negative.
+	Delay time.Duration
+	// MaxDeliveries is how many claims the message gets before it is
+	// dead-lettered. Zero means DefaultMaxDeliveries.
+	MaxDeliveries int
+	// ReplyTo names the queue a reply goes to. Optional.
+	ReplyTo string
+}
+
+// Enqueued is the outcome of enqueueing one message.
+type Enqueued struct {
+	ID int64
+	// Duplicate is true when a message with the same dedup id was enqueued
+	// within the dedup window; ID is then that message's id.
+	Duplicate bool
+}
+
+// Claim asks for messages.
+type Claim struct {
+	Queue    string
+	WorkerID string
+	// Max is how many messages to claim at most: 1 to MaxBatch.
+	Max int
+	// LeaseDuration is how long the lease lasts: at least MinLease.
+	LeaseDuration time.Duration
+}
+
+// Delivery is a claimed message and its lease.
+type Delivery struct {
+	Lease
+	Queue   string
+	Key     string
+	Payload []byte
+	ReplyTo string
+	DedupID string
+	// Attempt counts claims of this message, this one included.
+	Attempt       int
+	MaxDeliveries int
+	EnqueuedAt    time.Time
+	LeaseExpires  time.Time
+}
+
+// Completion finishes a claimed message.
+type Completion struct {
+	Lease
+	// Reply, when not nil, is enqueued in the same transaction as the
+	// completion, and only if the completion succeeds.
+	Reply *NewMessage
+}
+
+// Failure reports that handling a claimed message failed.
+type Failure struct {
+	Lease
+	// Error is recorded on the message. Long texts are cut to MaxErrorLength.
+	Error string
+	// RetryDelay is how long the message stays invisible before its next
+	// delivery. Must not be negative.
+	RetryDelay time.Duration
+	// Permanent dead-letters the message at once.
+	Permanent bool
+	// Reason is recorded when the failure dead-letters the message; empty
+	// means ReasonPermanent for a permanent failure, else ReasonMaxDeliveries.
+	Reason DeadReason
+}
+
+// Release gives a claimed message back unfinished.
+type Release struct {
+	Lease
+	// Delay keeps it invisible for this long. Must not be negative.
+	Delay time.Duration
+	// Uncount takes back the delivery its claim counted, for messages that
+	// were received but never started (a shutdown).
+	Uncount bool
+}
+
+// Extended is the outcome of a batch extension.
+type Extended struct {
+	// Lost lists the leases that could not be extended: they are lost.
+	Lost []Lease
+	// Expires is the new expiry of the extended leases.
+	Expires time.Time
+}
+
+// Recovered is one message the reaper took back.
+type Recovered struct {
+	ID    int64
+	Queue string
+	// Dead is true when its deliveries were used up and it was dead-lettered.
+	Dead bool
+	// StuckFor is how long its lease had been expired.
+	StuckFor time.Duration
+}
+
+// DeadLetter is a message that failed for good.
+type DeadLetter struct {
+	ID         int64
+	Queue      string
+	Key        string
+	Payload    []byte
+	Deliveries int
+	Reason     DeadReason
+	LastError  string
+	DeadAt     time.Time
+	EnqueuedAt time.Time
+}
+
+// Stats counts a queue's messages.
+type Stats struct {
+	Queue      string
+	Pending    int64
+	Waiting    int64
+	Processing int64
+	Completed  int64
+	Dead       int64
+	// BlockedKeys counts keys that have messages waiting behind their head.
+	BlockedKeys int64
+	// OldestPendingAge is the age of the oldest pending message, measured
+	// from when it became visible; zero when none is pending.
+	OldestPendingAge time.Duration
+}
+
+// Info describes a message for listings.
+type Info struct {
+	ID            int64
+	Queue         string
+	Key           string
+	DedupID       string
+	State         State
+	Payload       []byte
+	Deliveries    int
+	MaxDeliveries int
+	FencingToken  int64
+	WorkerID      string
+	LastError     string
+	DeadReason    DeadReason
+	EnqueuedAt    time.Time
+	VisibleAt     time.Time
+	LeaseExpires  time.Time // zero unless processing
+	FinishedAt    time.Time // zero unless completed or dead
+}
+
+// ListFilter selects messages for List.
+type ListFilter struct {
+	Queue string
+	State State
+	// AfterID lists messages with larger ids only, for paging.
+	AfterID int64
+	// Limit is 1 to MaxBatch; zero means 100.
+	Limit int
+}
+
+// Store is a durable queue of messages under fenced leases. Implementations
+// are safe for concurrent use. Operations on many messages run in one
+// statement or transaction. Every operation that returns an error other than
+// a per-message result changed nothing.
+type Store interface {
+	// Enqueue adds messages, all or none. The results are in input order.
+	Enqueue(ctx context.Context, msgs []NewMessage) ([]Enqueued, error)
+	// Claim leases up to c.Max visible pending messages of a queue, oldest
+	// visible first, counting a delivery for each and minting a new lease.
+	// It never blocks waiting for messages; see Wakeup.
+	Claim(ctx context.Context, c Claim) ([]Delivery, error)
+	// Extend sets the expiry of every given lease that is still current to
+	// now+extension. The result lists the leases that are lost.
+	Extend(ctx context.Context, leases []Lease, extension time.Duration) (Extended, error)
+	// Complete finishes messages, each fenced on its own. The result holds
+	// one entry per completion: nil, or an error wrapping ErrLeaseLost.
+	Complete(ctx context.Context, cs []Completion) ([]error, error)
+	// Fail records a failed delivery: the message is retried after the
+	// delay, or dead-lettered when it is permanent or its deliveries are
+	// used up. It reports whether the message is now dead.
+	Fail(ctx context.Context, f Failure) (dead bool, err error)
+	// Release gives a message back unfinished.
+	Release(ctx context.Context, r Release) error
+	// Reap returns messages whose lease has expired to pending, or
+	// dead-letters them when their deliveries are used up. It is idempotent
+	// and safe to run in many processes at once.
+	Reap(ctx context.Context) ([]Recovered, error)
+	// DeadLetters lists dead messages of a queue, oldest first, after an id.
+	DeadLetters(ctx context.Context, queue string, afterID int64, limit int) ([]DeadLetter, error)
+	// Redrive returns dead messages to pending with a fresh delivery
+	// budget: the given ids, or all of the queue's when ids is empty. It
+	// returns how many it moved.
+	Redrive(ctx context.Context, queue string, ids []int64) (int, error)
+	// Purge deletes dead messages: the given ids, or all of the queue's when
+	// ids is empty. It returns how many it deleted.
+	Purge(ctx context.Context, queue string, ids []int64) (int, error)
+	// Stats counts the messages of a queue.
+	Stats(ctx context.Context, queue string) (Stats, error)
+	// List lists messages of a queue in one state, by id.
+	List(ctx context.Context, f ListFilter) ([]Info, error)
+	// DeleteCompleted deletes up to limit completed messages that finished
+	// more than retention ago and are past the dedup window. It returns how
+	// many it deleted; call it until that is below limit.
+	DeleteCompleted(ctx context.Context, retention time.Duration, limit int) (int, error)
+	// Wakeup returns a channel that is closed when messages of the queue may
+	// have become claimable through this process (an enqueue, a release, a
+	// retry, a reap). Long polling waits on it between claims. Take the
+	// channel before the claim it follows, so no wakeup is missed.
+	Wakeup(queue string) <-chan struct{}
+	// Close releases the store's resources.
+	Close() error
+}

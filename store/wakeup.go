@@ -1,0 +1,47 @@
+package store
+
+import "sync"
+
+// Wakeups hands out per-queue channels that are closed when the queue may
+// have claimable messages. Backends embed one to implement Store.Wakeup.
+// The zero value is ready to use.
+type Wakeups struct {
+	mu sync.Mutex
+	ch map[string]chan struct{}
+}
+
+// Wakeup returns the queue's current channel.
+func (w *Wakeups) Wakeup(queue string) <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ch == nil {
+		w.ch = make(map[string]chan struct{})
+	}
+	c, ok := w.ch[queue]
+	if !ok {
+		c = make(chan struct{})
+		w.ch[queue] = c
+	}
+	return c
+}
+
+// Notify wakes everyone waiting on the queue. Queues nobody waits on cost
+// nothing.
+func (w *Wakeups) Notify(queue string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if c, ok := w.ch[queue]; ok {
+		close(c)
+		delete(w.ch, queue)
+	}
+}
+
+// NotifyAll wakes everyone waiting on any queue.
+func (w *Wakeups) NotifyAll() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for q, c := range w.ch {
+		close(c)
+		delete(w.ch, q)
+	}
+}
