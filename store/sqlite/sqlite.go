@@ -1,0 +1,766 @@
+// Package sqlite is the embedded store.Store: one SQLite file, no server,
+// shared safely by several processes on one machine.
+//
+// The database runs in WAL mode with a busy timeout; every write is one
+// IMMEDIATE transaction, so claims are atomic across processes. The schema
+// is created and migrated when the store opens, and a database written by a
+// newer leasehold is refused with store.ErrSchemaTooNew.
+//
+// The store's clock is the time authority: processes sharing a file share a
+// host and so a clock.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/store"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// SchemaVersion is the schema version this code writes.
+var SchemaVersion = len(migrations())
+
+func migrations() []string {
+	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	if err != nil {
+		panic(err) // the pattern is constant and valid
+	}
+	sort.Strings(names)
+	out := make([]string, len(names))
+	for i, n := range names {
+		b, err := migrationFiles.ReadFile(n)
+		if err != nil {
+			panic(err) // embedded files are always readable
+		}
+		out[i] = string(b)
+	}
+	return out
+}
+
+// Config configures a Store.
+type Config struct {
+	// Path is the database file. Required. It is created when missing.
+	Path string
+	// Clock is the store's time authority. Default: the system clock.
+	Clock clock.Clock
+	// Options are the settings every backend shares.
+	Options store.Options
+	// BusyTimeout is how long a write waits for another process's write
+	// transaction. Default 10s.
+	BusyTimeout time.Duration
+}
+
+// Store is a store.Store in a SQLite file.
+type Store struct {
+	store.Wakeups
+	db     *sql.DB
+	clk    clock.Clock
+	opts   store.Options
+	closed atomic.Bool
+	st     statements
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating and migrating as needed) the database at cfg.Path.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.Path == "" {
+		return nil, fmt.Errorf("sqlite store: %w: Path is empty", store.ErrInvalid)
+	}
+	if strings.ContainsAny(cfg.Path, "?#") {
+		return nil, fmt.Errorf("sqlite store: %w: Path %q contains '?' or '#'", store.ErrInvalid, cfg.Path)
+	}
+	if err := cfg.Options.Validate(); err != nil {
+		return nil, fmt.Errorf("sqlite store: %w", err)
+	}
+	if cfg.BusyTimeout < 0 {
+		return nil, fmt.Errorf("sqlite store: %w: BusyTimeout is %s, must not be negative", store.ErrInvalid, cfg.BusyTimeout)
+	}
+	if cfg.BusyTimeout == 0 {
+		cfg.BusyTimeout = 10 * time.Second
+	}
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", cfg.BusyTimeout.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "foreign_keys(OFF)")
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+cfg.Path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite store: open %s: %w", cfg.Path, err)
+	}
+	// One connection: SQLite has one writer at a time, and a second
+	// connection in the same process would only wait on the first.
+	db.SetMaxOpenConns(1)
+	db.SetConnMaxIdleTime(0)
+	db.SetConnMaxLifetime(0)
+	s := &Store{db: db, clk: clock.OrSystem(cfg.Clock), opts: cfg.Options.WithDefaults()}
+	if err := migrate(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite store: %s: %w", cfg.Path, err)
+	}
+	if err := s.st.prepare(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite store: %s: %w", cfg.Path, err)
+	}
+	return s, nil
+}
+
+func migrate(ctx context.Context, db *sql.DB) error {
+	ms := migrations()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var v int
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if v > len(ms) {
+		return fmt.Errorf("%w: the database is at schema version %d, this code knows versions up to %d", store.ErrSchemaTooNew, v, len(ms))
+	}
+	if v == len(ms) {
+		return nil
+	}
+	for i := v; i < len(ms); i++ {
+		if _, err := tx.ExecContext(ctx, ms[i]); err != nil {
+			return fmt.Errorf("migration %d: %w", i+1, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(ms))); err != nil {
+		return fmt.Errorf("set schema version: %w", err)
+	}
+	return tx.Commit()
+}
+
+// DB returns the store's database handle, for transactions that enqueue
+// with EnqueueTx.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// Close closes the database.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.NotifyAll()
+	s.st.close()
+	return s.db.Close()
+}
+
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+func fromMicros(v int64) time.Time { return time.UnixMicro(v).UTC() }
+
+func nullTime(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return fromMicros(v.Int64)
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// write runs fn in one IMMEDIATE transaction at the current time.
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx, now int64) error) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite store: begin: %w", err)
+	}
+	if err := fn(tx, micros(s.clk.Now())); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite store: commit: %w", err)
+	}
+	return nil
+}
+
+// Enqueue implements store.Store.
+func (s *Store) Enqueue(ctx context.Context, msgs []store.NewMessage) ([]store.Enqueued, error) {
+	var out []store.Enqueued
+	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
+		var err error
+		out, err = s.enqueueTx(ctx, tx, msgs, now)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.notifyQueues(msgs)
+	return out, nil
+}
+
+// EnqueueTx enqueues messages inside the caller's transaction, which must
+// come from DB(); they become visible when it commits. Receivers in this
+// process learn of them at their next poll, or at once if the caller calls
+// Notify(queue) after the commit.
+func (s *Store) EnqueueTx(ctx context.Context, tx *sql.Tx, msgs []store.NewMessage) ([]store.Enqueued, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	return s.enqueueTx(ctx, tx, msgs, micros(s.clk.Now()))
+}
+
+func (s *Store) notifyQueues(msgs []store.NewMessage) {
+	last := ""
+	for _, m := range msgs {
+		if m.Queue != last {
+			s.Notify(m.Queue)
+			last = m.Queue
+		}
+	}
+}
+
+func (s *Store) enqueueTx(ctx context.Context, tx *sql.Tx, msgs []store.NewMessage, now int64) ([]store.Enqueued, error) {
+	msgs, err := store.CheckNewMessages(msgs, s.opts)
+	if err != nil {
+		return nil, err
+	}
+	insert := tx.StmtContext(ctx, s.st.insert)
+	out := make([]store.Enqueued, len(msgs))
+	for i := range msgs {
+		if out[i], err = s.enqueueOne(ctx, tx, insert, &msgs[i], now); err != nil {
+			return nil, fmt.Errorf("sqlite store: enqueue: %w", err)
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) enqueueOne(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, m *store.NewMessage, now int64) (store.Enqueued, error) {
+	if m.DedupID != "" {
+		var id, at int64
+		err := tx.StmtContext(ctx, s.st.dedupGet).QueryRowContext(ctx, m.Queue, m.DedupID).Scan(&id, &at)
+		switch {
+		case err == nil && now-at < s.opts.DedupWindow.Microseconds():
+			return store.Enqueued{ID: id, Duplicate: true}, nil
+		case err == nil:
+			if _, err := tx.StmtContext(ctx, s.st.dedupClear).ExecContext(ctx, id); err != nil {
+				return store.Enqueued{}, err
+			}
+		case !errors.Is(err, sql.ErrNoRows):
+			return store.Enqueued{}, err
+		}
+	}
+	payload := m.Payload
+	if payload == nil {
+		payload = []byte{}
+	}
+	res, err := insert.ExecContext(ctx, m.Queue, nullable(m.Key), nullable(m.DedupID), nullable(m.ReplyTo), payload,
+		m.MaxDeliveries, now, now+m.Delay.Microseconds())
+	if err != nil {
+		return store.Enqueued{}, err
+	}
+	id, err := res.LastInsertId()
+	return store.Enqueued{ID: id}, err
+}
+
+// Claim implements store.Store.
+func (s *Store) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, error) {
+	if err := store.CheckClaim(c); err != nil {
+		return nil, err
+	}
+	var out []store.Delivery
+	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
+		var base int64
+		if err := tx.StmtContext(ctx, s.st.fenceGet).QueryRowContext(ctx).Scan(&base); err != nil {
+			return err
+		}
+		until := now + c.LeaseDuration.Microseconds()
+		rows, err := tx.StmtContext(ctx, s.st.claim).QueryContext(ctx, base, c.WorkerID, until, c.Queue, now, c.Max)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var d store.Delivery
+			var key, reply, dedup sql.NullString
+			var enq int64
+			if err := rows.Scan(&d.MessageID, &key, &d.Payload, &reply, &dedup, &d.Attempt, &d.MaxDeliveries, &enq, &d.FencingToken); err != nil {
+				rows.Close()
+				return err
+			}
+			d.Queue, d.Key, d.ReplyTo, d.DedupID = c.Queue, key.String, reply.String, dedup.String
+			d.EnqueuedAt, d.LeaseExpires = fromMicros(enq), fromMicros(until)
+			out = append(out, d)
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		_, err = tx.StmtContext(ctx, s.st.fenceAdd).ExecContext(ctx, len(out))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite store: claim: %w", err)
+	}
+	// RETURNING gives no order; the fencing tokens follow the claim order.
+	slices.SortFunc(out, func(a, b store.Delivery) int { return int(a.FencingToken - b.FencingToken) })
+	return out, nil
+}
+
+// Extend implements store.Store.
+func (s *Store) Extend(ctx context.Context, leases []store.Lease, extension time.Duration) (store.Extended, error) {
+	if err := store.CheckLease(extension); err != nil {
+		return store.Extended{}, err
+	}
+	if err := store.CheckLeases(leases); err != nil {
+		return store.Extended{}, err
+	}
+	var res store.Extended
+	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
+		res = store.Extended{Expires: fromMicros(now + extension.Microseconds())}
+		stmt := tx.StmtContext(ctx, s.st.extend)
+		for _, l := range leases {
+			r, err := stmt.ExecContext(ctx, now+extension.Microseconds(), l.MessageID, l.FencingToken, now)
+			if err != nil {
+				return err
+			}
+			if n, err := r.RowsAffected(); err != nil {
+				return err
+			} else if n == 0 {
+				res.Lost = append(res.Lost, l)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return store.Extended{}, fmt.Errorf("sqlite store: extend: %w", err)
+	}
+	return res, nil
+}
+
+// promote lets the next waiting message of a key go.
+func (s *Store) promote(ctx context.Context, tx *sql.Tx, queue string, key sql.NullString) error {
+	if !key.Valid {
+		return nil
+	}
+	_, err := tx.StmtContext(ctx, s.st.promote).ExecContext(ctx, queue, key.String)
+	return err
+}
+
+// Complete implements store.Store.
+func (s *Store) Complete(ctx context.Context, cs []store.Completion) ([]error, error) {
+	replies, err := store.CheckCompletions(cs, s.opts)
+	if err != nil {
+		return nil, err
+	}
+	results := make([]error, len(cs))
+	var woken []store.NewMessage
+	err = s.write(ctx, func(tx *sql.Tx, now int64) error {
+		woken = woken[:0]
+		complete := tx.StmtContext(ctx, s.st.complete)
+		for i, c := range cs {
+			var queue string
+			var key sql.NullString
+			err := complete.QueryRowContext(ctx, now, c.MessageID, c.FencingToken).Scan(&queue, &key)
+			if errors.Is(err, sql.ErrNoRows) {
+				results[i] = fmt.Errorf("%s: %w", c.Lease, store.ErrLeaseLost)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			results[i] = nil
+			if err := s.promote(ctx, tx, queue, key); err != nil {
+				return err
+			}
+			if key.Valid {
+				woken = append(woken, store.NewMessage{Queue: queue})
+			}
+			if replies[i] != nil {
+				if _, err := s.enqueueOne(ctx, tx, tx.StmtContext(ctx, s.st.insert), replies[i], now); err != nil {
+					return err
+				}
+				woken = append(woken, *replies[i])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite store: complete: %w", err)
+	}
+	s.notifyQueues(woken)
+	return results, nil
+}
+
+// Fail implements store.Store.
+func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
+	f, err := store.CheckFailure(f)
+	if err != nil {
+		return false, err
+	}
+	var dead bool
+	var queue string
+	err = s.write(ctx, func(tx *sql.Tx, now int64) error {
+		var deliveries, max int
+		var key sql.NullString
+		err := tx.StmtContext(ctx, s.st.current).QueryRowContext(ctx, f.MessageID, f.FencingToken, now).Scan(&deliveries, &max, &queue, &key)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%s: %w", f.Lease, store.ErrLeaseLost)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite store: fail: %w", err)
+		}
+		dead = f.Permanent || deliveries >= max
+		if dead {
+			if _, err := tx.ExecContext(ctx, `UPDATE leasehold_messages SET state = 4, dead_reason = ?, last_error = ?, finished_at = ? WHERE id = ?`,
+				string(f.Reason), f.Error, now, f.MessageID); err != nil {
+				return fmt.Errorf("sqlite store: fail: %w", err)
+			}
+			return s.promote(ctx, tx, queue, key)
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE leasehold_messages SET state = 0, visible_at = ?, last_error = ? WHERE id = ?`,
+			now+f.RetryDelay.Microseconds(), f.Error, f.MessageID)
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	s.Notify(queue)
+	return dead, nil
+}
+
+// Release implements store.Store.
+func (s *Store) Release(ctx context.Context, r store.Release) error {
+	if err := store.CheckRelease(r); err != nil {
+		return err
+	}
+	uncount := 0
+	if r.Uncount {
+		uncount = 1
+	}
+	var queue string
+	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
+		err := tx.QueryRowContext(ctx, `UPDATE leasehold_messages SET state = 0, visible_at = ?, deliveries = deliveries - ?
+			WHERE id = ? AND fencing_token = ? AND state = 2 AND locked_until > ? RETURNING queue`,
+			now+r.Delay.Microseconds(), uncount, r.MessageID, r.FencingToken, now).Scan(&queue)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%s: %w", r.Lease, store.ErrLeaseLost)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite store: release: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.Notify(queue)
+	return nil
+}
+
+// Reap implements store.Store.
+func (s *Store) Reap(ctx context.Context) ([]store.Recovered, error) {
+	var out []store.Recovered
+	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
+		out = out[:0]
+		rows, err := tx.QueryContext(ctx, `UPDATE leasehold_messages SET
+				state = CASE WHEN deliveries >= max_deliveries THEN 4 ELSE 0 END,
+				visible_at = ?1,
+				dead_reason = CASE WHEN deliveries >= max_deliveries THEN 'lease_expired' ELSE dead_reason END,
+				last_error = CASE WHEN deliveries >= max_deliveries THEN 'lease expired' ELSE last_error END,
+				finished_at = CASE WHEN deliveries >= max_deliveries THEN ?1 ELSE NULL END
+			WHERE state = 2 AND locked_until <= ?1
+			RETURNING id, queue, key, state, locked_until`, now)
+		if err != nil {
+			return err
+		}
+		type deadKey struct {
+			queue string
+			key   sql.NullString
+		}
+		var heads []deadKey
+		for rows.Next() {
+			var r store.Recovered
+			var key sql.NullString
+			var state int
+			var lockedUntil int64
+			if err := rows.Scan(&r.ID, &r.Queue, &key, &state, &lockedUntil); err != nil {
+				rows.Close()
+				return err
+			}
+			r.Dead = state == int(store.Dead)
+			r.StuckFor = time.Duration(now-lockedUntil) * time.Microsecond
+			if r.Dead {
+				heads = append(heads, deadKey{r.Queue, key})
+			}
+			out = append(out, r)
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		for _, h := range heads {
+			if err := s.promote(ctx, tx, h.queue, h.key); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite store: reap: %w", err)
+	}
+	slices.SortFunc(out, func(a, b store.Recovered) int { return int(a.ID - b.ID) })
+	for i, r := range out {
+		if i == 0 || out[i-1].Queue != r.Queue {
+			s.Notify(r.Queue)
+		}
+	}
+	return out, nil
+}
+
+// deadIDs returns the ids to redrive or purge: the given ones, each checked
+// to be a dead message of the queue, or all of the queue's dead messages.
+func deadIDs(ctx context.Context, tx *sql.Tx, queue string, ids []int64) ([]int64, error) {
+	if len(ids) == 0 {
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM leasehold_messages WHERE queue = ? AND state = 4 ORDER BY id`, queue)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				return nil, err
+			}
+			ids = append(ids, id)
+		}
+		return ids, rows.Err()
+	}
+	for _, id := range ids {
+		var one int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM leasehold_messages WHERE id = ? AND queue = ? AND state = 4`, id, queue).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("%w: message %d is not a dead letter of queue %q", store.ErrNotFound, id, queue)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return ids, nil
+}
+
+// Redrive implements store.Store.
+func (s *Store) Redrive(ctx context.Context, queue string, ids []int64) (int, error) {
+	if err := store.CheckQueue(queue); err != nil {
+		return 0, err
+	}
+	if err := store.CheckLeases(make([]store.Lease, len(ids))); err != nil {
+		return 0, err
+	}
+	n := 0
+	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
+		ids, err := deadIDs(ctx, tx, queue, ids)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if _, err := tx.ExecContext(ctx, `UPDATE leasehold_messages SET deliveries = 0, dead_reason = NULL, finished_at = NULL, visible_at = ?,
+				state = CASE WHEN key IS NOT NULL AND EXISTS (SELECT 1 FROM leasehold_messages h
+					WHERE h.queue = leasehold_messages.queue AND h.key = leasehold_messages.key AND h.state IN (0, 2)) THEN 1 ELSE 0 END
+				WHERE id = ?`, now, id); err != nil {
+				return err
+			}
+		}
+		n = len(ids)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sqlite store: redrive: %w", err)
+	}
+	s.Notify(queue)
+	return n, nil
+}
+
+// Purge implements store.Store.
+func (s *Store) Purge(ctx context.Context, queue string, ids []int64) (int, error) {
+	if err := store.CheckQueue(queue); err != nil {
+		return 0, err
+	}
+	if err := store.CheckLeases(make([]store.Lease, len(ids))); err != nil {
+		return 0, err
+	}
+	n := 0
+	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
+		ids, err := deadIDs(ctx, tx, queue, ids)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM leasehold_messages WHERE id = ?`, id); err != nil {
+				return err
+			}
+		}
+		n = len(ids)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sqlite store: purge: %w", err)
+	}
+	return n, nil
+}
+
+// DeadLetters implements store.Store.
+func (s *Store) DeadLetters(ctx context.Context, queue string, afterID int64, limit int) ([]store.DeadLetter, error) {
+	infos, err := s.List(ctx, store.ListFilter{Queue: queue, State: store.Dead, AfterID: afterID, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]store.DeadLetter, len(infos))
+	for i, in := range infos {
+		out[i] = store.DeadLetter{ID: in.ID, Queue: in.Queue, Key: in.Key, Payload: in.Payload, Deliveries: in.Deliveries,
+			Reason: in.DeadReason, LastError: in.LastError, DeadAt: in.FinishedAt, EnqueuedAt: in.EnqueuedAt}
+	}
+	return out, nil
+}
+
+// Stats implements store.Store.
+func (s *Store) Stats(ctx context.Context, queue string) (store.Stats, error) {
+	if err := store.CheckQueue(queue); err != nil {
+		return store.Stats{}, err
+	}
+	if s.closed.Load() {
+		return store.Stats{}, store.ErrClosed
+	}
+	st := store.Stats{Queue: queue}
+	now := micros(s.clk.Now())
+	rows, err := s.db.QueryContext(ctx, `SELECT state, COUNT(*) FROM leasehold_messages WHERE queue = ? GROUP BY state`, queue)
+	if err != nil {
+		return st, fmt.Errorf("sqlite store: stats: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var state int
+		var n int64
+		if err := rows.Scan(&state, &n); err != nil {
+			return st, fmt.Errorf("sqlite store: stats: %w", err)
+		}
+		switch store.State(state) {
+		case store.Pending:
+			st.Pending = n
+		case store.Waiting:
+			st.Waiting = n
+		case store.Processing:
+			st.Processing = n
+		case store.Completed:
+			st.Completed = n
+		case store.Dead:
+			st.Dead = n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return st, fmt.Errorf("sqlite store: stats: %w", err)
+	}
+	rows.Close()
+	var oldest sql.NullInt64
+	err = s.db.QueryRowContext(ctx, `SELECT
+			(SELECT COUNT(DISTINCT key) FROM leasehold_messages WHERE queue = ?1 AND state = 1),
+			(SELECT MIN(visible_at) FROM leasehold_messages WHERE queue = ?1 AND state = 0 AND visible_at <= ?2)`,
+		queue, now).Scan(&st.BlockedKeys, &oldest)
+	if err != nil {
+		return st, fmt.Errorf("sqlite store: stats: %w", err)
+	}
+	if oldest.Valid {
+		st.OldestPendingAge = time.Duration(now-oldest.Int64) * time.Microsecond
+	}
+	return st, nil
+}
+
+// List implements store.Store.
+func (s *Store) List(ctx context.Context, f store.ListFilter) ([]store.Info, error) {
+	if err := store.CheckQueue(f.Queue); err != nil {
+		return nil, err
+	}
+	limit, err := store.CheckLimit(f.Limit)
+	if err != nil {
+		return nil, err
+	}
+	if f.State < store.Pending || f.State > store.Dead {
+		return nil, fmt.Errorf("%w: unknown state %d", store.ErrInvalid, f.State)
+	}
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	// The state is a literal so that SQLite can use the state's partial index.
+	rows, err := s.db.QueryContext(ctx, fmt.Sprintf(`SELECT id, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
+			worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at
+		FROM leasehold_messages WHERE queue = ? AND state = %d AND id > ? ORDER BY id LIMIT ?`, int(f.State)),
+		f.Queue, f.AfterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite store: list: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Info
+	for rows.Next() {
+		in := store.Info{Queue: f.Queue, State: f.State}
+		var key, dedup, worker, lastErr, reason sql.NullString
+		var enq, vis int64
+		var locked, finished sql.NullInt64
+		if err := rows.Scan(&in.ID, &key, &dedup, &in.Payload, &in.Deliveries, &in.MaxDeliveries, &in.FencingToken,
+			&worker, &lastErr, &reason, &enq, &vis, &locked, &finished); err != nil {
+			return nil, fmt.Errorf("sqlite store: list: %w", err)
+		}
+		in.Key, in.DedupID, in.WorkerID, in.LastError, in.DeadReason = key.String, dedup.String, worker.String, lastErr.String, store.DeadReason(reason.String)
+		in.EnqueuedAt, in.VisibleAt = fromMicros(enq), fromMicros(vis)
+		if f.State == store.Processing {
+			in.LeaseExpires = nullTime(locked)
+		}
+		in.FinishedAt = nullTime(finished)
+		out = append(out, in)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite store: list: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteCompleted implements store.Store.
+func (s *Store) DeleteCompleted(ctx context.Context, retention time.Duration, limit int) (int, error) {
+	if err := store.CheckRetention(retention, limit); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
+		r, err := tx.ExecContext(ctx, `DELETE FROM leasehold_messages WHERE id IN (
+				SELECT id FROM leasehold_messages WHERE state = 3 AND finished_at <= ? AND enqueued_at <= ? LIMIT ?)`,
+			now-retention.Microseconds(), now-s.opts.DedupWindow.Microseconds(), limit)
+		if err != nil {
+			return err
+		}
+		n, err = r.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sqlite store: delete completed: %w", err)
+	}
+	return int(n), nil
+}

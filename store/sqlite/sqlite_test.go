@@ -1,0 +1,143 @@
+package sqlite_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/sqlite"
+	"github.com/leasehold/leasehold/store/storetest"
+)
+
+func open(t *testing.T, clk clock.Clock) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "lh.db"), Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, clk clock.Clock) store.Store { return open(t, clk) })
+}
+
+func TestRefusesNewerSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lh.db")
+	s, err := sqlite.Open(context.Background(), sqlite.Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DB().Exec(fmt.Sprintf("PRAGMA user_version = %d", sqlite.SchemaVersion+1)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	_, err = sqlite.Open(context.Background(), sqlite.Config{Path: path})
+	if !errors.Is(err, store.ErrSchemaTooNew) {
+		t.Fatalf("Open of a newer schema = %v, want ErrSchemaTooNew", err)
+	}
+	if !strings.Contains(err.Error(), fmt.Sprint(sqlite.SchemaVersion+1)) {
+		t.Fatalf("error %q does not name the database's version", err)
+	}
+}
+
+func TestRejectsBadPath(t *testing.T) {
+	for _, p := range []string{"", "a.db?mode=ro"} {
+		if _, err := sqlite.Open(context.Background(), sqlite.Config{Path: p}); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("Open(%q) = %v, want ErrInvalid", p, err)
+		}
+	}
+}
+
+// TestClaimsAtomicAcrossConnections runs two stores on one file, each with
+// its own connection as separate processes would have, claiming at once.
+func TestClaimsAtomicAcrossConnections(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "lh.db")
+	var stores [2]*sqlite.Store
+	for i := range stores {
+		s, err := sqlite.Open(ctx, sqlite.Config{Path: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		stores[i] = s
+	}
+	const total = 2000
+	batch := make([]store.NewMessage, total)
+	for i := range batch {
+		batch[i] = store.NewMessage{Queue: "q", Payload: []byte("x")}
+		if i%4 == 0 {
+			batch[i].Key = fmt.Sprint("k", i%40)
+		}
+	}
+	if _, err := stores[0].Enqueue(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	claimed := map[int64]int{}
+	var wg sync.WaitGroup
+	errc := make(chan error, len(stores))
+	for w, s := range stores {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				ds, err := s.Claim(ctx, store.Claim{Queue: "q", WorkerID: fmt.Sprint("w", w), Max: 50, LeaseDuration: time.Hour})
+				if err != nil {
+					errc <- err
+					return
+				}
+				if len(ds) == 0 {
+					st, err := s.Stats(ctx, "q")
+					if err != nil {
+						errc <- err
+						return
+					}
+					if st.Pending == 0 && st.Waiting == 0 {
+						return
+					}
+				}
+				cs := make([]store.Completion, len(ds))
+				mu.Lock()
+				for i, d := range ds {
+					claimed[d.MessageID]++
+					cs[i] = store.Completion{Lease: d.Lease}
+				}
+				mu.Unlock()
+				res, err := s.Complete(ctx, cs)
+				if err != nil {
+					errc <- err
+					return
+				}
+				for _, e := range res {
+					if e != nil {
+						errc <- e
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Fatal(err)
+	}
+	if len(claimed) != total {
+		t.Fatalf("%d messages claimed, want %d", len(claimed), total)
+	}
+	for id, n := range claimed {
+		if n != 1 {
+			t.Fatalf("message %d claimed %d times", id, n)
+		}
+	}
+}
