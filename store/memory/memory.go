@@ -35,10 +35,13 @@ type Store struct {
 
 	mu     sync.Mutex
 	closed bool
-	lastID int64
 	fence  int64
-	msgs   map[int64]*message
-	queues map[string]*queue
+	// msgs[i] is the message with id firstID+i, nil once deleted. Ids are
+	// dense, so a slice beats a map; deleted messages at the front are
+	// trimmed.
+	msgs    []*message
+	firstID int64
+	queues  map[string]*queue
 
 	stopReaper context.CancelFunc
 	reaperDone chan struct{}
@@ -47,24 +50,26 @@ type Store struct {
 var _ store.Store = (*Store)(nil)
 
 type message struct {
-	id          int64
-	queue       *queue
-	key         string
-	dedupID     string
-	replyTo     string
-	payload     []byte
-	state       store.State
-	deliveries  int
-	maxDeliv    int
-	fence       int64
-	worker      string
-	lastError   string
-	deadReason  store.DeadReason
-	enqueuedAt  time.Time
-	visibleAt   time.Time
-	lockedUntil time.Time
-	finishedAt  time.Time
-	heapIndex   int // in queue.ready; -1 when not there
+	id         int64
+	queue      *queue
+	key        string
+	dedupID    string
+	replyTo    string
+	payload    []byte
+	state      store.State
+	deliveries int
+	maxDeliv   int
+	fence      int64
+	worker     string
+	lastError  string
+	deadReason store.DeadReason
+	// Times are Unix nanoseconds: smaller than time.Time and cheaper to
+	// compare, on a path that runs for every message.
+	enqueuedAt  int64
+	visibleAt   int64
+	lockedUntil int64 // zero unless processing
+	finishedAt  int64 // zero unless completed or dead
+	heapIndex   int   // in queue.ready; -1 when not there
 }
 
 type queue struct {
@@ -73,7 +78,6 @@ type queue struct {
 	processing map[int64]*message
 	keys       map[string]*keyLine
 	dedup      map[string]*message
-	all        map[int64]*message
 	completed  []*message // in order of completion, for retention
 	counts     [5]int64   // by state
 }
@@ -94,10 +98,10 @@ func New(cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("memory store: %w: ReapInterval is %s, must not be negative", store.ErrInvalid, cfg.ReapInterval)
 	}
 	s := &Store{
-		clk:    clock.OrSystem(cfg.Clock),
-		opts:   cfg.Options.WithDefaults(),
-		msgs:   make(map[int64]*message),
-		queues: make(map[string]*queue),
+		clk:     clock.OrSystem(cfg.Clock),
+		opts:    cfg.Options.WithDefaults(),
+		firstID: 1,
+		queues:  make(map[string]*queue),
 	}
 	if cfg.ReapInterval > 0 {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -156,7 +160,6 @@ func (s *Store) queueLocked(name string) *queue {
 			processing: make(map[int64]*message),
 			keys:       make(map[string]*keyLine),
 			dedup:      make(map[string]*message),
-			all:        make(map[int64]*message),
 		}
 		s.queues[name] = q
 	}
@@ -179,7 +182,7 @@ func (s *Store) Enqueue(ctx context.Context, msgs []store.NewMessage) ([]store.E
 		return nil, err
 	}
 	out := make([]store.Enqueued, len(msgs))
-	now := s.clk.Now()
+	now := s.clk.Now().UnixNano()
 	for i := range msgs {
 		out[i] = s.enqueueLocked(&msgs[i], now)
 	}
@@ -198,16 +201,15 @@ func (s *Store) notifyQueues(msgs []store.NewMessage) {
 	}
 }
 
-func (s *Store) enqueueLocked(nm *store.NewMessage, now time.Time) store.Enqueued {
+func (s *Store) enqueueLocked(nm *store.NewMessage, now int64) store.Enqueued {
 	q := s.queueLocked(nm.Queue)
 	if nm.DedupID != "" {
-		if prev, ok := q.dedup[nm.DedupID]; ok && now.Before(prev.enqueuedAt.Add(s.opts.DedupWindow)) {
+		if prev, ok := q.dedup[nm.DedupID]; ok && now < prev.enqueuedAt+int64(s.opts.DedupWindow) {
 			return store.Enqueued{ID: prev.id, Duplicate: true}
 		}
 	}
-	s.lastID++
 	m := &message{
-		id:         s.lastID,
+		id:         s.firstID + int64(len(s.msgs)),
 		queue:      q,
 		key:        nm.Key,
 		dedupID:    nm.DedupID,
@@ -215,15 +217,14 @@ func (s *Store) enqueueLocked(nm *store.NewMessage, now time.Time) store.Enqueue
 		payload:    slices.Clone(nm.Payload),
 		maxDeliv:   nm.MaxDeliveries,
 		enqueuedAt: now,
-		visibleAt:  now.Add(nm.Delay),
+		visibleAt:  now + int64(nm.Delay),
 		heapIndex:  -1,
 		state:      store.Pending,
 	}
 	if m.payload == nil {
 		m.payload = []byte{}
 	}
-	s.msgs[m.id] = m
-	q.all[m.id] = m
+	s.msgs = append(s.msgs, m)
 	q.counts[store.Pending]++
 	if m.dedupID != "" {
 		q.dedup[m.dedupID] = m
@@ -252,7 +253,7 @@ func (s *Store) lineUpLocked(m *message) {
 
 // finishLocked moves a claimed or pending message to a terminal state and
 // lets the next message of its key go.
-func (s *Store) finishLocked(m *message, st store.State, now time.Time) {
+func (s *Store) finishLocked(m *message, st store.State, now int64) {
 	q := m.queue
 	delete(q.processing, m.id)
 	if m.heapIndex >= 0 {
@@ -260,7 +261,7 @@ func (s *Store) finishLocked(m *message, st store.State, now time.Time) {
 	}
 	q.setState(m, st)
 	m.finishedAt = now
-	m.lockedUntil = time.Time{}
+	m.lockedUntil = 0
 	if st == store.Completed {
 		q.completed = append(q.completed, m)
 	}
@@ -295,10 +296,10 @@ func (s *Store) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, err
 	if !ok {
 		return nil, nil
 	}
-	now := s.clk.Now()
-	until := now.Add(c.LeaseDuration)
+	now := s.clk.Now().UnixNano()
+	until := now + int64(c.LeaseDuration)
 	var out []store.Delivery
-	for len(out) < c.Max && len(q.ready) > 0 && !q.ready[0].visibleAt.After(now) {
+	for len(out) < c.Max && len(q.ready) > 0 && q.ready[0].visibleAt <= now {
 		m := heap.Pop(&q.ready).(*message)
 		s.fence++
 		m.fence = s.fence
@@ -319,17 +320,17 @@ func (s *Store) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, err
 			DedupID:       m.dedupID,
 			Attempt:       m.deliveries,
 			MaxDeliveries: m.maxDeliv,
-			EnqueuedAt:    m.enqueuedAt,
-			LeaseExpires:  until,
+			EnqueuedAt:    wall(m.enqueuedAt),
+			LeaseExpires:  wall(until),
 		})
 	}
 	return out, nil
 }
 
 // currentLocked returns the message a lease names if the lease is current.
-func (s *Store) currentLocked(l store.Lease, now time.Time) (*message, error) {
-	m, ok := s.msgs[l.MessageID]
-	if !ok || m.state != store.Processing || m.fence != l.FencingToken || !now.Before(m.lockedUntil) {
+func (s *Store) currentLocked(l store.Lease, now int64) (*message, error) {
+	m := s.byIDLocked(l.MessageID)
+	if m == nil || m.state != store.Processing || m.fence != l.FencingToken || now >= m.lockedUntil {
 		return nil, fmt.Errorf("%s: %w", l, store.ErrLeaseLost)
 	}
 	return m, nil
@@ -347,15 +348,16 @@ func (s *Store) Extend(ctx context.Context, leases []store.Lease, extension time
 		return store.Extended{}, err
 	}
 	defer s.mu.Unlock()
-	now := s.clk.Now()
-	res := store.Extended{Expires: now.Add(extension)}
+	now := s.clk.Now().UnixNano()
+	until := now + int64(extension)
+	res := store.Extended{Expires: wall(until)}
 	for _, l := range leases {
 		m, err := s.currentLocked(l, now)
 		if err != nil {
 			res.Lost = append(res.Lost, l)
 			continue
 		}
-		m.lockedUntil = res.Expires
+		m.lockedUntil = until
 	}
 	return res, nil
 }
@@ -369,7 +371,7 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) ([]error, e
 	if err := s.lock(); err != nil {
 		return nil, err
 	}
-	now := s.clk.Now()
+	now := s.clk.Now().UnixNano()
 	results := make([]error, len(cs))
 	var woken []store.NewMessage
 	for i, c := range cs {
@@ -401,7 +403,7 @@ func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
 	if err := s.lock(); err != nil {
 		return false, err
 	}
-	now := s.clk.Now()
+	now := s.clk.Now().UnixNano()
 	m, err := s.currentLocked(f.Lease, now)
 	if err != nil {
 		s.mu.Unlock()
@@ -413,7 +415,7 @@ func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
 		m.deadReason = f.Reason
 		s.finishLocked(m, store.Dead, now)
 	} else {
-		s.requeueLocked(m, now.Add(f.RetryDelay))
+		s.requeueLocked(m, now+int64(f.RetryDelay))
 	}
 	q := m.queue.name
 	s.mu.Unlock()
@@ -423,12 +425,12 @@ func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
 
 // requeueLocked returns a processing message to pending, keeping its place
 // as its key's head.
-func (s *Store) requeueLocked(m *message, visibleAt time.Time) {
+func (s *Store) requeueLocked(m *message, visibleAt int64) {
 	q := m.queue
 	delete(q.processing, m.id)
 	q.setState(m, store.Pending)
 	m.visibleAt = visibleAt
-	m.lockedUntil = time.Time{}
+	m.lockedUntil = 0
 	heap.Push(&q.ready, m)
 }
 
@@ -440,7 +442,7 @@ func (s *Store) Release(ctx context.Context, r store.Release) error {
 	if err := s.lock(); err != nil {
 		return err
 	}
-	now := s.clk.Now()
+	now := s.clk.Now().UnixNano()
 	m, err := s.currentLocked(r.Lease, now)
 	if err != nil {
 		s.mu.Unlock()
@@ -449,7 +451,7 @@ func (s *Store) Release(ctx context.Context, r store.Release) error {
 	if r.Uncount {
 		m.deliveries--
 	}
-	s.requeueLocked(m, now.Add(r.Delay))
+	s.requeueLocked(m, now+int64(r.Delay))
 	q := m.queue.name
 	s.mu.Unlock()
 	s.Notify(q)
@@ -461,14 +463,14 @@ func (s *Store) Reap(ctx context.Context) ([]store.Recovered, error) {
 	if err := s.lock(); err != nil {
 		return nil, err
 	}
-	now := s.clk.Now()
+	now := s.clk.Now().UnixNano()
 	var out []store.Recovered
 	for _, q := range s.queues {
 		for _, m := range q.processing {
-			if now.Before(m.lockedUntil) {
+			if now < m.lockedUntil {
 				continue
 			}
-			r := store.Recovered{ID: m.id, Queue: q.name, StuckFor: now.Sub(m.lockedUntil)}
+			r := store.Recovered{ID: m.id, Queue: q.name, StuckFor: time.Duration(now - m.lockedUntil)}
 			if m.deliveries >= m.maxDeliv {
 				r.Dead = true
 				m.deadReason = store.ReasonLeaseExpired
@@ -490,20 +492,32 @@ func (s *Store) Reap(ctx context.Context) ([]store.Recovered, error) {
 	return out, nil
 }
 
-// sortedLocked returns the queue's messages in state st with ids above
-// after, by id, at most limit of them.
-func (q *queue) sortedLocked(st store.State, after int64, limit int) []*message {
-	var ms []*message
-	for _, m := range q.all {
-		if m.state == st && m.id > after {
-			ms = append(ms, m)
+// byIDLocked returns the message with the id, or nil.
+func (s *Store) byIDLocked(id int64) *message {
+	i := id - s.firstID
+	if i < 0 || i >= int64(len(s.msgs)) {
+		return nil
+	}
+	return s.msgs[i]
+}
+
+// listLocked returns up to limit messages of q in state st with ids above
+// after, by id.
+func (s *Store) listLocked(q *queue, st store.State, after int64, limit int) []*message {
+	var out []*message
+	for i := max(0, after+1-s.firstID); i < int64(len(s.msgs)) && len(out) < limit; i++ {
+		if m := s.msgs[i]; m != nil && m.queue == q && m.state == st {
+			out = append(out, m)
 		}
 	}
-	slices.SortFunc(ms, func(a, b *message) int { return cmp.Compare(a.id, b.id) })
-	if len(ms) > limit {
-		ms = ms[:limit]
+	return out
+}
+
+func wall(nanos int64) time.Time {
+	if nanos == 0 {
+		return time.Time{}
 	}
-	return ms
+	return time.Unix(0, nanos).UTC()
 }
 
 // DeadLetters implements store.Store.
@@ -524,10 +538,10 @@ func (s *Store) DeadLetters(ctx context.Context, queue string, afterID int64, li
 		return nil, nil
 	}
 	var out []store.DeadLetter
-	for _, m := range q.sortedLocked(store.Dead, afterID, limit) {
+	for _, m := range s.listLocked(q, store.Dead, afterID, limit) {
 		out = append(out, store.DeadLetter{
 			ID: m.id, Queue: q.name, Key: m.key, Payload: m.payload, Deliveries: m.deliveries,
-			Reason: m.deadReason, LastError: m.lastError, DeadAt: m.finishedAt, EnqueuedAt: m.enqueuedAt,
+			Reason: m.deadReason, LastError: m.lastError, DeadAt: wall(m.finishedAt), EnqueuedAt: wall(m.enqueuedAt),
 		})
 	}
 	return out, nil
@@ -538,12 +552,12 @@ func (s *Store) DeadLetters(ctx context.Context, queue string, afterID int64, li
 // the queue, before anything changes.
 func (s *Store) deadLocked(q *queue, ids []int64) ([]*message, error) {
 	if len(ids) == 0 {
-		return q.sortedLocked(store.Dead, 0, len(q.all)), nil
+		return s.listLocked(q, store.Dead, 0, len(s.msgs)), nil
 	}
 	out := make([]*message, 0, len(ids))
 	for _, id := range ids {
-		m, ok := q.all[id]
-		if !ok || m.state != store.Dead {
+		m := s.byIDLocked(id)
+		if m == nil || m.queue != q || m.state != store.Dead {
 			return nil, fmt.Errorf("%w: message %d is not a dead letter of queue %q", store.ErrNotFound, id, q.name)
 		}
 		out = append(out, m)
@@ -575,12 +589,12 @@ func (s *Store) Redrive(ctx context.Context, queue string, ids []int64) (int, er
 		s.mu.Unlock()
 		return 0, err
 	}
-	now := s.clk.Now()
+	now := s.clk.Now().UnixNano()
 	for _, m := range ms {
 		q.setState(m, store.Pending)
 		m.deliveries = 0
 		m.deadReason = ""
-		m.finishedAt = time.Time{}
+		m.finishedAt = 0
 		m.visibleAt = now
 		s.lineUpLocked(m)
 	}
@@ -618,10 +632,21 @@ func (s *Store) Purge(ctx context.Context, queue string, ids []int64) (int, erro
 	return len(ms), nil
 }
 
+// trimLocked drops deleted messages from the front of msgs.
+func (s *Store) trimLocked() {
+	n := 0
+	for n < len(s.msgs) && s.msgs[n] == nil {
+		n++
+	}
+	if n > 0 {
+		s.msgs = slices.Clone(s.msgs[n:])
+		s.firstID += int64(n)
+	}
+}
+
 func (s *Store) deleteLocked(m *message) {
 	q := m.queue
-	delete(s.msgs, m.id)
-	delete(q.all, m.id)
+	s.msgs[m.id-s.firstID] = nil
 	q.counts[m.state]--
 	if m.dedupID != "" && q.dedup[m.dedupID] == m {
 		delete(q.dedup, m.dedupID)
@@ -652,8 +677,8 @@ func (s *Store) Stats(ctx context.Context, queue string) (store.Stats, error) {
 			st.BlockedKeys++
 		}
 	}
-	if now := s.clk.Now(); len(q.ready) > 0 && !q.ready[0].visibleAt.After(now) {
-		st.OldestPendingAge = now.Sub(q.ready[0].visibleAt)
+	if now := s.clk.Now().UnixNano(); len(q.ready) > 0 && q.ready[0].visibleAt <= now {
+		st.OldestPendingAge = time.Duration(now - q.ready[0].visibleAt)
 	}
 	return st, nil
 }
@@ -676,12 +701,12 @@ func (s *Store) List(ctx context.Context, f store.ListFilter) ([]store.Info, err
 		return nil, nil
 	}
 	var out []store.Info
-	for _, m := range q.sortedLocked(f.State, f.AfterID, limit) {
+	for _, m := range s.listLocked(q, f.State, f.AfterID, limit) {
 		out = append(out, store.Info{
 			ID: m.id, Queue: q.name, Key: m.key, DedupID: m.dedupID, State: m.state, Payload: m.payload,
 			Deliveries: m.deliveries, MaxDeliveries: m.maxDeliv, FencingToken: m.fence, WorkerID: m.worker,
-			LastError: m.lastError, DeadReason: m.deadReason, EnqueuedAt: m.enqueuedAt, VisibleAt: m.visibleAt,
-			LeaseExpires: m.lockedUntil, FinishedAt: m.finishedAt,
+			LastError: m.lastError, DeadReason: m.deadReason, EnqueuedAt: wall(m.enqueuedAt), VisibleAt: wall(m.visibleAt),
+			LeaseExpires: wall(m.lockedUntil), FinishedAt: wall(m.finishedAt),
 		})
 	}
 	return out, nil
@@ -696,18 +721,18 @@ func (s *Store) DeleteCompleted(ctx context.Context, retention time.Duration, li
 		return 0, err
 	}
 	defer s.mu.Unlock()
-	now := s.clk.Now()
-	finishedBefore := now.Add(-retention)
-	enqueuedBefore := now.Add(-s.opts.DedupWindow)
+	now := s.clk.Now().UnixNano()
+	finishedBefore := now - int64(retention)
+	enqueuedBefore := now - int64(s.opts.DedupWindow)
 	deleted := 0
 	for _, q := range s.queues {
 		kept := q.completed[:0]
 		for i, m := range q.completed {
-			if deleted == limit || m.finishedAt.After(finishedBefore) {
+			if deleted == limit || m.finishedAt > finishedBefore {
 				kept = append(kept, q.completed[i:]...)
 				break
 			}
-			if m.enqueuedAt.After(enqueuedBefore) {
+			if m.enqueuedAt > enqueuedBefore {
 				kept = append(kept, m)
 				continue
 			}
@@ -717,6 +742,7 @@ func (s *Store) DeleteCompleted(ctx context.Context, retention time.Duration, li
 		clear(q.completed[len(kept):])
 		q.completed = kept
 	}
+	s.trimLocked()
 	return deleted, nil
 }
 
@@ -725,8 +751,8 @@ type readyHeap []*message
 
 func (h readyHeap) Len() int { return len(h) }
 func (h readyHeap) Less(i, j int) bool {
-	if c := h[i].visibleAt.Compare(h[j].visibleAt); c != 0 {
-		return c < 0
+	if h[i].visibleAt != h[j].visibleAt {
+		return h[i].visibleAt < h[j].visibleAt
 	}
 	return h[i].id < h[j].id
 }

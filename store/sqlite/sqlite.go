@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -338,16 +339,29 @@ func (s *Store) Extend(ctx context.Context, leases []store.Lease, extension time
 	}
 	var res store.Extended
 	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
-		res = store.Extended{Expires: fromMicros(now + extension.Microseconds())}
-		stmt := tx.StmtContext(ctx, s.st.extend)
-		for _, l := range leases {
-			r, err := stmt.ExecContext(ctx, now+extension.Microseconds(), l.MessageID, l.FencingToken, now)
-			if err != nil {
+		until := now + extension.Microseconds()
+		res = store.Extended{Expires: fromMicros(until)}
+		if len(leases) == 0 {
+			return nil
+		}
+		rows, err := tx.StmtContext(ctx, s.st.extend).QueryContext(ctx, until, now, leasesJSON(leases, func(l store.Lease) store.Lease { return l }))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		extended := make(map[store.Lease]bool, len(leases))
+		for rows.Next() {
+			var l store.Lease
+			if err := rows.Scan(&l.MessageID, &l.FencingToken); err != nil {
 				return err
 			}
-			if n, err := r.RowsAffected(); err != nil {
-				return err
-			} else if n == 0 {
+			extended[l] = true
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, l := range leases {
+			if !extended[l] {
 				res.Lost = append(res.Lost, l)
 			}
 		}
@@ -357,6 +371,24 @@ func (s *Store) Extend(ctx context.Context, leases []store.Lease, extension time
 		return store.Extended{}, fmt.Errorf("sqlite store: extend: %w", err)
 	}
 	return res, nil
+}
+
+// leasesJSON encodes leases as a JSON array of [id, fencing token] pairs.
+func leasesJSON[T any](items []T, lease func(T) store.Lease) string {
+	b := make([]byte, 0, 2+len(items)*24)
+	b = append(b, '[')
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		l := lease(it)
+		b = append(b, '[')
+		b = strconv.AppendInt(b, l.MessageID, 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, l.FencingToken, 10)
+		b = append(b, ']')
+	}
+	return string(append(b, ']'))
 }
 
 // promote lets the next waiting message of a key go.
@@ -378,24 +410,46 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) ([]error, e
 	var woken []store.NewMessage
 	err = s.write(ctx, func(tx *sql.Tx, now int64) error {
 		woken = woken[:0]
-		complete := tx.StmtContext(ctx, s.st.complete)
+		if len(cs) == 0 {
+			return nil
+		}
+		type done struct {
+			queue string
+			key   sql.NullString
+		}
+		finished := make(map[store.Lease]done, len(cs))
+		rows, err := tx.StmtContext(ctx, s.st.complete).QueryContext(ctx, now, leasesJSON(cs, func(c store.Completion) store.Lease { return c.Lease }))
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var l store.Lease
+			var d done
+			if err := rows.Scan(&l.MessageID, &l.FencingToken, &d.queue, &d.key); err != nil {
+				rows.Close()
+				return err
+			}
+			finished[l] = d
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
 		for i, c := range cs {
-			var queue string
-			var key sql.NullString
-			err := complete.QueryRowContext(ctx, now, c.MessageID, c.FencingToken).Scan(&queue, &key)
-			if errors.Is(err, sql.ErrNoRows) {
+			d, ok := finished[c.Lease]
+			if !ok {
 				results[i] = fmt.Errorf("%s: %w", c.Lease, store.ErrLeaseLost)
 				continue
 			}
-			if err != nil {
-				return err
-			}
+			delete(finished, c.Lease) // a lease listed twice completes once
 			results[i] = nil
-			if err := s.promote(ctx, tx, queue, key); err != nil {
-				return err
-			}
-			if key.Valid {
-				woken = append(woken, store.NewMessage{Queue: queue})
+			if d.key.Valid {
+				if err := s.promote(ctx, tx, d.queue, d.key); err != nil {
+					return err
+				}
+				woken = append(woken, store.NewMessage{Queue: d.queue})
 			}
 			if replies[i] != nil {
 				if _, err := s.enqueueOne(ctx, tx, tx.StmtContext(ctx, s.st.insert), replies[i], now); err != nil {

@@ -33,10 +33,16 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 				ORDER BY visible_at, id LIMIT ?6) AS c
 			WHERE m.id = c.id
 			RETURNING id, key, payload, reply_to, dedup_id, deliveries, max_deliveries, enqueued_at, fencing_token`},
-		{&st.extend, `UPDATE leasehold_messages SET locked_until = ? WHERE id = ? AND fencing_token = ? AND state = 2 AND locked_until > ?`},
-		{&st.complete, `UPDATE leasehold_messages SET state = 3, finished_at = ?1
-			WHERE id = ?2 AND fencing_token = ?3 AND state = 2 AND locked_until > ?1
-			RETURNING queue, key`},
+		// Batches of leases arrive as a JSON array of [id, fencing token]
+		// pairs, so a batch is one statement.
+		{&st.extend, `UPDATE leasehold_messages AS m SET locked_until = ?1
+			FROM (SELECT value ->> 0 AS id, value ->> 1 AS fence FROM json_each(?3)) AS j
+			WHERE m.id = j.id AND m.fencing_token = j.fence AND m.state = 2 AND m.locked_until > ?2
+			RETURNING id, fencing_token`},
+		{&st.complete, `UPDATE leasehold_messages AS m SET state = 3, finished_at = ?1
+			FROM (SELECT value ->> 0 AS id, value ->> 1 AS fence FROM json_each(?2)) AS j
+			WHERE m.id = j.id AND m.fencing_token = j.fence AND m.state = 2 AND m.locked_until > ?1
+			RETURNING id, fencing_token, queue, key`},
 		{&st.current, `SELECT deliveries, max_deliveries, queue, key FROM leasehold_messages
 			WHERE id = ? AND fencing_token = ? AND state = 2 AND locked_until > ?`},
 		{&st.promote, `UPDATE leasehold_messages SET state = 0 WHERE id = (
