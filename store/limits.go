@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -71,6 +72,8 @@ func CheckQueue(q string) error {
 		return invalid("queue name is %d bytes, the limit is %d", len(q), MaxNameLength)
 	case !utf8.ValidString(q):
 		return invalid("queue name %q is not valid UTF-8", q)
+	case strings.ContainsRune(q, 0):
+		return invalid("queue name %q contains a NUL byte", q)
 	}
 	return nil
 }
@@ -81,6 +84,9 @@ func checkName(what, s string) error {
 	}
 	if !utf8.ValidString(s) {
 		return invalid("%s %q is not valid UTF-8", what, s)
+	}
+	if strings.ContainsRune(s, 0) {
+		return invalid("%s %q contains a NUL byte", what, s)
 	}
 	return nil
 }

@@ -28,9 +28,10 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 		{&st.claim, `UPDATE leasehold_messages AS m
 			SET state = 2, deliveries = m.deliveries + 1, fencing_token = ?1 + c.rn, worker_id = ?2, locked_until = ?3
 			FROM (SELECT id, row_number() OVER (ORDER BY visible_at, id) AS rn
-				FROM leasehold_messages
-				WHERE queue = ?4 AND state = 0 AND visible_at <= ?5
-				ORDER BY visible_at, id LIMIT ?6) AS c
+				-- LIMIT inside, so the numbering never walks the backlog.
+				FROM (SELECT id, visible_at FROM leasehold_messages
+					WHERE queue = ?4 AND state = 0 AND visible_at <= ?5
+					ORDER BY visible_at, id LIMIT ?6)) AS c
 			WHERE m.id = c.id
 			RETURNING id, key, payload, reply_to, dedup_id, deliveries, max_deliveries, enqueued_at, fencing_token`},
 		// Batches of leases arrive as a JSON array of [id, fencing token]

@@ -1,0 +1,822 @@
+// Package postgres is the store.Store for users who outgrow one machine: any
+// number of worker processes on any number of machines share one
+// PostgreSQL database.
+//
+// Claims use FOR UPDATE SKIP LOCKED; lease expiry and visibility come from
+// the database's clock, so workers with skewed clocks agree; batches are one
+// statement each; LISTEN/NOTIFY wakes long-polling receivers in every
+// process at once. Per-key order holds under concurrency: only a key's head
+// is ever claimable, a unique index allows one head per key, and every
+// transaction that lines a message up behind a key or lets the next one go
+// holds that key's advisory lock.
+//
+// The tables live in one schema (DefaultSchema unless configured), created
+// and upgraded by Migrate.
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/store"
+)
+
+// Config configures a Store.
+type Config struct {
+	// Pool is an existing connection pool. The store does not close it.
+	// When nil, the store opens its own pool from DSN.
+	Pool *pgxpool.Pool
+	// DSN is a PostgreSQL connection string, used when Pool is nil.
+	DSN string
+	// Schema holds the tables. Default DefaultSchema.
+	Schema string
+	// Clock, when set, is the time authority instead of the database's
+	// now(): for tests. Leave it nil in production.
+	Clock clock.Clock
+	// Options are the settings every backend shares.
+	Options store.Options
+	// ListenRetry is how long the LISTEN connection waits before it
+	// reconnects after losing its connection. Default 1s.
+	ListenRetry time.Duration
+}
+
+// Store is a store.Store in PostgreSQL.
+type Store struct {
+	store.Wakeups
+	pool    *pgxpool.Pool
+	ownPool bool
+	schema  string
+	channel string
+	clk     clock.Clock // nil: the database's clock
+	opts    store.Options
+	sql     statements
+	closed  atomic.Bool
+
+	stopListen context.CancelFunc
+	listenDone chan struct{}
+	listening  chan struct{} // closed once LISTEN first succeeds
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to the database and checks that the schema is at this
+// code's version (see Migrate). It starts a LISTEN connection that wakes
+// this process's long polls on every enqueue anywhere.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.Schema == "" {
+		cfg.Schema = DefaultSchema
+	}
+	if err := CheckSchema(cfg.Schema); err != nil {
+		return nil, fmt.Errorf("postgres store: %w", err)
+	}
+	if err := cfg.Options.Validate(); err != nil {
+		return nil, fmt.Errorf("postgres store: %w", err)
+	}
+	if cfg.ListenRetry < 0 {
+		return nil, fmt.Errorf("postgres store: %w: ListenRetry is %s, must not be negative", store.ErrInvalid, cfg.ListenRetry)
+	}
+	if cfg.ListenRetry == 0 {
+		cfg.ListenRetry = time.Second
+	}
+	s := &Store{pool: cfg.Pool, schema: cfg.Schema, channel: "leasehold_" + cfg.Schema, clk: cfg.Clock, opts: cfg.Options.WithDefaults()}
+	if s.pool == nil {
+		if cfg.DSN == "" {
+			return nil, fmt.Errorf("postgres store: %w: neither Pool nor DSN is set", store.ErrInvalid)
+		}
+		pc, err := pgxpool.ParseConfig(cfg.DSN)
+		if err != nil {
+			return nil, fmt.Errorf("postgres store: %w: DSN: %v", store.ErrInvalid, err)
+		}
+		if s.pool, err = pgxpool.NewWithConfig(ctx, pc); err != nil {
+			return nil, fmt.Errorf("postgres store: connect: %w", err)
+		}
+		s.ownPool = true
+	}
+	if err := checkVersion(ctx, s.pool, s.schema); err != nil {
+		s.closePool()
+		return nil, err
+	}
+	s.sql = newStatements(s.schema)
+	lctx, cancel := context.WithCancel(context.Background())
+	s.stopListen, s.listenDone, s.listening = cancel, make(chan struct{}), make(chan struct{})
+	go s.listen(lctx, cfg.ListenRetry)
+	return s, nil
+}
+
+func (s *Store) closePool() {
+	if s.ownPool {
+		s.pool.Close()
+	}
+}
+
+// Pool returns the store's connection pool.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Listening returns a channel closed once the store's LISTEN connection is
+// first established; until then only polling notices other processes'
+// enqueues.
+func (s *Store) Listening() <-chan struct{} { return s.listening }
+
+// Close stops the LISTEN connection and, if the store opened its own pool,
+// closes it.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.stopListen()
+	<-s.listenDone
+	s.NotifyAll()
+	s.closePool()
+	return nil
+}
+
+// listen keeps a LISTEN connection open and turns notifications into
+// wakeups. After a lost connection it wakes every waiter, since
+// notifications may have been missed, and reconnects.
+func (s *Store) listen(ctx context.Context, retry time.Duration) {
+	defer close(s.listenDone)
+	// The injected clock is the store's time authority for tests; a
+	// reconnect delay must not move it, so this wait runs on real time.
+	sys := clock.System()
+	var once sync.Once
+	for ctx.Err() == nil {
+		err := s.listenOnce(ctx, func() { once.Do(func() { close(s.listening) }) })
+		if ctx.Err() != nil {
+			return
+		}
+		_ = err // the connection is gone; polling covers the gap until it is back
+		s.NotifyAll()
+		if sys.Sleep(ctx, retry) != nil {
+			return
+		}
+	}
+}
+
+func (s *Store) listenOnce(ctx context.Context, ready func()) error {
+	pc, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	conn := pc.Hijack()
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
+		return err
+	}
+	ready()
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		s.Notify(n.Payload)
+	}
+}
+
+// now is the first argument of every statement: the injected clock's time,
+// or NULL, which the statements read as the database's now().
+func (s *Store) now() any {
+	if s.clk == nil {
+		return nil
+	}
+	return s.clk.Now()
+}
+
+func (s *Store) begin(ctx context.Context) (pgx.Tx, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	return s.pool.Begin(ctx)
+}
+
+// inTx runs fn in a transaction and commits it.
+func (s *Store) inTx(ctx context.Context, what string, fn func(tx pgx.Tx) error) error {
+	tx, err := s.begin(ctx)
+	if err != nil {
+		if errors.Is(err, store.ErrClosed) {
+			return err
+		}
+		return fmt.Errorf("postgres store: %s: %w", what, err)
+	}
+	defer tx.Rollback(ctx)
+	if err := fn(tx); err != nil {
+		if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalid) {
+			return err
+		}
+		return fmt.Errorf("postgres store: %s: %w", what, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("postgres store: %s: commit: %w", what, err)
+	}
+	return nil
+}
+
+func micros(d time.Duration) int64 { return d.Microseconds() }
+
+// lockKeys takes the transaction-scoped advisory locks of the given
+// (queue, key) or (queue, dedup id) names, in a fixed order so that two
+// transactions never wait on each other in a cycle.
+func (s *Store) lockKeys(ctx context.Context, tx pgx.Tx, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	_, err := tx.Exec(ctx, s.sql.lockKeys, names)
+	return err
+}
+
+func keyLock(queue, key string) string  { return "k\x1f" + queue + "\x1f" + key }
+func dedupLock(queue, id string) string { return "d\x1f" + queue + "\x1f" + id }
+
+// notify wakes receivers of the queues in every process once tx commits.
+func (s *Store) notify(ctx context.Context, tx pgx.Tx, queues []string) error {
+	if len(queues) == 0 {
+		return nil
+	}
+	slices.Sort(queues)
+	queues = slices.Compact(queues)
+	_, err := tx.Exec(ctx, s.sql.notify, s.channel, queues)
+	return err
+}
+
+// Enqueue implements store.Store.
+func (s *Store) Enqueue(ctx context.Context, msgs []store.NewMessage) ([]store.Enqueued, error) {
+	var out []store.Enqueued
+	err := s.inTx(ctx, "enqueue", func(tx pgx.Tx) error {
+		var err error
+		out, err = s.enqueueTx(ctx, tx, msgs)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// EnqueueTx enqueues messages inside the caller's transaction (the
+// transactional outbox): they exist, and receivers everywhere are woken,
+// only if the caller commits.
+func (s *Store) EnqueueTx(ctx context.Context, tx pgx.Tx, msgs []store.NewMessage) ([]store.Enqueued, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	out, err := s.enqueueTx(ctx, tx, msgs)
+	if err != nil && !errors.Is(err, store.ErrInvalid) {
+		return nil, fmt.Errorf("postgres store: enqueue: %w", err)
+	}
+	return out, err
+}
+
+func (s *Store) enqueueTx(ctx context.Context, tx pgx.Tx, msgs []store.NewMessage) ([]store.Enqueued, error) {
+	msgs, err := store.CheckNewMessages(msgs, s.opts)
+	if err != nil {
+		return nil, err
+	}
+	var locks []string
+	queues := make([]string, 0, 1)
+	for _, m := range msgs {
+		if m.Key != "" {
+			locks = append(locks, keyLock(m.Queue, m.Key))
+		}
+		if m.DedupID != "" {
+			locks = append(locks, dedupLock(m.Queue, m.DedupID))
+		}
+		queues = append(queues, m.Queue)
+	}
+	var out []store.Enqueued
+	if len(locks) == 0 {
+		out, err = s.insertBulk(ctx, tx, msgs)
+	} else {
+		if err := s.lockKeys(ctx, tx, locks); err != nil {
+			return nil, err
+		}
+		out = make([]store.Enqueued, len(msgs))
+		for i := range msgs {
+			if out[i], err = s.insertOne(ctx, tx, &msgs[i]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, s.notify(ctx, tx, queues)
+}
+
+// insertBulk inserts messages without keys or dedup ids in one statement.
+func (s *Store) insertBulk(ctx context.Context, tx pgx.Tx, msgs []store.NewMessage) ([]store.Enqueued, error) {
+	n := len(msgs)
+	queues, replies := make([]string, n), make([]*string, n)
+	payloads, maxes, delays := make([][]byte, n), make([]int32, n), make([]int64, n)
+	for i, m := range msgs {
+		queues[i], payloads[i], maxes[i], delays[i] = m.Queue, m.Payload, int32(m.MaxDeliveries), micros(m.Delay)
+		if payloads[i] == nil {
+			payloads[i] = []byte{}
+		}
+		if m.ReplyTo != "" {
+			replies[i] = &msgs[i].ReplyTo
+		}
+	}
+	rows, err := tx.Query(ctx, s.sql.insertBulk, s.now(), queues, replies, payloads, maxes, delays)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) != n {
+		return nil, fmt.Errorf("inserted %d rows for %d messages", len(ids), n)
+	}
+	// Identities are drawn in insertion order, which follows the input.
+	slices.Sort(ids)
+	out := make([]store.Enqueued, n)
+	for i, id := range ids {
+		out[i] = store.Enqueued{ID: id}
+	}
+	return out, nil
+}
+
+// insertOne inserts one message, lining it up behind its key and checking
+// its dedup id. The caller holds the key's and dedup id's locks.
+func (s *Store) insertOne(ctx context.Context, tx pgx.Tx, m *store.NewMessage) (store.Enqueued, error) {
+	if m.DedupID != "" {
+		var id int64
+		var fresh bool
+		err := tx.QueryRow(ctx, s.sql.dedupGet, s.now(), m.Queue, m.DedupID, micros(s.opts.DedupWindow)).Scan(&id, &fresh)
+		switch {
+		case err == nil && fresh:
+			return store.Enqueued{ID: id, Duplicate: true}, nil
+		case err == nil:
+			if _, err := tx.Exec(ctx, s.sql.dedupClear, id); err != nil {
+				return store.Enqueued{}, err
+			}
+		case !errors.Is(err, pgx.ErrNoRows):
+			return store.Enqueued{}, err
+		}
+	}
+	payload := m.Payload
+	if payload == nil {
+		payload = []byte{}
+	}
+	var id int64
+	err := tx.QueryRow(ctx, s.sql.insertOne, s.now(), m.Queue, nullable(m.Key), nullable(m.DedupID), nullable(m.ReplyTo),
+		payload, int32(m.MaxDeliveries), micros(m.Delay)).Scan(&id)
+	return store.Enqueued{ID: id}, err
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// Claim implements store.Store.
+func (s *Store) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, error) {
+	if err := store.CheckClaim(c); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	rows, err := s.pool.Query(ctx, s.sql.claim, s.now(), c.Queue, c.Max, c.WorkerID, micros(c.LeaseDuration))
+	if err != nil {
+		return nil, fmt.Errorf("postgres store: claim: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Delivery, error) {
+		d := store.Delivery{Queue: c.Queue}
+		var key, reply, dedup *string
+		var attempt, max int32
+		err := r.Scan(&d.MessageID, &key, &d.Payload, &reply, &dedup, &attempt, &max, &d.EnqueuedAt, &d.FencingToken, &d.LeaseExpires)
+		d.Key, d.ReplyTo, d.DedupID = deref(key), deref(reply), deref(dedup)
+		d.Attempt, d.MaxDeliveries = int(attempt), int(max)
+		d.EnqueuedAt, d.LeaseExpires = d.EnqueuedAt.UTC(), d.LeaseExpires.UTC()
+		return d, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres store: claim: %w", err)
+	}
+	slices.SortFunc(out, func(a, b store.Delivery) int { return cmp.Compare(a.FencingToken, b.FencingToken) })
+	return out, nil
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func leaseArrays(n int, lease func(i int) store.Lease) (ids, fences []int64) {
+	ids, fences = make([]int64, n), make([]int64, n)
+	for i := range n {
+		l := lease(i)
+		ids[i], fences[i] = l.MessageID, l.FencingToken
+	}
+	return ids, fences
+}
+
+// Extend implements store.Store.
+func (s *Store) Extend(ctx context.Context, leases []store.Lease, extension time.Duration) (store.Extended, error) {
+	if err := store.CheckLease(extension); err != nil {
+		return store.Extended{}, err
+	}
+	if err := store.CheckLeases(leases); err != nil {
+		return store.Extended{}, err
+	}
+	if s.closed.Load() {
+		return store.Extended{}, store.ErrClosed
+	}
+	ids, fences := leaseArrays(len(leases), func(i int) store.Lease { return leases[i] })
+	rows, err := s.pool.Query(ctx, s.sql.extend, s.now(), ids, fences, micros(extension))
+	if err != nil {
+		return store.Extended{}, fmt.Errorf("postgres store: extend: %w", err)
+	}
+	var res store.Extended
+	extended := make(map[store.Lease]bool, len(leases))
+	var l store.Lease
+	_, err = pgx.ForEachRow(rows, []any{&l.MessageID, &l.FencingToken, &res.Expires}, func() error {
+		extended[l] = true
+		return nil
+	})
+	if err != nil {
+		return store.Extended{}, fmt.Errorf("postgres store: extend: %w", err)
+	}
+	res.Expires = res.Expires.UTC()
+	for _, l := range leases {
+		if !extended[l] {
+			res.Lost = append(res.Lost, l)
+		}
+	}
+	return res, nil
+}
+
+// promote lets the next waiting message of each key go. The caller's
+// transaction has finished those keys' heads.
+func (s *Store) promote(ctx context.Context, tx pgx.Tx, keys [][2]string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	locks := make([]string, len(keys))
+	for i, k := range keys {
+		locks[i] = keyLock(k[0], k[1])
+	}
+	if err := s.lockKeys(ctx, tx, locks); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if _, err := tx.Exec(ctx, s.sql.promote, k[0], k[1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Complete implements store.Store.
+func (s *Store) Complete(ctx context.Context, cs []store.Completion) ([]error, error) {
+	replies, err := store.CheckCompletions(cs, s.opts)
+	if err != nil {
+		return nil, err
+	}
+	results := make([]error, len(cs))
+	err = s.inTx(ctx, "complete", func(tx pgx.Tx) error {
+		ids, fences := leaseArrays(len(cs), func(i int) store.Lease { return cs[i].Lease })
+		rows, err := tx.Query(ctx, s.sql.complete, s.now(), ids, fences)
+		if err != nil {
+			return err
+		}
+		type done struct {
+			queue string
+			key   *string
+		}
+		finished := make(map[store.Lease]done, len(cs))
+		var l store.Lease
+		var d done
+		if _, err := pgx.ForEachRow(rows, []any{&l.MessageID, &l.FencingToken, &d.queue, &d.key}, func() error {
+			finished[l] = d
+			return nil
+		}); err != nil {
+			return err
+		}
+		var keys [][2]string
+		var queues []string
+		var withReply []store.NewMessage
+		for i, c := range cs {
+			d, ok := finished[c.Lease]
+			if !ok {
+				results[i] = fmt.Errorf("%s: %w", c.Lease, store.ErrLeaseLost)
+				continue
+			}
+			delete(finished, c.Lease) // a lease listed twice completes once
+			results[i] = nil
+			if d.key != nil {
+				keys = append(keys, [2]string{d.queue, *d.key})
+				queues = append(queues, d.queue)
+			}
+			if replies[i] != nil {
+				withReply = append(withReply, *replies[i])
+			}
+		}
+		if err := s.promote(ctx, tx, keys); err != nil {
+			return err
+		}
+		if err := s.notify(ctx, tx, queues); err != nil {
+			return err
+		}
+		if len(withReply) > 0 {
+			if _, err := s.enqueueTx(ctx, tx, withReply); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// Fail implements store.Store.
+func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
+	f, err := store.CheckFailure(f)
+	if err != nil {
+		return false, err
+	}
+	var dead bool
+	err = s.inTx(ctx, "fail", func(tx pgx.Tx) error {
+		var deliveries, max int32
+		var queue string
+		var key *string
+		err := tx.QueryRow(ctx, s.sql.current, s.now(), f.MessageID, f.FencingToken).Scan(&deliveries, &max, &queue, &key)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("%s: %w", f.Lease, store.ErrLeaseLost)
+		}
+		if err != nil {
+			return err
+		}
+		dead = f.Permanent || deliveries >= max
+		if !dead {
+			if _, err := tx.Exec(ctx, s.sql.retry, s.now(), f.MessageID, micros(f.RetryDelay), f.Error); err != nil {
+				return err
+			}
+			return s.notify(ctx, tx, []string{queue})
+		}
+		if _, err := tx.Exec(ctx, s.sql.kill, s.now(), f.MessageID, string(f.Reason), f.Error); err != nil {
+			return err
+		}
+		if key == nil {
+			return nil
+		}
+		if err := s.promote(ctx, tx, [][2]string{{queue, *key}}); err != nil {
+			return err
+		}
+		return s.notify(ctx, tx, []string{queue})
+	})
+	return dead, err
+}
+
+// Release implements store.Store.
+func (s *Store) Release(ctx context.Context, r store.Release) error {
+	if err := store.CheckRelease(r); err != nil {
+		return err
+	}
+	uncount := int32(0)
+	if r.Uncount {
+		uncount = 1
+	}
+	return s.inTx(ctx, "release", func(tx pgx.Tx) error {
+		var queue string
+		err := tx.QueryRow(ctx, s.sql.release, s.now(), r.MessageID, r.FencingToken, micros(r.Delay), uncount).Scan(&queue)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("%s: %w", r.Lease, store.ErrLeaseLost)
+		}
+		if err != nil {
+			return err
+		}
+		return s.notify(ctx, tx, []string{queue})
+	})
+}
+
+// Reap implements store.Store.
+func (s *Store) Reap(ctx context.Context) ([]store.Recovered, error) {
+	var out []store.Recovered
+	err := s.inTx(ctx, "reap", func(tx pgx.Tx) error {
+		out = out[:0]
+		rows, err := tx.Query(ctx, s.sql.reap, s.now())
+		if err != nil {
+			return err
+		}
+		var keys [][2]string
+		var queues []string
+		var r store.Recovered
+		var key *string
+		var state int16
+		if _, err := pgx.ForEachRow(rows, []any{&r.ID, &r.Queue, &key, &state, &r.StuckFor}, func() error {
+			r.Dead = state == int16(store.Dead)
+			if r.Dead && key != nil {
+				keys = append(keys, [2]string{r.Queue, *key})
+			}
+			queues = append(queues, r.Queue)
+			out = append(out, r)
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := s.promote(ctx, tx, keys); err != nil {
+			return err
+		}
+		return s.notify(ctx, tx, queues)
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b store.Recovered) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// deadIDs returns the ids to redrive or purge, locked: the given ones, each
+// checked to be a dead message of the queue, or all of the queue's.
+func (s *Store) deadIDs(ctx context.Context, tx pgx.Tx, queue string, ids []int64) ([]int64, []*string, error) {
+	rows, err := tx.Query(ctx, s.sql.deadRows, queue, ids, len(ids) == 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	var got []int64
+	var keys []*string
+	var id int64
+	var key *string
+	if _, err := pgx.ForEachRow(rows, []any{&id, &key}, func() error {
+		got = append(got, id)
+		keys = append(keys, key)
+		return nil
+	}); err != nil {
+		return nil, nil, err
+	}
+	if len(ids) > 0 {
+		found := make(map[int64]bool, len(got))
+		for _, id := range got {
+			found[id] = true
+		}
+		for _, id := range ids {
+			if !found[id] {
+				return nil, nil, fmt.Errorf("%w: message %d is not a dead letter of queue %q", store.ErrNotFound, id, queue)
+			}
+		}
+	}
+	return got, keys, nil
+}
+
+// Redrive implements store.Store.
+func (s *Store) Redrive(ctx context.Context, queue string, ids []int64) (int, error) {
+	if err := store.CheckQueue(queue); err != nil {
+		return 0, err
+	}
+	if err := store.CheckLeases(make([]store.Lease, len(ids))); err != nil {
+		return 0, err
+	}
+	n := 0
+	err := s.inTx(ctx, "redrive", func(tx pgx.Tx) error {
+		got, keys, err := s.deadIDs(ctx, tx, queue, ids)
+		if err != nil {
+			return err
+		}
+		var locks []string
+		for _, k := range keys {
+			if k != nil {
+				locks = append(locks, keyLock(queue, *k))
+			}
+		}
+		if err := s.lockKeys(ctx, tx, locks); err != nil {
+			return err
+		}
+		for _, id := range got {
+			if _, err := tx.Exec(ctx, s.sql.redrive, s.now(), id); err != nil {
+				return err
+			}
+		}
+		n = len(got)
+		return s.notify(ctx, tx, []string{queue})
+	})
+	return n, err
+}
+
+// Purge implements store.Store.
+func (s *Store) Purge(ctx context.Context, queue string, ids []int64) (int, error) {
+	if err := store.CheckQueue(queue); err != nil {
+		return 0, err
+	}
+	if err := store.CheckLeases(make([]store.Lease, len(ids))); err != nil {
+		return 0, err
+	}
+	n := 0
+	err := s.inTx(ctx, "purge", func(tx pgx.Tx) error {
+		got, _, err := s.deadIDs(ctx, tx, queue, ids)
+		if err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, s.sql.purge, got)
+		n = int(tag.RowsAffected())
+		return err
+	})
+	return n, err
+}
+
+// DeadLetters implements store.Store.
+func (s *Store) DeadLetters(ctx context.Context, queue string, afterID int64, limit int) ([]store.DeadLetter, error) {
+	infos, err := s.List(ctx, store.ListFilter{Queue: queue, State: store.Dead, AfterID: afterID, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]store.DeadLetter, len(infos))
+	for i, in := range infos {
+		out[i] = store.DeadLetter{ID: in.ID, Queue: in.Queue, Key: in.Key, Payload: in.Payload, Deliveries: in.Deliveries,
+			Reason: in.DeadReason, LastError: in.LastError, DeadAt: in.FinishedAt, EnqueuedAt: in.EnqueuedAt}
+	}
+	return out, nil
+}
+
+// Stats implements store.Store.
+func (s *Store) Stats(ctx context.Context, queue string) (store.Stats, error) {
+	if err := store.CheckQueue(queue); err != nil {
+		return store.Stats{}, err
+	}
+	if s.closed.Load() {
+		return store.Stats{}, store.ErrClosed
+	}
+	st := store.Stats{Queue: queue}
+	err := s.pool.QueryRow(ctx, s.sql.stats, s.now(), queue).Scan(
+		&st.Pending, &st.Waiting, &st.Processing, &st.Completed, &st.Dead, &st.BlockedKeys, &st.OldestPendingAge)
+	if err != nil {
+		return store.Stats{}, fmt.Errorf("postgres store: stats: %w", err)
+	}
+	return st, nil
+}
+
+// List implements store.Store.
+func (s *Store) List(ctx context.Context, f store.ListFilter) ([]store.Info, error) {
+	if err := store.CheckQueue(f.Queue); err != nil {
+		return nil, err
+	}
+	limit, err := store.CheckLimit(f.Limit)
+	if err != nil {
+		return nil, err
+	}
+	if f.State < store.Pending || f.State > store.Dead {
+		return nil, fmt.Errorf("%w: unknown state %d", store.ErrInvalid, f.State)
+	}
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	rows, err := s.pool.Query(ctx, s.sql.list[f.State], f.Queue, f.AfterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("postgres store: list: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Info, error) {
+		in := store.Info{Queue: f.Queue, State: f.State}
+		var key, dedup, worker, lastErr, reason *string
+		var deliveries, max int32
+		var locked, finished *time.Time
+		err := r.Scan(&in.ID, &key, &dedup, &in.Payload, &deliveries, &max, &in.FencingToken, &worker, &lastErr, &reason,
+			&in.EnqueuedAt, &in.VisibleAt, &locked, &finished)
+		in.Key, in.DedupID, in.WorkerID, in.LastError, in.DeadReason = deref(key), deref(dedup), deref(worker), deref(lastErr), store.DeadReason(deref(reason))
+		in.Deliveries, in.MaxDeliveries = int(deliveries), int(max)
+		in.EnqueuedAt, in.VisibleAt = in.EnqueuedAt.UTC(), in.VisibleAt.UTC()
+		if locked != nil && f.State == store.Processing {
+			in.LeaseExpires = locked.UTC()
+		}
+		if finished != nil {
+			in.FinishedAt = finished.UTC()
+		}
+		return in, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres store: list: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteCompleted implements store.Store.
+func (s *Store) DeleteCompleted(ctx context.Context, retention time.Duration, limit int) (int, error) {
+	if err := store.CheckRetention(retention, limit); err != nil {
+		return 0, err
+	}
+	if s.closed.Load() {
+		return 0, store.ErrClosed
+	}
+	tag, err := s.pool.Exec(ctx, s.sql.deleteCompleted, s.now(), micros(retention), micros(s.opts.DedupWindow), limit)
+	if err != nil {
+		return 0, fmt.Errorf("postgres store: delete completed: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}

@@ -1,0 +1,65 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/internal/pgtest"
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/postgres"
+	"github.com/leasehold/leasehold/store/storetest"
+)
+
+func TestConformance(t *testing.T) {
+	pool := pgtest.Pool(t)
+	storetest.Run(t, func(t *testing.T, clk clock.Clock) store.Store {
+		s, err := postgres.Open(context.Background(), postgres.Config{Pool: pool, Schema: pgtest.Schema(t, pool), Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
+func TestSchemaChecks(t *testing.T) {
+	pool := pgtest.Pool(t)
+	ctx := context.Background()
+	for _, bad := range []string{"", "Robert'); DROP TABLE x;--", "1abc", "a-b"} {
+		if err := postgres.Migrate(ctx, pool, bad); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("Migrate(%q) = %v, want ErrInvalid", bad, err)
+		}
+		if bad == "" {
+			continue // an empty schema means DefaultSchema
+		}
+		if _, err := postgres.Open(ctx, postgres.Config{Pool: pool, Schema: bad}); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("Open(%q) = %v, want ErrInvalid", bad, err)
+		}
+	}
+	schema := pgtest.Schema(t, pool)
+	// Migrating again is a no-op; several processes may do it at once.
+	errc := make(chan error, 4)
+	for range 4 {
+		go func() { errc <- postgres.Migrate(ctx, pool, schema) }()
+	}
+	for range 4 {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pool.Exec(ctx, "UPDATE "+schema+".schema_version SET version = version + 1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := postgres.Open(ctx, postgres.Config{Pool: pool, Schema: schema}); !errors.Is(err, store.ErrSchemaTooNew) {
+		t.Fatalf("Open of a newer schema = %v, want ErrSchemaTooNew", err)
+	}
+	if err := postgres.Migrate(ctx, pool, schema); !errors.Is(err, store.ErrSchemaTooNew) {
+		t.Fatalf("Migrate of a newer schema = %v, want ErrSchemaTooNew", err)
+	}
+	unmigrated := "lh_test_never_migrated"
+	if _, err := postgres.Open(ctx, postgres.Config{Pool: pool, Schema: unmigrated}); err == nil {
+		t.Fatal("Open of an unmigrated schema succeeded")
+	}
+}

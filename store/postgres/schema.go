@@ -1,0 +1,156 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/leasehold/leasehold/store"
+)
+
+// DefaultSchema is the schema leasehold's tables live in by default.
+const DefaultSchema = "leasehold"
+
+var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// CheckSchema validates a schema name: lower-case letters, digits and
+// underscores, starting with a letter or underscore, at most 63 bytes.
+func CheckSchema(name string) error {
+	if !schemaName.MatchString(name) {
+		return fmt.Errorf("%w: schema name %q must be 1 to 63 lower-case letters, digits or underscores, not starting with a digit", store.ErrInvalid, name)
+	}
+	return nil
+}
+
+// migrations are applied in order; a database records the count it has
+// applied. {s} stands for the quoted schema name.
+var migrations = []string{`
+CREATE SEQUENCE {s}.fence;
+
+-- state: 0 pending, 1 waiting, 2 processing, 3 completed, 4 dead.
+CREATE TABLE {s}.messages (
+	id             bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	queue          text        NOT NULL,
+	key            text,
+	dedup_id       text,
+	reply_to       text,
+	payload        bytea       NOT NULL,
+	state          smallint    NOT NULL,
+	deliveries     integer     NOT NULL DEFAULT 0,
+	max_deliveries integer     NOT NULL,
+	fencing_token  bigint      NOT NULL DEFAULT 0,
+	worker_id      text,
+	last_error     text,
+	dead_reason    text,
+	enqueued_at    timestamptz NOT NULL,
+	visible_at     timestamptz NOT NULL,
+	locked_until   timestamptz,
+	finished_at    timestamptz
+);
+
+-- Partial indexes hold live rows only, so claims, key lookups and the
+-- reaper cost the same however much history the table keeps.
+CREATE INDEX messages_ready ON {s}.messages (queue, visible_at, id) WHERE state = 0;
+CREATE INDEX messages_waiting ON {s}.messages (queue, key, id) WHERE state = 1;
+CREATE INDEX messages_processing ON {s}.messages (locked_until) WHERE state = 2;
+CREATE INDEX messages_completed ON {s}.messages (finished_at) WHERE state = 3;
+CREATE INDEX messages_dead ON {s}.messages (queue, id) WHERE state = 4;
+-- At most one message of a key is pending or processing: its head.
+CREATE UNIQUE INDEX messages_key_head ON {s}.messages (queue, key) WHERE state IN (0, 2) AND key IS NOT NULL;
+CREATE UNIQUE INDEX messages_dedup ON {s}.messages (queue, dedup_id) WHERE dedup_id IS NOT NULL;
+`}
+
+// SchemaVersion is the schema version this code writes.
+var SchemaVersion = len(migrations)
+
+func quoteSchema(schema string) string { return pgx.Identifier{schema}.Sanitize() }
+
+func expand(sql, schema string) string { return strings.ReplaceAll(sql, "{s}", quoteSchema(schema)) }
+
+// Migrate creates or upgrades leasehold's tables in schema. It is safe to run
+// from several processes at once: they take turns on an advisory lock. It
+// refuses a schema written by a newer leasehold with store.ErrSchemaTooNew.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	if err := CheckSchema(schema); err != nil {
+		return err
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres store: migrate: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('leasehold migrate ' || $1, 0))`, schema); err != nil {
+		return fmt.Errorf("postgres store: migrate: lock: %w", err)
+	}
+	if _, err := tx.Exec(ctx, expand(`CREATE SCHEMA IF NOT EXISTS {s};
+		CREATE TABLE IF NOT EXISTS {s}.schema_version (version integer NOT NULL)`, schema)); err != nil {
+		return fmt.Errorf("postgres store: migrate: %w", err)
+	}
+	v, err := readVersion(ctx, tx, schema)
+	if err != nil {
+		return err
+	}
+	if v > len(migrations) {
+		return tooNew(schema, v)
+	}
+	for i := v; i < len(migrations); i++ {
+		if _, err := tx.Exec(ctx, expand(migrations[i], schema)); err != nil {
+			return fmt.Errorf("postgres store: migration %d: %w", i+1, err)
+		}
+	}
+	if _, err := tx.Exec(ctx, expand(`DELETE FROM {s}.schema_version; INSERT INTO {s}.schema_version VALUES (`+fmt.Sprint(len(migrations))+`)`, schema)); err != nil {
+		return fmt.Errorf("postgres store: migrate: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("postgres store: migrate: %w", err)
+	}
+	return nil
+}
+
+func tooNew(schema string, v int) error {
+	return fmt.Errorf("postgres store: %w: schema %q is at version %d, this code knows versions up to %d", store.ErrSchemaTooNew, schema, v, len(migrations))
+}
+
+type queryRower interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// readVersion returns the applied schema version; 0 when none.
+func readVersion(ctx context.Context, q queryRower, schema string) (int, error) {
+	var v int
+	err := q.QueryRow(ctx, expand(`SELECT version FROM {s}.schema_version`, schema)).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("postgres store: read schema version: %w", err)
+	}
+	return v, nil
+}
+
+// checkVersion reports whether the schema is usable by this code.
+func checkVersion(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	var exists bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, quoteSchema(schema)+".schema_version").Scan(&exists); err != nil {
+		return fmt.Errorf("postgres store: %w", err)
+	}
+	v := 0
+	if exists {
+		var err error
+		if v, err = readVersion(ctx, pool, schema); err != nil {
+			return err
+		}
+	}
+	switch {
+	case v > len(migrations):
+		return tooNew(schema, v)
+	case v < len(migrations):
+		return fmt.Errorf("postgres store: schema %q is at version %d, this code needs %d: run `leasehold migrate` (or postgres.Migrate)", schema, v, len(migrations))
+	}
+	return nil
+}

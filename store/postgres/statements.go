@@ -1,0 +1,108 @@
+package postgres
+
+import (
+	"fmt"
+
+	"github.com/leasehold/leasehold/store"
+)
+
+// statements holds the SQL of every operation, with the schema filled in.
+// Every statement's $1 is the time authority's now, or NULL for the
+// database's now().
+type statements struct {
+	lockKeys, notify, insertBulk, insertOne, dedupGet, dedupClear, claim, extend, complete, promote,
+	current, retry, kill, release, reap, deadRows, redrive, purge, stats, deleteCompleted string
+	list [store.Dead + 1]string
+}
+
+const nowSQL = `COALESCE($1::timestamptz, now())`
+
+func us(param string) string { return param + ` * interval '1 microsecond'` }
+
+func newStatements(schema string) statements {
+	x := func(sql string) string { return expand(sql, schema) }
+	st := statements{
+		lockKeys: `SELECT pg_advisory_xact_lock(hashtextextended(n, 0)) FROM unnest($1::text[]) AS n`,
+		notify:   `SELECT pg_notify($1, q) FROM unnest($2::text[]) AS q`,
+		insertBulk: x(`INSERT INTO {s}.messages (queue, reply_to, payload, state, max_deliveries, enqueued_at, visible_at)
+			SELECT q, r, p, 0, md, ` + nowSQL + `, ` + nowSQL + ` + ` + us("d") + `
+			FROM unnest($2::text[], $3::text[], $4::bytea[], $5::int[], $6::bigint[]) WITH ORDINALITY AS u(q, r, p, md, d, ord)
+			ORDER BY ord
+			RETURNING id`),
+		insertOne: x(`INSERT INTO {s}.messages (queue, key, dedup_id, reply_to, payload, state, max_deliveries, enqueued_at, visible_at)
+			VALUES ($2, $3, $4, $5, $6,
+				CASE WHEN $3::text IS NOT NULL AND EXISTS (SELECT 1 FROM {s}.messages WHERE queue = $2 AND key = $3 AND state IN (0, 2)) THEN 1 ELSE 0 END,
+				$7, ` + nowSQL + `, ` + nowSQL + ` + ` + us("$8") + `)
+			RETURNING id`),
+		dedupGet:   x(`SELECT id, enqueued_at > ` + nowSQL + ` - ` + us("$4") + ` FROM {s}.messages WHERE queue = $2 AND dedup_id = $3`),
+		dedupClear: x(`UPDATE {s}.messages SET dedup_id = NULL WHERE id = $1`),
+		claim: x(`WITH c AS (
+				SELECT id FROM {s}.messages
+				WHERE queue = $2 AND state = 0 AND visible_at <= ` + nowSQL + `
+				ORDER BY visible_at, id
+				LIMIT $3
+				FOR UPDATE SKIP LOCKED)
+			UPDATE {s}.messages m
+			SET state = 2, deliveries = m.deliveries + 1, fencing_token = nextval('{s}.fence'), worker_id = $4,
+				locked_until = ` + nowSQL + ` + ` + us("$5") + `
+			FROM c WHERE m.id = c.id
+			RETURNING m.id, m.key, m.payload, m.reply_to, m.dedup_id, m.deliveries, m.max_deliveries, m.enqueued_at, m.fencing_token, m.locked_until`),
+		extend: x(`UPDATE {s}.messages m SET locked_until = ` + nowSQL + ` + ` + us("$4") + `
+			FROM unnest($2::bigint[], $3::bigint[]) AS l(id, fence)
+			WHERE m.id = l.id AND m.fencing_token = l.fence AND m.state = 2 AND m.locked_until > ` + nowSQL + `
+			RETURNING m.id, m.fencing_token, m.locked_until`),
+		complete: x(`UPDATE {s}.messages m SET state = 3, finished_at = ` + nowSQL + `
+			FROM unnest($2::bigint[], $3::bigint[]) AS l(id, fence)
+			WHERE m.id = l.id AND m.fencing_token = l.fence AND m.state = 2 AND m.locked_until > ` + nowSQL + `
+			RETURNING m.id, m.fencing_token, m.queue, m.key`),
+		promote: x(`UPDATE {s}.messages SET state = 0 WHERE id = (
+			SELECT id FROM {s}.messages WHERE queue = $1 AND key = $2 AND state = 1 ORDER BY id LIMIT 1)`),
+		current: x(`SELECT deliveries, max_deliveries, queue, key FROM {s}.messages
+			WHERE id = $2 AND fencing_token = $3 AND state = 2 AND locked_until > ` + nowSQL + `
+			FOR UPDATE`),
+		retry: x(`UPDATE {s}.messages SET state = 0, visible_at = ` + nowSQL + ` + ` + us("$3") + `, last_error = $4 WHERE id = $2`),
+		kill:  x(`UPDATE {s}.messages SET state = 4, dead_reason = $3, last_error = $4, finished_at = ` + nowSQL + ` WHERE id = $2`),
+		release: x(`UPDATE {s}.messages SET state = 0, visible_at = ` + nowSQL + ` + ` + us("$4") + `, deliveries = deliveries - $5
+			WHERE id = $2 AND fencing_token = $3 AND state = 2 AND locked_until > ` + nowSQL + `
+			RETURNING queue`),
+		reap: x(`WITH r AS (
+				SELECT id FROM {s}.messages WHERE state = 2 AND locked_until <= ` + nowSQL + `
+				FOR UPDATE SKIP LOCKED)
+			UPDATE {s}.messages m SET
+				state = CASE WHEN m.deliveries >= m.max_deliveries THEN 4 ELSE 0 END,
+				visible_at = ` + nowSQL + `,
+				dead_reason = CASE WHEN m.deliveries >= m.max_deliveries THEN 'lease_expired' ELSE m.dead_reason END,
+				last_error = CASE WHEN m.deliveries >= m.max_deliveries THEN 'lease expired' ELSE m.last_error END,
+				finished_at = CASE WHEN m.deliveries >= m.max_deliveries THEN ` + nowSQL + ` END
+			FROM r WHERE m.id = r.id
+			RETURNING m.id, m.queue, m.key, m.state, ` + nowSQL + ` - m.locked_until`),
+		deadRows: x(`SELECT id, key FROM {s}.messages
+			WHERE queue = $1 AND state = 4 AND ($3 OR id = ANY($2::bigint[]))
+			ORDER BY id FOR UPDATE`),
+		redrive: x(`UPDATE {s}.messages m SET deliveries = 0, dead_reason = NULL, finished_at = NULL, visible_at = ` + nowSQL + `,
+				state = CASE WHEN m.key IS NOT NULL AND EXISTS (SELECT 1 FROM {s}.messages h
+					WHERE h.queue = m.queue AND h.key = m.key AND h.state IN (0, 2)) THEN 1 ELSE 0 END
+			WHERE m.id = $2`),
+		purge: x(`DELETE FROM {s}.messages WHERE id = ANY($1::bigint[])`),
+		stats: x(`SELECT
+				count(*) FILTER (WHERE state = 0),
+				count(*) FILTER (WHERE state = 1),
+				count(*) FILTER (WHERE state = 2),
+				count(*) FILTER (WHERE state = 3),
+				count(*) FILTER (WHERE state = 4),
+				count(DISTINCT key) FILTER (WHERE state = 1),
+				COALESCE(max(` + nowSQL + ` - visible_at) FILTER (WHERE state = 0 AND visible_at <= ` + nowSQL + `), interval '0')
+			FROM {s}.messages WHERE queue = $2`),
+		deleteCompleted: x(`DELETE FROM {s}.messages WHERE id IN (
+				SELECT id FROM {s}.messages
+				WHERE state = 3 AND finished_at <= ` + nowSQL + ` - ` + us("$2") + ` AND enqueued_at <= ` + nowSQL + ` - ` + us("$3") + `
+				LIMIT $4 FOR UPDATE SKIP LOCKED)`),
+	}
+	for state := range st.list {
+		// The state is a literal so that the planner can use its partial index.
+		st.list[state] = x(fmt.Sprintf(`SELECT id, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
+				worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at
+			FROM {s}.messages WHERE queue = $1 AND state = %d AND id > $2 ORDER BY id LIMIT $3`, state))
+	}
+	return st
+}
