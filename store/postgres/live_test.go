@@ -1,0 +1,139 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/leasehold/leasehold/internal/pgtest"
+	"github.com/leasehold/leasehold/mailbox"
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/postgres"
+)
+
+// These tests run on the database's own clock, as production does.
+
+func openLive(t *testing.T, pool *pgxpool.Pool, schema string) *postgres.Store {
+	t.Helper()
+	s, err := postgres.Open(context.Background(), postgres.Config{Pool: pool, Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestDatabaseClock(t *testing.T) {
+	pool := pgtest.Pool(t)
+	s := openLive(t, pool, pgtest.Schema(t, pool))
+	ctx := context.Background()
+	var dbNow time.Time
+	if err := pool.QueryRow(ctx, "SELECT now()").Scan(&dbNow); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Enqueue(ctx, []store.NewMessage{{Queue: "q", Payload: []byte("x")}, {Queue: "q", Payload: []byte("later"), Delay: time.Hour}}); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := s.Claim(ctx, store.Claim{Queue: "q", WorkerID: "w", Max: 10, LeaseDuration: time.Minute})
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("Claim = %d, %v; want only the undelayed message", len(ds), err)
+	}
+	// The lease runs on the database's clock: about a minute after its now().
+	if d := ds[0].LeaseExpires.Sub(dbNow); d < time.Minute || d > time.Minute+time.Hour/60 {
+		t.Fatalf("lease expires %s after the database's now, want about 1m", d)
+	}
+	res, err := s.Extend(ctx, []store.Lease{ds[0].Lease}, time.Hour)
+	if err != nil || len(res.Lost) != 0 || !res.Expires.After(ds[0].LeaseExpires) {
+		t.Fatalf("Extend = %+v, %v", res, err)
+	}
+	errs, err := s.Complete(ctx, []store.Completion{{Lease: ds[0].Lease}})
+	if err != nil || errs[0] != nil {
+		t.Fatalf("Complete = %v, %v", errs, err)
+	}
+	if rs, err := s.Reap(ctx); err != nil || len(rs) != 0 {
+		t.Fatalf("Reap = %+v, %v", rs, err)
+	}
+}
+
+func TestNotifyWakesAnotherProcess(t *testing.T) {
+	pool := pgtest.Pool(t)
+	schema := pgtest.Schema(t, pool)
+	producer := openLive(t, pool, schema)
+	// The consumer has its own pool, as another process would.
+	consumer := openLive(t, pgtest.Pool(t), schema)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	select {
+	case <-consumer.Listening():
+	case <-ctx.Done():
+		t.Fatal("the consumer never started listening")
+	}
+	mb, err := mailbox.New(mailbox.Config{Store: consumer, Queue: "q", PollInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []*mailbox.Message, 1)
+	errc := make(chan error, 1)
+	go func() {
+		ms, err := mb.Receive(ctx, mailbox.ReceiveOptions{Visibility: time.Minute, Wait: 50 * time.Second})
+		got <- ms
+		errc <- err
+	}()
+	// Enqueue until the waiting receiver takes one: the first enqueue may
+	// land before the receiver's first (empty) claim. With a poll interval
+	// of an hour, only a notification can wake it.
+	for i := 0; ; i++ {
+		if _, err := producer.Enqueue(ctx, []store.NewMessage{{Queue: "q", Payload: []byte("hi")}}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case ms := <-got:
+			if err := <-errc; err != nil || len(ms) != 1 {
+				t.Fatalf("Receive = %d messages, %v", len(ms), err)
+			}
+			return
+		case <-ctx.Done():
+			t.Fatal("the receiver was never woken")
+		case <-consumer.Wakeup("q"):
+		}
+	}
+}
+
+func TestEnqueueInCallerTransaction(t *testing.T) {
+	pool := pgtest.Pool(t)
+	s := openLive(t, pool, pgtest.Schema(t, pool))
+	ctx := context.Background()
+	msgs := []store.NewMessage{{Queue: "q", Payload: []byte("outbox"), Key: "k"}}
+
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.EnqueueTx(ctx, tx, msgs); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := s.Stats(ctx, "q"); st.Pending != 0 {
+		t.Fatalf("a rolled-back enqueue left %d messages", st.Pending)
+	}
+
+	tx, err = pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.EnqueueTx(ctx, tx, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := s.Claim(ctx, store.Claim{Queue: "q", WorkerID: "w", Max: 1, LeaseDuration: time.Minute})
+	if err != nil || len(ds) != 1 || ds[0].MessageID != res[0].ID {
+		t.Fatalf("Claim after commit = %+v, %v", ds, err)
+	}
+}
