@@ -141,3 +141,42 @@ func TestClaimsAtomicAcrossConnections(t *testing.T) {
 		}
 	}
 }
+
+func TestEnqueueInCallerTransaction(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, nil)
+	msgs := []store.NewMessage{{Queue: "q", Payload: []byte("outbox"), Key: "k"}}
+
+	tx, err := s.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, "CREATE TABLE orders (id INTEGER)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.EnqueueTx(ctx, tx, msgs); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := s.Stats(ctx, "q"); st.Pending != 0 {
+		t.Fatalf("a rolled-back enqueue left %d messages", st.Pending)
+	}
+
+	tx, err = s.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.EnqueueTx(ctx, tx, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := s.Claim(ctx, store.Claim{Queue: "q", WorkerID: "w", Max: 1, LeaseDuration: time.Minute})
+	if err != nil || len(ds) != 1 || ds[0].MessageID != res[0].ID {
+		t.Fatalf("Claim after commit = %+v, %v", ds, err)
+	}
+}
