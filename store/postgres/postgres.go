@@ -238,28 +238,44 @@ func (s *Store) lockKeys(ctx context.Context, tx pgx.Tx, names []string) error {
 func keyLock(queue, key string) string  { return "k\x1f" + queue + "\x1f" + key }
 func dedupLock(queue, id string) string { return "d\x1f" + queue + "\x1f" + id }
 
-// notify wakes receivers of the queues in every process once tx commits.
-func (s *Store) notify(ctx context.Context, tx pgx.Tx, queues []string) error {
+// notify wakes receivers of the queues in other processes once tx commits,
+// and adds the queues to wake, for the caller to wake this process's
+// receivers after the commit (see wake): a wakeup here must not wait for
+// the LISTEN connection.
+func (s *Store) notify(ctx context.Context, tx pgx.Tx, queues []string, wake *[]string) error {
 	if len(queues) == 0 {
 		return nil
 	}
 	slices.Sort(queues)
 	queues = slices.Compact(queues)
+	if wake != nil {
+		*wake = append(*wake, queues...)
+	}
 	_, err := tx.Exec(ctx, s.sql.notify, s.channel, queues)
 	return err
+}
+
+// wake wakes this process's receivers of the queues.
+func (s *Store) wake(queues []string) {
+	for _, q := range queues {
+		s.Notify(q)
+	}
 }
 
 // Enqueue implements store.Store.
 func (s *Store) Enqueue(ctx context.Context, msgs []store.NewMessage) ([]store.Enqueued, error) {
 	var out []store.Enqueued
+	var wake []string
 	err := s.inTx(ctx, "enqueue", func(tx pgx.Tx) error {
 		var err error
-		out, err = s.enqueueTx(ctx, tx, msgs)
+		wake = wake[:0]
+		out, err = s.enqueueTx(ctx, tx, msgs, &wake)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
+	s.wake(wake)
 	return out, nil
 }
 
@@ -270,14 +286,14 @@ func (s *Store) EnqueueTx(ctx context.Context, tx pgx.Tx, msgs []store.NewMessag
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
-	out, err := s.enqueueTx(ctx, tx, msgs)
+	out, err := s.enqueueTx(ctx, tx, msgs, nil)
 	if err != nil && !errors.Is(err, store.ErrInvalid) {
 		return nil, fmt.Errorf("postgres store: enqueue: %w", err)
 	}
 	return out, err
 }
 
-func (s *Store) enqueueTx(ctx context.Context, tx pgx.Tx, msgs []store.NewMessage) ([]store.Enqueued, error) {
+func (s *Store) enqueueTx(ctx context.Context, tx pgx.Tx, msgs []store.NewMessage, wake *[]string) ([]store.Enqueued, error) {
 	msgs, err := store.CheckNewMessages(msgs, s.opts)
 	if err != nil {
 		return nil, err
@@ -310,7 +326,7 @@ func (s *Store) enqueueTx(ctx context.Context, tx pgx.Tx, msgs []store.NewMessag
 	if err != nil {
 		return nil, err
 	}
-	return out, s.notify(ctx, tx, queues)
+	return out, s.notify(ctx, tx, queues, wake)
 }
 
 // insertBulk inserts messages without keys or dedup ids in one statement.
@@ -490,7 +506,9 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) ([]error, e
 		return nil, err
 	}
 	results := make([]error, len(cs))
+	var wake []string
 	err = s.inTx(ctx, "complete", func(tx pgx.Tx) error {
+		wake = wake[:0]
 		ids, fences := leaseArrays(len(cs), func(i int) store.Lease { return cs[i].Lease })
 		rows, err := tx.Query(ctx, s.sql.complete, s.now(), ids, fences)
 		if err != nil {
@@ -531,11 +549,11 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) ([]error, e
 		if err := s.promote(ctx, tx, keys); err != nil {
 			return err
 		}
-		if err := s.notify(ctx, tx, queues); err != nil {
+		if err := s.notify(ctx, tx, queues, &wake); err != nil {
 			return err
 		}
 		if len(withReply) > 0 {
-			if _, err := s.enqueueTx(ctx, tx, withReply); err != nil {
+			if _, err := s.enqueueTx(ctx, tx, withReply, &wake); err != nil {
 				return err
 			}
 		}
@@ -544,6 +562,7 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) ([]error, e
 	if err != nil {
 		return nil, err
 	}
+	s.wake(wake)
 	return results, nil
 }
 
@@ -554,7 +573,9 @@ func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
 		return false, err
 	}
 	var dead bool
+	var wake []string
 	err = s.inTx(ctx, "fail", func(tx pgx.Tx) error {
+		wake = wake[:0]
 		var deliveries, max int32
 		var queue string
 		var key *string
@@ -570,7 +591,7 @@ func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
 			if _, err := tx.Exec(ctx, s.sql.retry, s.now(), f.MessageID, micros(f.RetryDelay), f.Error); err != nil {
 				return err
 			}
-			return s.notify(ctx, tx, []string{queue})
+			return s.notify(ctx, tx, []string{queue}, &wake)
 		}
 		if _, err := tx.Exec(ctx, s.sql.kill, s.now(), f.MessageID, string(f.Reason), f.Error); err != nil {
 			return err
@@ -581,8 +602,9 @@ func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
 		if err := s.promote(ctx, tx, [][2]string{{queue, *key}}); err != nil {
 			return err
 		}
-		return s.notify(ctx, tx, []string{queue})
+		return s.notify(ctx, tx, []string{queue}, &wake)
 	})
+	s.wake(wake)
 	return dead, err
 }
 
@@ -595,7 +617,9 @@ func (s *Store) Release(ctx context.Context, r store.Release) error {
 	if r.Uncount {
 		uncount = 1
 	}
-	return s.inTx(ctx, "release", func(tx pgx.Tx) error {
+	var wake []string
+	err := s.inTx(ctx, "release", func(tx pgx.Tx) error {
+		wake = wake[:0]
 		var queue string
 		err := tx.QueryRow(ctx, s.sql.release, s.now(), r.MessageID, r.FencingToken, micros(r.Delay), uncount).Scan(&queue)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -604,15 +628,18 @@ func (s *Store) Release(ctx context.Context, r store.Release) error {
 		if err != nil {
 			return err
 		}
-		return s.notify(ctx, tx, []string{queue})
+		return s.notify(ctx, tx, []string{queue}, &wake)
 	})
+	s.wake(wake)
+	return err
 }
 
 // Reap implements store.Store.
 func (s *Store) Reap(ctx context.Context) ([]store.Recovered, error) {
 	var out []store.Recovered
+	var wake []string
 	err := s.inTx(ctx, "reap", func(tx pgx.Tx) error {
-		out = out[:0]
+		out, wake = out[:0], wake[:0]
 		rows, err := tx.Query(ctx, s.sql.reap, s.now())
 		if err != nil {
 			return err
@@ -636,11 +663,12 @@ func (s *Store) Reap(ctx context.Context) ([]store.Recovered, error) {
 		if err := s.promote(ctx, tx, keys); err != nil {
 			return err
 		}
-		return s.notify(ctx, tx, queues)
+		return s.notify(ctx, tx, queues, &wake)
 	})
 	if err != nil {
 		return nil, err
 	}
+	s.wake(wake)
 	slices.SortFunc(out, func(a, b store.Recovered) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil
 }
@@ -706,8 +734,11 @@ func (s *Store) Redrive(ctx context.Context, queue string, ids []int64) (int, er
 			}
 		}
 		n = len(got)
-		return s.notify(ctx, tx, []string{queue})
+		return s.notify(ctx, tx, []string{queue}, nil)
 	})
+	if err == nil {
+		s.Notify(queue)
+	}
 	return n, err
 }
 
