@@ -2,10 +2,12 @@ package postgres_test
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 
 	"github.com/leasehold/leasehold/internal/pgtest"
 	"github.com/leasehold/leasehold/mailbox"
@@ -135,5 +137,52 @@ func TestEnqueueInCallerTransaction(t *testing.T) {
 	ds, err := s.Claim(ctx, store.Claim{Queue: "q", WorkerID: "w", Max: 1, LeaseDuration: time.Minute})
 	if err != nil || len(ds) != 1 || ds[0].MessageID != res[0].ID {
 		t.Fatalf("Claim after commit = %+v, %v", ds, err)
+	}
+}
+
+func TestEnqueueInCallerSQLTransaction(t *testing.T) {
+	pool := pgtest.Pool(t)
+	s := openLive(t, pool, pgtest.Schema(t, pool))
+	ctx := context.Background()
+	db, err := sql.Open("pgx", pgtest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// Keys and a dedup id take the locks and checks, one statement each.
+	msgs := []store.NewMessage{
+		{Queue: "q", Payload: []byte("a"), Key: "k", DedupID: "order-1"},
+		{Queue: "q", Payload: []byte("b"), Key: "k"},
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.EnqueueSQLTx(ctx, tx, msgs); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := s.Stats(ctx, "q"); st.Pending+st.Waiting != 0 {
+		t.Fatalf("a rolled-back enqueue left messages: %+v", st)
+	}
+	tx, err = db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.EnqueueSQLTx(ctx, tx, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dup, err := s.EnqueueSQLTx(ctx, tx, msgs[:1])
+	if err != nil || !dup[0].Duplicate || dup[0].ID != res[0].ID {
+		t.Fatalf("second enqueue of order-1 in the transaction = %+v, %v", dup, err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := s.Stats(ctx, "q"); st.Pending != 1 || st.Waiting != 1 {
+		t.Fatalf("after commit: %+v, want 1 pending head and 1 waiting", st)
 	}
 }

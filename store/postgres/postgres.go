@@ -17,6 +17,7 @@ package postgres
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -225,15 +226,15 @@ func micros(d time.Duration) int64 { return d.Microseconds() }
 // lockKeys takes the transaction-scoped advisory locks of the given
 // (queue, key) or (queue, dedup id) names, in a fixed order so that two
 // transactions never wait on each other in a cycle.
-func (s *Store) lockKeys(ctx context.Context, tx pgx.Tx, names []string) error {
+func (s *Store) lockKeys(ctx context.Context, r runner, names []string) error {
 	if len(names) == 0 {
 		return nil
 	}
 	slices.Sort(names)
-	names = slices.Compact(names)
-	_, err := tx.Exec(ctx, s.sql.lockKeys, names)
-	return err
+	return r.lock(ctx, slices.Compact(names))
 }
+
+func (s *Store) pgxRunner(tx pgx.Tx) runner { return pgxRunner{tx: tx, st: &s.sql} }
 
 func keyLock(queue, key string) string  { return "k\x1f" + queue + "\x1f" + key }
 func dedupLock(queue, id string) string { return "d\x1f" + queue + "\x1f" + id }
@@ -242,7 +243,7 @@ func dedupLock(queue, id string) string { return "d\x1f" + queue + "\x1f" + id }
 // and adds the queues to wake, for the caller to wake this process's
 // receivers after the commit (see wake): a wakeup here must not wait for
 // the LISTEN connection.
-func (s *Store) notify(ctx context.Context, tx pgx.Tx, queues []string, wake *[]string) error {
+func (s *Store) notify(ctx context.Context, r runner, queues []string, wake *[]string) error {
 	if len(queues) == 0 {
 		return nil
 	}
@@ -251,8 +252,7 @@ func (s *Store) notify(ctx context.Context, tx pgx.Tx, queues []string, wake *[]
 	if wake != nil {
 		*wake = append(*wake, queues...)
 	}
-	_, err := tx.Exec(ctx, s.sql.notify, s.channel, queues)
-	return err
+	return r.notify(ctx, s.channel, queues)
 }
 
 // wake wakes this process's receivers of the queues.
@@ -269,7 +269,7 @@ func (s *Store) Enqueue(ctx context.Context, msgs []store.NewMessage) ([]store.E
 	err := s.inTx(ctx, "enqueue", func(tx pgx.Tx) error {
 		var err error
 		wake = wake[:0]
-		out, err = s.enqueueTx(ctx, tx, msgs, &wake)
+		out, err = s.enqueueTx(ctx, s.pgxRunner(tx), msgs, &wake)
 		return err
 	})
 	if err != nil {
@@ -286,14 +286,27 @@ func (s *Store) EnqueueTx(ctx context.Context, tx pgx.Tx, msgs []store.NewMessag
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
-	out, err := s.enqueueTx(ctx, tx, msgs, nil)
+	return s.enqueueIn(ctx, s.pgxRunner(tx), msgs)
+}
+
+// EnqueueSQLTx is EnqueueTx for a database/sql transaction on the same
+// database, with any PostgreSQL driver (pgx's stdlib, lib/pq).
+func (s *Store) EnqueueSQLTx(ctx context.Context, tx *sql.Tx, msgs []store.NewMessage) ([]store.Enqueued, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	return s.enqueueIn(ctx, sqlRunner{tx}, msgs)
+}
+
+func (s *Store) enqueueIn(ctx context.Context, r runner, msgs []store.NewMessage) ([]store.Enqueued, error) {
+	out, err := s.enqueueTx(ctx, r, msgs, nil)
 	if err != nil && !errors.Is(err, store.ErrInvalid) {
 		return nil, fmt.Errorf("postgres store: enqueue: %w", err)
 	}
 	return out, err
 }
 
-func (s *Store) enqueueTx(ctx context.Context, tx pgx.Tx, msgs []store.NewMessage, wake *[]string) ([]store.Enqueued, error) {
+func (s *Store) enqueueTx(ctx context.Context, r runner, msgs []store.NewMessage, wake *[]string) ([]store.Enqueued, error) {
 	msgs, err := store.CheckNewMessages(msgs, s.opts)
 	if err != nil {
 		return nil, err
@@ -310,15 +323,15 @@ func (s *Store) enqueueTx(ctx context.Context, tx pgx.Tx, msgs []store.NewMessag
 		queues = append(queues, m.Queue)
 	}
 	var out []store.Enqueued
-	if len(locks) == 0 {
+	if tx := r.pgx(); tx != nil && len(locks) == 0 {
 		out, err = s.insertBulk(ctx, tx, msgs)
 	} else {
-		if err := s.lockKeys(ctx, tx, locks); err != nil {
+		if err := s.lockKeys(ctx, r, locks); err != nil {
 			return nil, err
 		}
 		out = make([]store.Enqueued, len(msgs))
 		for i := range msgs {
-			if out[i], err = s.insertOne(ctx, tx, &msgs[i]); err != nil {
+			if out[i], err = s.insertOne(ctx, r, &msgs[i]); err != nil {
 				return nil, err
 			}
 		}
@@ -326,7 +339,7 @@ func (s *Store) enqueueTx(ctx context.Context, tx pgx.Tx, msgs []store.NewMessag
 	if err != nil {
 		return nil, err
 	}
-	return out, s.notify(ctx, tx, queues, wake)
+	return out, s.notify(ctx, r, queues, wake)
 }
 
 // insertBulk inserts messages without keys or dedup ids in one statement.
@@ -365,16 +378,16 @@ func (s *Store) insertBulk(ctx context.Context, tx pgx.Tx, msgs []store.NewMessa
 
 // insertOne inserts one message, lining it up behind its key and checking
 // its dedup id. The caller holds the key's and dedup id's locks.
-func (s *Store) insertOne(ctx context.Context, tx pgx.Tx, m *store.NewMessage) (store.Enqueued, error) {
+func (s *Store) insertOne(ctx context.Context, r runner, m *store.NewMessage) (store.Enqueued, error) {
 	if m.DedupID != "" {
 		var id int64
 		var fresh bool
-		err := tx.QueryRow(ctx, s.sql.dedupGet, s.now(), m.Queue, m.DedupID, micros(s.opts.DedupWindow)).Scan(&id, &fresh)
+		err := r.queryRow(ctx, s.sql.dedupGet, []any{s.now(), m.Queue, m.DedupID, micros(s.opts.DedupWindow)}, &id, &fresh)
 		switch {
 		case err == nil && fresh:
 			return store.Enqueued{ID: id, Duplicate: true}, nil
 		case err == nil:
-			if _, err := tx.Exec(ctx, s.sql.dedupClear, id); err != nil {
+			if err := r.exec(ctx, s.sql.dedupClear, id); err != nil {
 				return store.Enqueued{}, err
 			}
 		case !errors.Is(err, pgx.ErrNoRows):
@@ -386,8 +399,8 @@ func (s *Store) insertOne(ctx context.Context, tx pgx.Tx, m *store.NewMessage) (
 		payload = []byte{}
 	}
 	var id int64
-	err := tx.QueryRow(ctx, s.sql.insertOne, s.now(), m.Queue, nullable(m.Key), nullable(m.DedupID), nullable(m.ReplyTo),
-		payload, int32(m.MaxDeliveries), micros(m.Delay)).Scan(&id)
+	err := r.queryRow(ctx, s.sql.insertOne, []any{s.now(), m.Queue, nullable(m.Key), nullable(m.DedupID), nullable(m.ReplyTo),
+		payload, int32(m.MaxDeliveries), micros(m.Delay)}, &id)
 	return store.Enqueued{ID: id}, err
 }
 
@@ -488,7 +501,7 @@ func (s *Store) promote(ctx context.Context, tx pgx.Tx, keys [][2]string) error 
 	for i, k := range keys {
 		locks[i] = keyLock(k[0], k[1])
 	}
-	if err := s.lockKeys(ctx, tx, locks); err != nil {
+	if err := s.lockKeys(ctx, s.pgxRunner(tx), locks); err != nil {
 		return err
 	}
 	for _, k := range keys {
@@ -549,11 +562,11 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) ([]error, e
 		if err := s.promote(ctx, tx, keys); err != nil {
 			return err
 		}
-		if err := s.notify(ctx, tx, queues, &wake); err != nil {
+		if err := s.notify(ctx, s.pgxRunner(tx), queues, &wake); err != nil {
 			return err
 		}
 		if len(withReply) > 0 {
-			if _, err := s.enqueueTx(ctx, tx, withReply, &wake); err != nil {
+			if _, err := s.enqueueTx(ctx, s.pgxRunner(tx), withReply, &wake); err != nil {
 				return err
 			}
 		}
@@ -591,7 +604,7 @@ func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
 			if _, err := tx.Exec(ctx, s.sql.retry, s.now(), f.MessageID, micros(f.RetryDelay), f.Error); err != nil {
 				return err
 			}
-			return s.notify(ctx, tx, []string{queue}, &wake)
+			return s.notify(ctx, s.pgxRunner(tx), []string{queue}, &wake)
 		}
 		if _, err := tx.Exec(ctx, s.sql.kill, s.now(), f.MessageID, string(f.Reason), f.Error); err != nil {
 			return err
@@ -602,7 +615,7 @@ func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
 		if err := s.promote(ctx, tx, [][2]string{{queue, *key}}); err != nil {
 			return err
 		}
-		return s.notify(ctx, tx, []string{queue}, &wake)
+		return s.notify(ctx, s.pgxRunner(tx), []string{queue}, &wake)
 	})
 	s.wake(wake)
 	return dead, err
@@ -628,7 +641,7 @@ func (s *Store) Release(ctx context.Context, r store.Release) error {
 		if err != nil {
 			return err
 		}
-		return s.notify(ctx, tx, []string{queue}, &wake)
+		return s.notify(ctx, s.pgxRunner(tx), []string{queue}, &wake)
 	})
 	s.wake(wake)
 	return err
@@ -663,7 +676,7 @@ func (s *Store) Reap(ctx context.Context) ([]store.Recovered, error) {
 		if err := s.promote(ctx, tx, keys); err != nil {
 			return err
 		}
-		return s.notify(ctx, tx, queues, &wake)
+		return s.notify(ctx, s.pgxRunner(tx), queues, &wake)
 	})
 	if err != nil {
 		return nil, err
@@ -725,7 +738,7 @@ func (s *Store) Redrive(ctx context.Context, queue string, ids []int64) (int, er
 				locks = append(locks, keyLock(queue, *k))
 			}
 		}
-		if err := s.lockKeys(ctx, tx, locks); err != nil {
+		if err := s.lockKeys(ctx, s.pgxRunner(tx), locks); err != nil {
 			return err
 		}
 		for _, id := range got {
@@ -734,7 +747,7 @@ func (s *Store) Redrive(ctx context.Context, queue string, ids []int64) (int, er
 			}
 		}
 		n = len(got)
-		return s.notify(ctx, tx, []string{queue}, nil)
+		return s.notify(ctx, s.pgxRunner(tx), []string{queue}, nil)
 	})
 	if err == nil {
 		s.Notify(queue)
