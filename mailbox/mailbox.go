@@ -241,6 +241,13 @@ func (msg *Message) Nack(ctx context.Context, delay time.Duration) error {
 	return msg.mb.store.Release(ctx, store.Release{Lease: msg.Lease, Delay: delay})
 }
 
+// Unreceive gives the message back at once and takes back the delivery its
+// receive counted: for messages received but never started, as when a
+// worker shuts down.
+func (msg *Message) Unreceive(ctx context.Context) error {
+	return msg.mb.store.Release(ctx, store.Release{Lease: msg.Lease, Uncount: true})
+}
+
 // Fail records a failed attempt: the message is retried after retryDelay,
 // or dead-lettered when permanent is set or its deliveries are used up. It
 // reports whether the message is now dead.

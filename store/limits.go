@@ -173,6 +173,14 @@ func CheckLeases(ls []Lease) error {
 	return nil
 }
 
+// CheckIDs validates a batch of message ids.
+func CheckIDs(ids []int64) error {
+	if len(ids) > MaxBatch {
+		return invalid("%d ids in one batch, the limit is %d", len(ids), MaxBatch)
+	}
+	return nil
+}
+
 // CheckCompletions validates completions and any replies, returning the
 // replies with defaults applied (nil where a completion has none).
 func CheckCompletions(cs []Completion, o Options) ([]*NewMessage, error) {

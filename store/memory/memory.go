@@ -570,7 +570,7 @@ func (s *Store) Redrive(ctx context.Context, queue string, ids []int64) (int, er
 	if err := store.CheckQueue(queue); err != nil {
 		return 0, err
 	}
-	if err := store.CheckLeases(make([]store.Lease, len(ids))); err != nil {
+	if err := store.CheckIDs(ids); err != nil {
 		return 0, err
 	}
 	if err := s.lock(); err != nil {
@@ -608,7 +608,7 @@ func (s *Store) Purge(ctx context.Context, queue string, ids []int64) (int, erro
 	if err := store.CheckQueue(queue); err != nil {
 		return 0, err
 	}
-	if err := store.CheckLeases(make([]store.Lease, len(ids))); err != nil {
+	if err := store.CheckIDs(ids); err != nil {
 		return 0, err
 	}
 	if err := s.lock(); err != nil {

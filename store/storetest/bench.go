@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -98,4 +100,84 @@ func BenchmarkClaim(b *testing.B, s store.Store, queue string) {
 	if claimed > 0 {
 		b.ReportMetric(float64(claimTime.Nanoseconds())/float64(claimed), "ns/claimed-msg")
 	}
+}
+
+// BenchmarkEndToEndParallel is BenchmarkEndToEnd with workers goroutines
+// sharing one queue, each running its own cycles of enqueue, claim, one
+// batched lease extension (the heartbeat a worker sends per tick) and
+// complete. It reports msgs/s.
+func BenchmarkEndToEndParallel(b *testing.B, s store.Store, queue string, workers int) {
+	ctx := context.Background()
+	payload := make([]byte, 100)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	errc := make(chan error, workers)
+	for w := range workers {
+		share := b.N / workers
+		if w < b.N%workers {
+			share++
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := cycles(ctx, s, queue, share, payload); err != nil {
+				errc <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+}
+
+func cycles(ctx context.Context, s store.Store, queue string, n int, payload []byte) error {
+	batch := make([]store.NewMessage, BenchBatch)
+	for i := range batch {
+		batch[i] = store.NewMessage{Queue: queue, Payload: payload}
+	}
+	leases := make([]store.Lease, 0, BenchBatch)
+	cs := make([]store.Completion, 0, BenchBatch)
+	for done := 0; done < n; {
+		k := min(BenchBatch, n-done)
+		if _, err := s.Enqueue(ctx, batch[:k]); err != nil {
+			return err
+		}
+		// Other workers may take these messages and this one theirs; each
+		// claims until it has handled as many as it enqueued.
+		for got := 0; got < k; {
+			ds, err := s.Claim(ctx, store.Claim{Queue: queue, WorkerID: "bench", Max: k - got, LeaseDuration: time.Minute})
+			if err != nil {
+				return err
+			}
+			if len(ds) == 0 {
+				continue
+			}
+			leases, cs = leases[:0], cs[:0]
+			for _, d := range ds {
+				leases = append(leases, d.Lease)
+				cs = append(cs, store.Completion{Lease: d.Lease})
+			}
+			if ext, err := s.Extend(ctx, leases, time.Minute); err != nil {
+				return err
+			} else if len(ext.Lost) > 0 {
+				return fmt.Errorf("%d leases lost", len(ext.Lost))
+			}
+			res, err := s.Complete(ctx, cs)
+			if err != nil {
+				return err
+			}
+			for _, e := range res {
+				if e != nil {
+					return e
+				}
+			}
+			got += len(ds)
+		}
+		done += k
+	}
+	return nil
 }

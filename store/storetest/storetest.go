@@ -1256,6 +1256,13 @@ func testMailbox(t *testing.T, f Factory) {
 	if len(ms) != 1 || ms[0].Attempt != 2 {
 		t.Fatalf("redelivery = %d messages", len(ms))
 	}
+	if err := ms[0].Unreceive(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	ms, _ = mb.Receive(b.ctx, mailbox.ReceiveOptions{Visibility: lease})
+	if len(ms) != 1 || ms[0].Attempt != 2 {
+		t.Fatalf("after Unreceive: %d messages, want the message again at attempt 2", len(ms))
+	}
 	if dead, err := ms[0].Fail(b.ctx, errors.New("nope"), 0, true); err != nil || !dead {
 		t.Fatalf("Fail = %v, %v", dead, err)
 	}
