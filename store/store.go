@@ -276,8 +276,6 @@ type Store interface {
 	// dead-letters them when their deliveries are used up. It is idempotent
 	// and safe to run in many processes at once.
 	Reap(ctx context.Context) ([]Recovered, error)
-	// DeadLetters lists dead messages of a queue, oldest first, after an id.
-	DeadLetters(ctx context.Context, queue string, afterID int64, limit int) ([]DeadLetter, error)
 	// Redrive returns dead messages to pending with a fresh delivery
 	// budget: the given ids, or all of the queue's when ids is empty. It
 	// returns how many it moved.
@@ -300,4 +298,19 @@ type Store interface {
 	Wakeup(queue string) <-chan struct{}
 	// Close releases the store's resources.
 	Close() error
+}
+
+// ListDeadLetters lists dead messages of a queue by id, after afterID, at
+// most limit of them (zero means 100).
+func ListDeadLetters(ctx context.Context, s Store, queue string, afterID int64, limit int) ([]DeadLetter, error) {
+	infos, err := s.List(ctx, ListFilter{Queue: queue, State: Dead, AfterID: afterID, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]DeadLetter, len(infos))
+	for i, in := range infos {
+		out[i] = DeadLetter{ID: in.ID, Queue: in.Queue, Key: in.Key, Payload: in.Payload, Deliveries: in.Deliveries,
+			Reason: in.DeadReason, LastError: in.LastError, DeadAt: in.FinishedAt, EnqueuedAt: in.EnqueuedAt}
+	}
+	return out, nil
 }

@@ -520,33 +520,6 @@ func wall(nanos int64) time.Time {
 	return time.Unix(0, nanos).UTC()
 }
 
-// DeadLetters implements store.Store.
-func (s *Store) DeadLetters(ctx context.Context, queue string, afterID int64, limit int) ([]store.DeadLetter, error) {
-	if err := store.CheckQueue(queue); err != nil {
-		return nil, err
-	}
-	limit, err := store.CheckLimit(limit)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.lock(); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	q, ok := s.queues[queue]
-	if !ok {
-		return nil, nil
-	}
-	var out []store.DeadLetter
-	for _, m := range s.listLocked(q, store.Dead, afterID, limit) {
-		out = append(out, store.DeadLetter{
-			ID: m.id, Queue: q.name, Key: m.key, Payload: m.payload, Deliveries: m.deliveries,
-			Reason: m.deadReason, LastError: m.lastError, DeadAt: wall(m.finishedAt), EnqueuedAt: wall(m.enqueuedAt),
-		})
-	}
-	return out, nil
-}
-
 // deadLocked returns the dead messages of the queue named by ids, or all of
 // them when ids is empty. It fails on an id that is not a dead message of
 // the queue, before anything changes.

@@ -776,20 +776,6 @@ func (s *Store) Purge(ctx context.Context, queue string, ids []int64) (int, erro
 	return n, err
 }
 
-// DeadLetters implements store.Store.
-func (s *Store) DeadLetters(ctx context.Context, queue string, afterID int64, limit int) ([]store.DeadLetter, error) {
-	infos, err := s.List(ctx, store.ListFilter{Queue: queue, State: store.Dead, AfterID: afterID, Limit: limit})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]store.DeadLetter, len(infos))
-	for i, in := range infos {
-		out[i] = store.DeadLetter{ID: in.ID, Queue: in.Queue, Key: in.Key, Payload: in.Payload, Deliveries: in.Deliveries,
-			Reason: in.DeadReason, LastError: in.LastError, DeadAt: in.FinishedAt, EnqueuedAt: in.EnqueuedAt}
-	}
-	return out, nil
-}
-
 // Stats implements store.Store.
 func (s *Store) Stats(ctx context.Context, queue string) (store.Stats, error) {
 	if err := store.CheckQueue(queue); err != nil {

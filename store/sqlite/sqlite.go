@@ -628,29 +628,10 @@ func deadIDs(ctx context.Context, tx *sql.Tx, queue string, ids []int64) ([]int6
 
 // Redrive implements store.Store.
 func (s *Store) Redrive(ctx context.Context, queue string, ids []int64) (int, error) {
-	if err := store.CheckQueue(queue); err != nil {
-		return 0, err
-	}
-	if err := store.CheckIDs(ids); err != nil {
-		return 0, err
-	}
-	n := 0
-	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
-		ids, err := deadIDs(ctx, tx, queue, ids)
-		if err != nil {
-			return err
-		}
-		for _, id := range ids {
-			if _, err := tx.ExecContext(ctx, `UPDATE leasehold_messages SET deliveries = 0, dead_reason = NULL, finished_at = NULL, visible_at = ?,
-				state = CASE WHEN key IS NOT NULL AND EXISTS (SELECT 1 FROM leasehold_messages h
-					WHERE h.queue = leasehold_messages.queue AND h.key = leasehold_messages.key AND h.state IN (0, 2)) THEN 1 ELSE 0 END
-				WHERE id = ?`, now, id); err != nil {
-				return err
-			}
-		}
-		n = len(ids)
-		return nil
-	})
+	n, err := s.eachDead(ctx, queue, ids, `UPDATE leasehold_messages SET deliveries = 0, dead_reason = NULL, finished_at = NULL, visible_at = ?1,
+		state = CASE WHEN key IS NOT NULL AND EXISTS (SELECT 1 FROM leasehold_messages h
+			WHERE h.queue = leasehold_messages.queue AND h.key = leasehold_messages.key AND h.state IN (0, 2)) THEN 1 ELSE 0 END
+		WHERE id = ?2`)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite store: redrive: %w", err)
 	}
@@ -660,6 +641,16 @@ func (s *Store) Redrive(ctx context.Context, queue string, ids []int64) (int, er
 
 // Purge implements store.Store.
 func (s *Store) Purge(ctx context.Context, queue string, ids []int64) (int, error) {
+	n, err := s.eachDead(ctx, queue, ids, `DELETE FROM leasehold_messages WHERE id = ?2`)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite store: purge: %w", err)
+	}
+	return n, nil
+}
+
+// eachDead runs stmt (?1 the time, ?2 a message id) on each dead message
+// that deadIDs selects, in one transaction, and returns how many.
+func (s *Store) eachDead(ctx context.Context, queue string, ids []int64, stmt string) (int, error) {
 	if err := store.CheckQueue(queue); err != nil {
 		return 0, err
 	}
@@ -673,31 +664,14 @@ func (s *Store) Purge(ctx context.Context, queue string, ids []int64) (int, erro
 			return err
 		}
 		for _, id := range ids {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM leasehold_messages WHERE id = ?`, id); err != nil {
+			if _, err := tx.ExecContext(ctx, stmt, now, id); err != nil {
 				return err
 			}
 		}
 		n = len(ids)
 		return nil
 	})
-	if err != nil {
-		return 0, fmt.Errorf("sqlite store: purge: %w", err)
-	}
-	return n, nil
-}
-
-// DeadLetters implements store.Store.
-func (s *Store) DeadLetters(ctx context.Context, queue string, afterID int64, limit int) ([]store.DeadLetter, error) {
-	infos, err := s.List(ctx, store.ListFilter{Queue: queue, State: store.Dead, AfterID: afterID, Limit: limit})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]store.DeadLetter, len(infos))
-	for i, in := range infos {
-		out[i] = store.DeadLetter{ID: in.ID, Queue: in.Queue, Key: in.Key, Payload: in.Payload, Deliveries: in.Deliveries,
-			Reason: in.DeadReason, LastError: in.LastError, DeadAt: in.FinishedAt, EnqueuedAt: in.EnqueuedAt}
-	}
-	return out, nil
+	return n, err
 }
 
 // Stats implements store.Store.

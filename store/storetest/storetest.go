@@ -471,7 +471,7 @@ func testFailRetriesThenDeadLetters(t *testing.T, f Factory) {
 	if in.DeadReason != store.ReasonMaxDeliveries || in.LastError != "second" {
 		t.Fatalf("dead letter %+v", in)
 	}
-	dls, err := b.s.DeadLetters(b.ctx, b.queue, 0, 10)
+	dls, err := store.ListDeadLetters(b.ctx, b.s, b.queue, 0, 10)
 	if err != nil || len(dls) != 1 {
 		t.Fatalf("DeadLetters = %+v, %v", dls, err)
 	}
@@ -592,7 +592,7 @@ func testRedriveAndPurge(t *testing.T, f Factory) {
 	if st := b.stats(); st.Dead != 0 || st.Processing != 2 {
 		t.Fatalf("stats after purge %+v", st)
 	}
-	if dls, _ := b.s.DeadLetters(b.ctx, b.queue, 0, 10); len(dls) != 0 {
+	if dls, _ := store.ListDeadLetters(b.ctx, b.s, b.queue, 0, 10); len(dls) != 0 {
 		t.Fatalf("dead letters after purge: %+v", dls)
 	}
 }
