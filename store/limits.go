@@ -236,6 +236,17 @@ func CheckLimit(limit int) (int, error) {
 	return limit, nil
 }
 
+// CheckListFilter validates a listing and returns its limit, defaulted.
+func CheckListFilter(f ListFilter) (int, error) {
+	if err := CheckQueue(f.Queue); err != nil {
+		return 0, err
+	}
+	if f.State < Pending || f.State > Dead {
+		return 0, invalid("unknown state %d", f.State)
+	}
+	return CheckLimit(f.Limit)
+}
+
 // CheckRetention validates DeleteCompleted's arguments.
 func CheckRetention(retention time.Duration, limit int) error {
 	if retention < 0 {

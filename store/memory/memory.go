@@ -658,10 +658,7 @@ func (s *Store) Stats(ctx context.Context, queue string) (store.Stats, error) {
 
 // List implements store.Store.
 func (s *Store) List(ctx context.Context, f store.ListFilter) ([]store.Info, error) {
-	if err := store.CheckQueue(f.Queue); err != nil {
-		return nil, err
-	}
-	limit, err := store.CheckLimit(f.Limit)
+	limit, err := store.CheckListFilter(f)
 	if err != nil {
 		return nil, err
 	}

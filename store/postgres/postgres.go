@@ -795,15 +795,9 @@ func (s *Store) Stats(ctx context.Context, queue string) (store.Stats, error) {
 
 // List implements store.Store.
 func (s *Store) List(ctx context.Context, f store.ListFilter) ([]store.Info, error) {
-	if err := store.CheckQueue(f.Queue); err != nil {
-		return nil, err
-	}
-	limit, err := store.CheckLimit(f.Limit)
+	limit, err := store.CheckListFilter(f)
 	if err != nil {
 		return nil, err
-	}
-	if f.State < store.Pending || f.State > store.Dead {
-		return nil, fmt.Errorf("%w: unknown state %d", store.ErrInvalid, f.State)
 	}
 	if s.closed.Load() {
 		return nil, store.ErrClosed

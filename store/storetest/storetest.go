@@ -1118,6 +1118,7 @@ func testBadInputChangesNothing(t *testing.T, f Factory) {
 		"zero retention batch": func() error { _, err := s.DeleteCompleted(ctx, time.Second, 0); return err },
 		"stats bad queue":      func() error { _, err := s.Stats(ctx, ""); return err },
 		"list bad limit":       func() error { _, err := s.List(ctx, store.ListFilter{Queue: b.queue, Limit: -1}); return err },
+		"list bad state":       func() error { _, err := s.List(ctx, store.ListFilter{Queue: b.queue, State: 9}); return err },
 	}
 	for name, call := range cases {
 		if err := call(); !errors.Is(err, store.ErrInvalid) {
