@@ -17,6 +17,8 @@ const (
 	MinLease = time.Millisecond
 	// MaxErrorLength bounds a recorded error text, in bytes.
 	MaxErrorLength = 4096
+	// MaxDeliveriesLimit bounds a message's delivery budget.
+	MaxDeliveriesLimit = 1<<31 - 1
 	// DefaultMaxDeliveries is a message's delivery budget when none is given.
 	DefaultMaxDeliveries = 5
 	// DefaultPayloadLimit is the largest payload a store accepts by default.
@@ -137,8 +139,8 @@ func checkNewMessage(m NewMessage, o Options) error {
 	if m.Delay < 0 {
 		return invalid("delay is %s, must not be negative", m.Delay)
 	}
-	if m.MaxDeliveries < 0 {
-		return invalid("max deliveries is %d, must not be negative", m.MaxDeliveries)
+	if m.MaxDeliveries < 0 || m.MaxDeliveries > MaxDeliveriesLimit {
+		return invalid("max deliveries is %d, must be 0 (the default) to %d", m.MaxDeliveries, MaxDeliveriesLimit)
 	}
 	return nil
 }
@@ -173,10 +175,17 @@ func CheckLeases(ls []Lease) error {
 	return nil
 }
 
-// CheckIDs validates a batch of message ids.
+// CheckIDs validates a batch of message ids: at most MaxBatch, each once.
 func CheckIDs(ids []int64) error {
 	if len(ids) > MaxBatch {
 		return invalid("%d ids in one batch, the limit is %d", len(ids), MaxBatch)
+	}
+	seen := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		if seen[id] {
+			return invalid("message %d is listed twice", id)
+		}
+		seen[id] = true
 	}
 	return nil
 }

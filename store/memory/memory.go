@@ -475,6 +475,7 @@ func (s *Store) Reap(ctx context.Context) ([]store.Recovered, error) {
 				r.Dead = true
 				m.deadReason = store.ReasonLeaseExpired
 				m.lastError = "lease expired"
+				m.visibleAt = now
 				s.finishLocked(m, store.Dead, now)
 			} else {
 				s.requeueLocked(m, now)

@@ -3,9 +3,14 @@ package postgres_test
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 
@@ -184,5 +189,79 @@ func TestEnqueueInCallerSQLTransaction(t *testing.T) {
 	}
 	if st, _ := s.Stats(ctx, "q"); st.Pending != 1 || st.Waiting != 1 {
 		t.Fatalf("after commit: %+v, want 1 pending head and 1 waiting", st)
+	}
+}
+
+// TestCrossingKeyedReplies completes heads of two keys at once, each with a
+// reply keyed by the other's key: the transactions take the same advisory
+// locks and must not deadlock.
+func TestCrossingKeyedReplies(t *testing.T) {
+	pool := pgtest.Pool(t)
+	s := openLive(t, pool, pgtest.Schema(t, pool))
+	ctx := context.Background()
+	const rounds = 60
+	var wg sync.WaitGroup
+	errc := make(chan error, 2)
+	for _, p := range [][2]string{{"x", "y"}, {"y", "x"}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			queue := "q" + p[0]
+			for range rounds {
+				if _, err := s.Enqueue(ctx, []store.NewMessage{{Queue: queue, Payload: []byte("m"), Key: p[0]}}); err != nil {
+					errc <- err
+					return
+				}
+				ds, err := s.Claim(ctx, store.Claim{Queue: queue, WorkerID: "w", Max: 1, LeaseDuration: time.Minute})
+				if err != nil || len(ds) != 1 {
+					errc <- fmt.Errorf("claim: %d, %v", len(ds), err)
+					return
+				}
+				reply := &store.NewMessage{Queue: "q" + p[1], Payload: []byte("r"), Key: p[1]}
+				res, err := s.Complete(ctx, []store.Completion{{Lease: ds[0].Lease, Reply: reply}})
+				if err != nil {
+					errc <- err
+					return
+				}
+				if res[0] != nil {
+					errc <- res[0]
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Fatal(err)
+	}
+}
+
+func TestOutboxNeedsReadCommitted(t *testing.T) {
+	pool := pgtest.Pool(t)
+	s := openLive(t, pool, pgtest.Schema(t, pool))
+	ctx := context.Background()
+	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	_, err = s.EnqueueTx(ctx, tx, []store.NewMessage{{Queue: "q", Payload: []byte("x"), Key: "k"}})
+	if !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("keyed enqueue in a REPEATABLE READ transaction = %v, want ErrInvalid", err)
+	}
+	// Messages without keys or dedup ids have no order to protect.
+	if _, err := s.EnqueueTx(ctx, tx, []store.NewMessage{{Queue: "q", Payload: []byte("x")}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSchemaNameLeavesRoomForTheChannel(t *testing.T) {
+	ok := strings.Repeat("a", 53)
+	if err := postgres.CheckSchema(ok); err != nil {
+		t.Fatalf("CheckSchema(53 bytes) = %v", err)
+	}
+	if err := postgres.CheckSchema(ok + "a"); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("CheckSchema(54 bytes) = %v, want ErrInvalid", err)
 	}
 }

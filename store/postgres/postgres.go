@@ -173,6 +173,9 @@ func (s *Store) listenOnce(ctx context.Context, ready func()) error {
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
 		return err
 	}
+	// Notifications sent while no connection listened are lost: let every
+	// waiter look again now that one does.
+	s.NotifyAll()
 	ready()
 	for {
 		n, err := conn.WaitForNotification(ctx)
@@ -196,7 +199,9 @@ func (s *Store) begin(ctx context.Context) (pgx.Tx, error) {
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
-	return s.pool.Begin(ctx)
+	// READ COMMITTED whatever the server's default: key order relies on
+	// each statement seeing what committed before a key's lock was granted.
+	return s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 }
 
 // inTx runs fn in a transaction and commits it.
@@ -236,7 +241,21 @@ func (s *Store) lockKeys(ctx context.Context, r runner, names []string) error {
 
 func (s *Store) pgxRunner(tx pgx.Tx) runner { return pgxRunner{tx: tx, st: &s.sql} }
 
-func keyLock(queue, key string) string  { return "k\x1f" + queue + "\x1f" + key }
+func keyLock(queue, key string) string { return "k\x1f" + queue + "\x1f" + key }
+
+// enqueueLocks appends the lock names enqueueing msgs takes: each key's and
+// each dedup id's.
+func enqueueLocks(names []string, msgs []store.NewMessage) []string {
+	for _, m := range msgs {
+		if m.Key != "" {
+			names = append(names, keyLock(m.Queue, m.Key))
+		}
+		if m.DedupID != "" {
+			names = append(names, dedupLock(m.Queue, m.DedupID))
+		}
+	}
+	return names
+}
 func dedupLock(queue, id string) string { return "d\x1f" + queue + "\x1f" + id }
 
 // notify wakes receivers of the queues in other processes once tx commits,
@@ -299,6 +318,18 @@ func (s *Store) EnqueueSQLTx(ctx context.Context, tx *sql.Tx, msgs []store.NewMe
 }
 
 func (s *Store) enqueueIn(ctx context.Context, r runner, msgs []store.NewMessage) ([]store.Enqueued, error) {
+	if len(enqueueLocks(nil, msgs)) > 0 {
+		// Per-key order and dedup rely on each statement seeing what
+		// committed before the key's lock was granted: a snapshot taken
+		// earlier could line a message up behind a head already gone.
+		var level string
+		if err := r.queryRow(ctx, `SELECT current_setting('transaction_isolation')`, nil, &level); err != nil {
+			return nil, fmt.Errorf("postgres store: enqueue: %w", err)
+		}
+		if level != "read committed" {
+			return nil, fmt.Errorf("postgres store: %w: messages with keys or dedup ids need a READ COMMITTED transaction, this one is %s", store.ErrInvalid, level)
+		}
+	}
 	out, err := s.enqueueTx(ctx, r, msgs, nil)
 	if err != nil && !errors.Is(err, store.ErrInvalid) {
 		return nil, fmt.Errorf("postgres store: enqueue: %w", err)
@@ -311,15 +342,9 @@ func (s *Store) enqueueTx(ctx context.Context, r runner, msgs []store.NewMessage
 	if err != nil {
 		return nil, err
 	}
-	var locks []string
+	locks := enqueueLocks(nil, msgs)
 	queues := make([]string, 0, 1)
 	for _, m := range msgs {
-		if m.Key != "" {
-			locks = append(locks, keyLock(m.Queue, m.Key))
-		}
-		if m.DedupID != "" {
-			locks = append(locks, dedupLock(m.Queue, m.DedupID))
-		}
 		queues = append(queues, m.Queue)
 	}
 	var out []store.Enqueued
@@ -474,9 +499,11 @@ func (s *Store) Extend(ctx context.Context, leases []store.Lease, extension time
 	}
 	var res store.Extended
 	extended := make(map[store.Lease]bool, len(leases))
-	var l store.Lease
-	_, err = pgx.ForEachRow(rows, []any{&l.MessageID, &l.FencingToken, &res.Expires}, func() error {
-		extended[l] = true
+	var id, fence *int64
+	_, err = pgx.ForEachRow(rows, []any{&id, &fence, &res.Expires}, func() error {
+		if id != nil {
+			extended[store.Lease{MessageID: *id, FencingToken: *fence}] = true
+		}
 		return nil
 	})
 	if err != nil {
@@ -558,6 +585,17 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) ([]error, e
 			if replies[i] != nil {
 				withReply = append(withReply, *replies[i])
 			}
+		}
+		// Every lock this transaction will take, in one sorted call: taken
+		// in two groups (the heads' keys, then the replies'), two
+		// completions could wait on each other. Advisory locks are
+		// re-entrant, so promote and enqueue taking them again never wait.
+		locks := enqueueLocks(nil, withReply)
+		for _, k := range keys {
+			locks = append(locks, keyLock(k[0], k[1]))
+		}
+		if err := s.lockKeys(ctx, s.pgxRunner(tx), locks); err != nil {
+			return err
 		}
 		if err := s.promote(ctx, tx, keys); err != nil {
 			return err

@@ -16,13 +16,15 @@ import (
 // DefaultSchema is the schema leasehold's tables live in by default.
 const DefaultSchema = "leasehold"
 
-var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+// Schema names are at most 53 bytes so that the notification channel,
+// "leasehold_" and the name, fits PostgreSQL's 63-byte identifiers.
+var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,52}$`)
 
 // CheckSchema validates a schema name: lower-case letters, digits and
-// underscores, starting with a letter or underscore, at most 63 bytes.
+// underscores, starting with a letter or underscore, at most 53 bytes.
 func CheckSchema(name string) error {
 	if !schemaName.MatchString(name) {
-		return fmt.Errorf("%w: schema name %q must be 1 to 63 lower-case letters, digits or underscores, not starting with a digit", store.ErrInvalid, name)
+		return fmt.Errorf("%w: schema name %q must be 1 to 53 lower-case letters, digits or underscores, not starting with a digit", store.ErrInvalid, name)
 	}
 	return nil
 }

@@ -47,10 +47,14 @@ func newStatements(schema string) statements {
 				locked_until = ` + nowSQL + ` + ` + us("$5") + `
 			FROM c WHERE m.id = c.id
 			RETURNING m.id, m.key, m.payload, m.reply_to, m.dedup_id, m.deliveries, m.max_deliveries, m.enqueued_at, m.fencing_token, m.locked_until`),
-		extend: x(`UPDATE {s}.messages m SET locked_until = ` + nowSQL + ` + ` + us("$4") + `
-			FROM unnest($2::bigint[], $3::bigint[]) AS l(id, fence)
-			WHERE m.id = l.id AND m.fencing_token = l.fence AND m.state = 2 AND m.locked_until > ` + nowSQL + `
-			RETURNING m.id, m.fencing_token, m.locked_until`),
+		// One row per extended lease, or one row of NULLs when none was: the
+		// expiry is reported either way.
+		extend: x(`WITH u AS (
+				UPDATE {s}.messages m SET locked_until = ` + nowSQL + ` + ` + us("$4") + `
+				FROM unnest($2::bigint[], $3::bigint[]) AS l(id, fence)
+				WHERE m.id = l.id AND m.fencing_token = l.fence AND m.state = 2 AND m.locked_until > ` + nowSQL + `
+				RETURNING m.id, m.fencing_token)
+			SELECT u.id, u.fencing_token, ` + nowSQL + ` + ` + us("$4") + ` FROM (SELECT 1) AS one LEFT JOIN u ON true`),
 		complete: x(`UPDATE {s}.messages m SET state = 3, finished_at = ` + nowSQL + `
 			FROM unnest($2::bigint[], $3::bigint[]) AS l(id, fence)
 			WHERE m.id = l.id AND m.fencing_token = l.fence AND m.state = 2 AND m.locked_until > ` + nowSQL + `

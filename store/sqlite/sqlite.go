@@ -221,7 +221,11 @@ func (s *Store) Enqueue(ctx context.Context, msgs []store.NewMessage) ([]store.E
 }
 
 // EnqueueTx enqueues messages inside the caller's transaction, which must
-// come from DB(); they become visible when it commits. Receivers in this
+// come from DB(); they become visible when it commits. The store has one
+// connection and the transaction holds it: until the caller commits or rolls
+// back, every other operation of the store in this process waits, lease
+// extensions included, so keep such transactions short and make no other
+// store call from inside one. Receivers in this
 // process learn of them at their next poll, or at once if the caller calls
 // Notify(queue) after the commit.
 func (s *Store) EnqueueTx(ctx context.Context, tx *sql.Tx, msgs []store.NewMessage) ([]store.Enqueued, error) {
@@ -631,7 +635,7 @@ func (s *Store) Redrive(ctx context.Context, queue string, ids []int64) (int, er
 	n, err := s.eachDead(ctx, queue, ids, `UPDATE leasehold_messages SET deliveries = 0, dead_reason = NULL, finished_at = NULL, visible_at = ?1,
 		state = CASE WHEN key IS NOT NULL AND EXISTS (SELECT 1 FROM leasehold_messages h
 			WHERE h.queue = leasehold_messages.queue AND h.key = leasehold_messages.key AND h.state IN (0, 2)) THEN 1 ELSE 0 END
-		WHERE id = ?2`)
+		WHERE id = ?2 AND state = 4`)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite store: redrive: %w", err)
 	}
@@ -641,7 +645,7 @@ func (s *Store) Redrive(ctx context.Context, queue string, ids []int64) (int, er
 
 // Purge implements store.Store.
 func (s *Store) Purge(ctx context.Context, queue string, ids []int64) (int, error) {
-	n, err := s.eachDead(ctx, queue, ids, `DELETE FROM leasehold_messages WHERE id = ?2`)
+	n, err := s.eachDead(ctx, queue, ids, `DELETE FROM leasehold_messages WHERE id = ?2 AND state = 4`)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite store: purge: %w", err)
 	}

@@ -571,6 +571,12 @@ func testRedriveAndPurge(t *testing.T, f Factory) {
 			t.Fatalf("Purge(%v) = %v, want ErrNotFound", bad, err)
 		}
 	}
+	if _, err := b.s.Redrive(b.ctx, b.queue, []int64{a, a}); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("Redrive with an id listed twice = %v, want ErrInvalid", err)
+	}
+	if _, err := b.s.Purge(b.ctx, b.queue, []int64{c, c}); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("Purge with an id listed twice = %v, want ErrInvalid", err)
+	}
 	if st := b.stats(); st.Dead != 2 || st.Processing != 1 {
 		t.Fatalf("stats after refused calls %+v", st)
 	}
@@ -920,8 +926,11 @@ func testBatchExtendReportsLost(t *testing.T, f Factory) {
 	if in := b.info(ds[0].MessageID); !in.LeaseExpires.Equal(b.clk.Now().Add(time.Hour)) {
 		t.Fatalf("extended lease expires %s", in.LeaseExpires)
 	}
-	if res, err := b.s.Extend(b.ctx, nil, time.Hour); err != nil || len(res.Lost) != 0 {
+	if res, err := b.s.Extend(b.ctx, nil, time.Hour); err != nil || len(res.Lost) != 0 || !res.Expires.Equal(b.clk.Now().Add(time.Hour)) {
 		t.Fatalf("empty Extend = %+v, %v", res, err)
+	}
+	if res, err := b.s.Extend(b.ctx, []store.Lease{bogus}, time.Minute); err != nil || len(res.Lost) != 1 || !res.Expires.Equal(b.clk.Now().Add(time.Minute)) {
+		t.Fatalf("Extend of a lost lease = %+v, %v; want it lost and the expiry reported", res, err)
 	}
 }
 
@@ -984,9 +993,17 @@ func testConcurrentReceivers(t *testing.T, f Factory) {
 	}
 	b.enqueue(batch...)
 
+	// A key's entry is its message in flight; completing is set once that
+	// message's Complete has begun, after which the next message of the key
+	// may legitimately be claimed before Complete returns.
+	type inFlight struct {
+		id         int64
+		completing bool
+	}
 	var mu sync.Mutex
 	holding := map[int64]string{} // message -> worker holding it now
-	keyHeld := map[string]int64{}
+	keyHeld := map[string]*inFlight{}
+	lastOfKey := map[string]int64{} // the last claimed message of each key
 	done := map[int64]int{}
 	var wg sync.WaitGroup
 	errc := make(chan error, workers)
@@ -1018,29 +1035,28 @@ func testConcurrentReceivers(t *testing.T, f Factory) {
 						return
 					}
 					holding[d.MessageID] = me
-					if d.Key != "" {
-						if other, ok := keyHeld[d.Key]; ok {
-							mu.Unlock()
-							errc <- fmt.Errorf("key %s has messages %d and %d in flight at once", d.Key, other, d.MessageID)
-							return
-						}
-						keyHeld[d.Key] = d.MessageID
+					if d.Key == "" {
+						continue
 					}
+					if prev, ok := keyHeld[d.Key]; ok && !prev.completing {
+						mu.Unlock()
+						errc <- fmt.Errorf("key %s has messages %d and %d in flight at once", d.Key, prev.id, d.MessageID)
+						return
+					}
+					if d.MessageID <= lastOfKey[d.Key] {
+						mu.Unlock()
+						errc <- fmt.Errorf("key %s: message %d claimed after %d, out of enqueue order", d.Key, d.MessageID, lastOfKey[d.Key])
+						return
+					}
+					lastOfKey[d.Key] = d.MessageID
+					keyHeld[d.Key] = &inFlight{id: d.MessageID}
 				}
-				mu.Unlock()
 				cs := make([]store.Completion, len(ds))
 				for i, d := range ds {
 					cs[i] = store.Completion{Lease: d.Lease}
-				}
-				// Release the bookkeeping first: once completed, a message's
-				// key may be claimed by another worker at once.
-				mu.Lock()
-				for _, d := range ds {
-					delete(holding, d.MessageID)
 					if d.Key != "" {
-						delete(keyHeld, d.Key)
+						keyHeld[d.Key].completing = true
 					}
-					done[d.MessageID]++
 				}
 				mu.Unlock()
 				res, err := b.s.Complete(b.ctx, cs)
@@ -1048,12 +1064,20 @@ func testConcurrentReceivers(t *testing.T, f Factory) {
 					errc <- err
 					return
 				}
-				for i, e := range res {
-					if e != nil {
-						errc <- fmt.Errorf("complete %s: %w", cs[i].Lease, e)
+				mu.Lock()
+				for i, d := range ds {
+					if res[i] != nil {
+						mu.Unlock()
+						errc <- fmt.Errorf("complete %s: %w", cs[i].Lease, res[i])
 						return
 					}
+					delete(holding, d.MessageID)
+					if e, ok := keyHeld[d.Key]; ok && e.id == d.MessageID {
+						delete(keyHeld, d.Key)
+					}
+					done[d.MessageID]++
 				}
+				mu.Unlock()
 			}
 		}()
 	}
@@ -1119,6 +1143,10 @@ func testBadInputChangesNothing(t *testing.T, f Factory) {
 		"stats bad queue":      func() error { _, err := s.Stats(ctx, ""); return err },
 		"list bad limit":       func() error { _, err := s.List(ctx, store.ListFilter{Queue: b.queue, Limit: -1}); return err },
 		"list bad state":       func() error { _, err := s.List(ctx, store.ListFilter{Queue: b.queue, State: 9}); return err },
+		"max deliveries over the limit": func() error {
+			_, err := s.Enqueue(ctx, []store.NewMessage{{Queue: b.queue, MaxDeliveries: store.MaxDeliveriesLimit + 1}})
+			return err
+		},
 	}
 	for name, call := range cases {
 		if err := call(); !errors.Is(err, store.ErrInvalid) {
@@ -1215,8 +1243,8 @@ func testRetention(t *testing.T, f Factory) {
 	if st := b.stats(); st.Completed != 0 {
 		t.Fatalf("stats %+v", st)
 	}
-	if r := b.enqueue(store.NewMessage{Payload: []byte("y"), DedupID: "d0"}); len(r) != 1 {
-		t.Fatal("enqueue after retention failed")
+	if infos, err := b.s.List(b.ctx, store.ListFilter{Queue: b.queue, State: store.Completed}); err != nil || len(infos) != 0 {
+		t.Fatalf("completed messages listed after retention: %d, %v", len(infos), err)
 	}
 }
 
