@@ -267,7 +267,7 @@ func (msg *Message) ExtendVisibility(ctx context.Context, d time.Duration) error
 		return err
 	}
 	if len(res.Lost) > 0 {
-		return fmt.Errorf("%s: %w", msg.Lease, ErrLeaseLost)
+		return store.LeaseLost(msg.Lease)
 	}
 	msg.LeaseExpires = res.Expires
 	return nil

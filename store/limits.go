@@ -167,6 +167,14 @@ func CheckLease(d time.Duration) error {
 	return nil
 }
 
+// CheckExtend validates a batch extension.
+func CheckExtend(ls []Lease, extension time.Duration) error {
+	if err := CheckLease(extension); err != nil {
+		return err
+	}
+	return CheckLeases(ls)
+}
+
 // CheckLeases validates a batch of leases.
 func CheckLeases(ls []Lease) error {
 	if len(ls) > MaxBatch {

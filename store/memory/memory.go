@@ -331,17 +331,14 @@ func (s *Store) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, err
 func (s *Store) currentLocked(l store.Lease, now int64) (*message, error) {
 	m := s.byIDLocked(l.MessageID)
 	if m == nil || m.state != store.Processing || m.fence != l.FencingToken || now >= m.lockedUntil {
-		return nil, fmt.Errorf("%s: %w", l, store.ErrLeaseLost)
+		return nil, store.LeaseLost(l)
 	}
 	return m, nil
 }
 
 // Extend implements store.Store.
 func (s *Store) Extend(ctx context.Context, leases []store.Lease, extension time.Duration) (store.Extended, error) {
-	if err := store.CheckLease(extension); err != nil {
-		return store.Extended{}, err
-	}
-	if err := store.CheckLeases(leases); err != nil {
+	if err := store.CheckExtend(leases, extension); err != nil {
 		return store.Extended{}, err
 	}
 	if err := s.lock(); err != nil {

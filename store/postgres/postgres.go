@@ -483,10 +483,7 @@ func leaseArrays(n int, lease func(i int) store.Lease) (ids, fences []int64) {
 
 // Extend implements store.Store.
 func (s *Store) Extend(ctx context.Context, leases []store.Lease, extension time.Duration) (store.Extended, error) {
-	if err := store.CheckLease(extension); err != nil {
-		return store.Extended{}, err
-	}
-	if err := store.CheckLeases(leases); err != nil {
+	if err := store.CheckExtend(leases, extension); err != nil {
 		return store.Extended{}, err
 	}
 	if s.closed.Load() {
@@ -510,11 +507,7 @@ func (s *Store) Extend(ctx context.Context, leases []store.Lease, extension time
 		return store.Extended{}, fmt.Errorf("postgres store: extend: %w", err)
 	}
 	res.Expires = res.Expires.UTC()
-	for _, l := range leases {
-		if !extended[l] {
-			res.Lost = append(res.Lost, l)
-		}
-	}
+	res.Lost = store.LostLeases(leases, extended)
 	return res, nil
 }
 
@@ -573,7 +566,7 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) ([]error, e
 		for i, c := range cs {
 			d, ok := finished[c.Lease]
 			if !ok {
-				results[i] = fmt.Errorf("%s: %w", c.Lease, store.ErrLeaseLost)
+				results[i] = store.LeaseLost(c.Lease)
 				continue
 			}
 			delete(finished, c.Lease) // a lease listed twice completes once
@@ -632,7 +625,7 @@ func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
 		var key *string
 		err := tx.QueryRow(ctx, s.sql.current, s.now(), f.MessageID, f.FencingToken).Scan(&deliveries, &max, &queue, &key)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%s: %w", f.Lease, store.ErrLeaseLost)
+			return store.LeaseLost(f.Lease)
 		}
 		if err != nil {
 			return err
@@ -674,7 +667,7 @@ func (s *Store) Release(ctx context.Context, r store.Release) error {
 		var queue string
 		err := tx.QueryRow(ctx, s.sql.release, s.now(), r.MessageID, r.FencingToken, micros(r.Delay), uncount).Scan(&queue)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%s: %w", r.Lease, store.ErrLeaseLost)
+			return store.LeaseLost(r.Lease)
 		}
 		if err != nil {
 			return err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"sync"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/leasehold/leasehold/internal/pgtest"
+	"github.com/leasehold/leasehold/internal/testproc"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/postgres"
 )
@@ -160,23 +160,7 @@ func TestManyProcesses(t *testing.T) {
 	prepareRun(t, pool, s, schema, total, 25)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	errs := make(chan error, procs)
-	for range procs {
-		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestWorkerProcess$", "-test.count=1")
-		cmd.Env = append(os.Environ(), envWorkerSchema+"="+schema, envWorkerTotal+"="+strconv.Itoa(total))
-		go func() {
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				err = fmt.Errorf("worker process: %v\n%s", err, out)
-			}
-			errs <- err
-		}()
-	}
-	for range procs {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
+	testproc.Run(ctx, t, procs, "TestWorkerProcess", envWorkerSchema+"="+schema, envWorkerTotal+"="+strconv.Itoa(total))
 	var workers int
 	if err := pool.QueryRow(ctx, "SELECT count(DISTINCT worker) FROM "+schema+".worklog").Scan(&workers); err != nil {
 		t.Fatal(err)

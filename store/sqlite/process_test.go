@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/testproc"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/sqlite"
 )
@@ -93,23 +93,7 @@ func TestManyProcesses(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	errs := make(chan error, procs)
-	for range procs {
-		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestWorkerProcess$", "-test.count=1")
-		cmd.Env = append(os.Environ(), envWorkerDB+"="+path)
-		go func() {
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				err = fmt.Errorf("worker process: %v\n%s", err, out)
-			}
-			errs <- err
-		}()
-	}
-	for range procs {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
+	testproc.Run(ctx, t, procs, "TestWorkerProcess", envWorkerDB+"="+path)
 	var claims, distinct, workers int
 	if err := s.DB().QueryRowContext(ctx, "SELECT count(*), count(DISTINCT message_id), count(DISTINCT worker) FROM claims").Scan(&claims, &distinct, &workers); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"embed"
@@ -332,16 +333,13 @@ func (s *Store) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, err
 		return nil, fmt.Errorf("sqlite store: claim: %w", err)
 	}
 	// RETURNING gives no order; the fencing tokens follow the claim order.
-	slices.SortFunc(out, func(a, b store.Delivery) int { return int(a.FencingToken - b.FencingToken) })
+	slices.SortFunc(out, func(a, b store.Delivery) int { return cmp.Compare(a.FencingToken, b.FencingToken) })
 	return out, nil
 }
 
 // Extend implements store.Store.
 func (s *Store) Extend(ctx context.Context, leases []store.Lease, extension time.Duration) (store.Extended, error) {
-	if err := store.CheckLease(extension); err != nil {
-		return store.Extended{}, err
-	}
-	if err := store.CheckLeases(leases); err != nil {
+	if err := store.CheckExtend(leases, extension); err != nil {
 		return store.Extended{}, err
 	}
 	var res store.Extended
@@ -367,11 +365,7 @@ func (s *Store) Extend(ctx context.Context, leases []store.Lease, extension time
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		for _, l := range leases {
-			if !extended[l] {
-				res.Lost = append(res.Lost, l)
-			}
-		}
+		res.Lost = store.LostLeases(leases, extended)
 		return nil
 	})
 	if err != nil {
@@ -447,7 +441,7 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) ([]error, e
 		for i, c := range cs {
 			d, ok := finished[c.Lease]
 			if !ok {
-				results[i] = fmt.Errorf("%s: %w", c.Lease, store.ErrLeaseLost)
+				results[i] = store.LeaseLost(c.Lease)
 				continue
 			}
 			delete(finished, c.Lease) // a lease listed twice completes once
@@ -487,7 +481,7 @@ func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
 		var key sql.NullString
 		err := tx.StmtContext(ctx, s.st.current).QueryRowContext(ctx, f.MessageID, f.FencingToken, now).Scan(&deliveries, &max, &queue, &key)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%s: %w", f.Lease, store.ErrLeaseLost)
+			return store.LeaseLost(f.Lease)
 		}
 		if err != nil {
 			return fmt.Errorf("sqlite store: fail: %w", err)
@@ -526,7 +520,7 @@ func (s *Store) Release(ctx context.Context, r store.Release) error {
 			WHERE id = ? AND fencing_token = ? AND state = 2 AND locked_until > ? RETURNING queue`,
 			now+r.Delay.Microseconds(), uncount, r.MessageID, r.FencingToken, now).Scan(&queue)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%s: %w", r.Lease, store.ErrLeaseLost)
+			return store.LeaseLost(r.Lease)
 		}
 		if err != nil {
 			return fmt.Errorf("sqlite store: release: %w", err)
@@ -590,7 +584,7 @@ func (s *Store) Reap(ctx context.Context) ([]store.Recovered, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store: reap: %w", err)
 	}
-	slices.SortFunc(out, func(a, b store.Recovered) int { return int(a.ID - b.ID) })
+	slices.SortFunc(out, func(a, b store.Recovered) int { return cmp.Compare(a.ID, b.ID) })
 	for i, r := range out {
 		if i == 0 || out[i-1].Queue != r.Queue {
 			s.Notify(r.Queue)
