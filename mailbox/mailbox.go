@@ -164,9 +164,10 @@ func (m *Mailbox) Receive(ctx context.Context, o ReceiveOptions) ([]*Message, er
 	}()
 	for {
 		wake := m.store.Wakeup(m.queue)
+		sent := m.clk.Monotonic()
 		ds, err := m.store.Claim(ctx, c)
 		if err != nil || len(ds) > 0 {
-			return m.wrap(ds), err
+			return m.wrap(ds, sent+o.Visibility), err
 		}
 		left := deadline - m.clk.Monotonic()
 		if left <= 0 {
@@ -187,13 +188,13 @@ func (m *Mailbox) Receive(ctx context.Context, o ReceiveOptions) ([]*Message, er
 	}
 }
 
-func (m *Mailbox) wrap(ds []store.Delivery) []*Message {
+func (m *Mailbox) wrap(ds []store.Delivery, deadline time.Duration) []*Message {
 	if len(ds) == 0 {
 		return nil
 	}
 	out := make([]*Message, len(ds))
 	for i := range ds {
-		out[i] = &Message{Delivery: ds[i], mb: m}
+		out[i] = &Message{Delivery: ds[i], mb: m, deadline: deadline}
 	}
 	return out
 }
@@ -203,8 +204,20 @@ func (m *Mailbox) wrap(ds []store.Delivery) []*Message {
 // nacks or fails it.
 type Message struct {
 	store.Delivery
-	mb *Mailbox
+	mb       *Mailbox
+	deadline time.Duration
 }
+
+// LeaseDeadline returns when the lease ends by the receiver's own reckoning,
+// on the mailbox clock's monotonic time: the moment the claim (or the last
+// successful ExtendVisibility) was sent plus the visibility it asked for.
+// As long as both clocks run at the same rate, the store's expiry is not
+// earlier, whatever the offset between the store's clock and the
+// receiver's, so work stopped by this deadline never outlives its lease.
+func (msg *Message) LeaseDeadline() time.Duration { return msg.deadline }
+
+// Mailbox returns the mailbox the message was received from.
+func (msg *Message) Mailbox() *Mailbox { return msg.mb }
 
 // Body returns the payload. It must not be modified.
 func (msg *Message) Body() []byte { return msg.Payload }
@@ -262,6 +275,7 @@ func (msg *Message) Fail(ctx context.Context, cause error, retryDelay time.Durat
 // ExtendVisibility keeps the message invisible for d from now. It returns
 // an error wrapping ErrLeaseLost when the lease is no longer current.
 func (msg *Message) ExtendVisibility(ctx context.Context, d time.Duration) error {
+	sent := msg.mb.clk.Monotonic()
 	res, err := msg.mb.store.Extend(ctx, []store.Lease{msg.Lease}, d)
 	if err != nil {
 		return err
@@ -270,6 +284,7 @@ func (msg *Message) ExtendVisibility(ctx context.Context, d time.Duration) error
 		return store.LeaseLost(msg.Lease)
 	}
 	msg.LeaseExpires = res.Expires
+	msg.deadline = sent + d
 	return nil
 }
 

@@ -1,0 +1,197 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/leasehold/leasehold/backoff"
+	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/mailbox"
+	"github.com/leasehold/leasehold/store"
+)
+
+// Defaults, from spec 001 and DESIGN.md.
+const (
+	DefaultConcurrency     = 10
+	DefaultLeaseDuration   = 30 * time.Second
+	DefaultLongPoll        = 5 * time.Second
+	DefaultShutdownTimeout = 30 * time.Second
+	DefaultHardStopWait    = 5 * time.Second
+)
+
+// Config configures a Worker. Store, Queue and Handler are required; every
+// other field has a default.
+type Config struct {
+	// Store holds the messages. Required.
+	Store store.Store
+	// Queue is the queue to work. Required.
+	Queue string
+	// Handler handles each message. Required.
+	Handler Handler
+	// WorkerID names the worker in leases, logs and metrics. Default:
+	// mailbox.NewWorkerID() (host, pid and a random suffix).
+	WorkerID string
+	// Concurrency bounds the handlers running at once; the worker claims
+	// only as many messages as it has free slots. Default
+	// DefaultConcurrency; at most store.MaxBatch.
+	Concurrency int
+	// LeaseDuration is the lease a claim starts with. Default
+	// DefaultLeaseDuration.
+	LeaseDuration time.Duration
+	// LeaseExtender configures the lease keeper. Nil: enabled, extending to
+	// LeaseDuration every LeaseDuration/3. Set Enabled: false to turn
+	// extension off.
+	LeaseExtender *LeaseExtenderConfig
+	// MaxProcessingTime bounds a handler's run: past it, the handler's
+	// context is cancelled with ErrMaxProcessingTime and the message is
+	// failed. Default 3 x LeaseDuration.
+	MaxProcessingTime time.Duration
+	// Backoff gives the delay before each retry of a failed message.
+	// Default: backoff.Exponential's defaults (1 s doubling to 10 min, 20%
+	// jitter).
+	Backoff backoff.Exponential
+	// LongPoll is how long one receive waits for messages. Default
+	// DefaultLongPoll.
+	LongPoll time.Duration
+	// PollInterval is how often a long poll looks again when no wakeup
+	// arrives (messages from other processes, delays ending), and how often
+	// a saturated or full worker looks again. Default
+	// mailbox.DefaultPollInterval.
+	PollInterval time.Duration
+	// Saturated, when set, is asked before each receive; while it returns
+	// true the worker claims nothing (backpressure from downstream).
+	Saturated func(ctx context.Context) bool
+	// MaxIterations stops the worker, gracefully, after this many receives.
+	// Zero: no limit.
+	MaxIterations int
+	// ShutdownTimeout bounds the drain of a graceful Shutdown: handlers
+	// still running then are stopped. Default DefaultShutdownTimeout. With
+	// the lease extender disabled it must not exceed LeaseDuration.
+	ShutdownTimeout time.Duration
+	// HardStopWait is how long a hard stop waits for cancelled handlers to
+	// return before it releases their leases. Default DefaultHardStopWait.
+	HardStopWait time.Duration
+	// ReapInterval is the interval of the worker's reaper. Default
+	// DefaultReapInterval, or half of LeaseDuration when that is shorter;
+	// it must be below LeaseDuration.
+	ReapInterval time.Duration
+	// DisableReaper turns the worker's reaper off, for a deployment that
+	// runs a Reaper elsewhere.
+	DisableReaper bool
+	// Clock times everything. Default: the system clock.
+	Clock clock.Clock
+	// Logger receives the worker's logs; every line carries the worker id
+	// and the queue. Default slog.Default().
+	Logger *slog.Logger
+	// MeterProvider gets the worker's metrics. Default: the global
+	// OpenTelemetry provider, a no-op unless one is installed.
+	MeterProvider metric.MeterProvider
+}
+
+// resolved is a validated Config with its defaults filled in.
+type resolved struct {
+	Config
+	extender LeaseExtenderConfig
+}
+
+func (c Config) resolve() (resolved, error) {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.Store == nil {
+		bad("Store is nil")
+	}
+	if err := store.CheckQueue(c.Queue); err != nil {
+		bad("Queue: %w", err)
+	}
+	if c.Handler == nil {
+		bad("Handler is nil")
+	}
+	if c.WorkerID == "" {
+		c.WorkerID = mailbox.NewWorkerID()
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	if c.Concurrency < 1 || c.Concurrency > store.MaxBatch {
+		bad("Concurrency is %d, must be 1 to %d", c.Concurrency, store.MaxBatch)
+	}
+	if c.LeaseDuration == 0 {
+		c.LeaseDuration = DefaultLeaseDuration
+	}
+	if err := store.CheckLease(c.LeaseDuration); err != nil {
+		bad("LeaseDuration: %w", err)
+	}
+	var r resolved
+	if c.LeaseExtender == nil {
+		r.extender = LeaseExtenderConfig{Enabled: true}
+	} else {
+		r.extender = *c.LeaseExtender
+	}
+	ext, err := r.extender.resolve(c.LeaseDuration)
+	if err != nil {
+		bad("%w", err)
+	}
+	r.extender = ext
+	if c.MaxProcessingTime == 0 {
+		c.MaxProcessingTime = 3 * c.LeaseDuration
+	}
+	if c.MaxProcessingTime < 0 {
+		bad("MaxProcessingTime is %s, must be positive", c.MaxProcessingTime)
+	}
+	c.Backoff = c.Backoff.Defaults()
+	if err := c.Backoff.Validate(); err != nil {
+		bad("Backoff: %w", err)
+	}
+	if c.LongPoll == 0 {
+		c.LongPoll = DefaultLongPoll
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = mailbox.DefaultPollInterval
+	}
+	if c.LongPoll < 0 || c.PollInterval < 0 {
+		bad("LongPoll (%s) and PollInterval (%s) must not be negative", c.LongPoll, c.PollInterval)
+	}
+	if c.MaxIterations < 0 {
+		bad("MaxIterations is %d, must not be negative", c.MaxIterations)
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+		if !r.extender.Enabled {
+			c.ShutdownTimeout = min(c.ShutdownTimeout, c.LeaseDuration)
+		}
+	}
+	if c.ShutdownTimeout < 0 {
+		bad("ShutdownTimeout is %s, must be positive", c.ShutdownTimeout)
+	}
+	if !r.extender.Enabled && c.ShutdownTimeout > c.LeaseDuration {
+		bad("ShutdownTimeout %s exceeds LeaseDuration %s with the lease extender disabled: leases would expire during the drain", c.ShutdownTimeout, c.LeaseDuration)
+	}
+	if c.HardStopWait == 0 {
+		c.HardStopWait = DefaultHardStopWait
+	}
+	if c.HardStopWait < 0 {
+		bad("HardStopWait is %s, must be positive", c.HardStopWait)
+	}
+	if c.ReapInterval < 0 {
+		bad("ReapInterval is %s, must not be negative", c.ReapInterval)
+	}
+	c.Clock = clock.OrSystem(c.Clock)
+	c.Logger = orDefaultLogger(c.Logger)
+	r.Config = c
+	if err := errors.Join(errs...); err != nil {
+		return r, fmt.Errorf("worker: %w", err)
+	}
+	return r, nil
+}
+
+func orDefaultLogger(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.Default()
+	}
+	return l
+}

@@ -1,0 +1,48 @@
+// Package worker turns a store into reliable processing: the worker loop,
+// the lease keeper, the reaper, heartbeats and the watchdog.
+//
+// # The worker loop
+//
+// A Worker claims messages of one queue, at most as many as it has free
+// handler slots (Concurrency, default 10), long-polling when the queue is
+// empty and claiming nothing while its slots are full or Saturated says
+// downstream is. Each message runs in its own goroutine:
+//
+//   - the handler returns nil: the message is completed;
+//   - it returns an error: the message is retried after a backoff delay, or
+//     dead-lettered once its deliveries are used up;
+//   - it returns an error marked with Permanent: dead-lettered at once;
+//   - it panics: the panic is logged with its stack and counts as a failure.
+//
+// A message that names a ReplyTo queue gets a reply there (see Reply) in the
+// same transaction as its completion.
+//
+// # Leases
+//
+// While handlers run, the worker's lease keeper extends all of their leases
+// with one store call per tick (LeaseExtenderConfig). A lease is lost when
+// the store refuses to extend it or when it ends, by the worker's own
+// reckoning, without a successful extension; its handler's context is then
+// cancelled with cause ErrLeaseLost and the message is not completed by
+// this worker: it is delivered again. A handler still running after
+// MaxProcessingTime is cancelled with cause ErrMaxProcessingTime and its
+// message failed. KeepAlive gives the same protection to a message received
+// through package mailbox by a loop of one's own.
+//
+// # Reaper, heartbeats, watchdog
+//
+// A Reaper takes back messages whose lease expired; every worker runs one
+// unless DisableReaper is set, and it is safe to run many. Loops beat a
+// Heartbeat as they make progress, and a Watchdog reports loops that have
+// been silent too long.
+//
+// # Metrics
+//
+// Through the OpenTelemetry metric API, a no-op unless a provider is
+// installed: leasehold.messages.claimed, .completed, .failed,
+// .dead_lettered and .in_flight; leasehold.handler.duration;
+// leasehold.lease.extensions by result (ok, lost, error);
+// reaper.recovered.count, reaper.stale.duration and reaper.runs.total; and
+// leasehold.watchdog.stalls. The worker's carry the attributes queue and
+// worker.id.
+package worker

@@ -1,0 +1,58 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/leasehold/leasehold/store"
+)
+
+// Causes of a handler's context being cancelled; read them with
+// context.Cause.
+var (
+	// ErrLeaseLost: the message's lease was lost (the store refused to
+	// extend it, or it expired before an extension got through). The
+	// message is not completed by this worker; it is delivered again.
+	ErrLeaseLost = store.ErrLeaseLost
+	// ErrMaxProcessingTime: the handler ran longer than MaxProcessingTime.
+	// The message is failed and retried or dead-lettered as usual.
+	ErrMaxProcessingTime = errors.New("maximum processing time exceeded")
+	// ErrShutdown: the worker is stopping and could not wait any longer.
+	// The message's lease is released so that another worker can take it.
+	ErrShutdown = errors.New("worker shutting down")
+)
+
+// ErrAbandoned reports that handlers did not return after their contexts
+// were cancelled at a hard stop; their leases were released and they were
+// left running.
+var ErrAbandoned = errors.New("handlers did not return after cancellation")
+
+// PermanentError marks a handler error that retrying cannot fix: the message
+// is dead-lettered at once.
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string { return "permanent: " + e.Err.Error() }
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// Permanent marks err as permanent. A nil err stays nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &PermanentError{Err: err}
+}
+
+// IsPermanent reports whether err, or an error it wraps, was marked by
+// Permanent.
+func IsPermanent(err error) bool {
+	var p *PermanentError
+	return errors.As(err, &p)
+}
+
+// PanicError is the failure a recovered handler panic becomes.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("handler panicked: %v", e.Value) }

@@ -1,0 +1,80 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/mailbox"
+	"github.com/leasehold/leasehold/store"
+)
+
+// KeepAliveConfig configures KeepAlive.
+type KeepAliveConfig struct {
+	// LeaseExtenderConfig says how often to extend and by how much.
+	// Extension is required when Enabled; Interval defaults to a third of
+	// it. DefaultLeaseExtenderConfig gives spec 000's values.
+	LeaseExtenderConfig
+	// Clock must be the clock of the mailbox the message came from. Default:
+	// the system clock.
+	Clock clock.Clock
+	// Logger receives lease warnings. Default slog.Default().
+	Logger *slog.Logger
+	// MeterProvider gets leasehold.lease.extensions. Default: the global
+	// OpenTelemetry provider.
+	MeterProvider metric.MeterProvider
+}
+
+// KeepAlive runs fn while keeping msg's lease alive, for programs with a
+// receive loop of their own: the Go form of spec 000's
+// `with extender.extend(msg):`.
+//
+//	err := worker.KeepAlive(ctx, msg, cfg, func(ctx context.Context) error {
+//		return process(ctx, msg.Body())
+//	})
+//	if err == nil {
+//		err = msg.Ack(ctx)
+//	}
+//
+// The lease is extended every Interval to Extension from then. When it is
+// lost (the store refuses an extension, or the lease ends without one: the
+// first extension comes after Interval, so receive with a visibility longer
+// than that) fn's context is cancelled with cause ErrLeaseLost, and
+// KeepAlive returns an error wrapping ErrLeaseLost, joined with fn's: do not
+// acknowledge the message then. Extension has stopped when KeepAlive
+// returns; msg's LeaseExpires and LeaseDeadline still tell the lease it was
+// received with.
+func KeepAlive(ctx context.Context, msg *mailbox.Message, cfg KeepAliveConfig, fn func(ctx context.Context) error) error {
+	if cfg.Enabled && cfg.Extension == 0 {
+		return errors.New("worker: KeepAlive: Extension is required when Enabled")
+	}
+	ext, err := cfg.LeaseExtenderConfig.resolve(cfg.Extension)
+	if err != nil {
+		return fmt.Errorf("worker: KeepAlive: %w", err)
+	}
+	clk := clock.OrSystem(cfg.Clock)
+	log := orDefaultLogger(cfg.Logger).With("queue", msg.Queue)
+	m, err := newWorkerMetrics(cfg.MeterProvider, msg.Queue, "")
+	if err != nil {
+		return fmt.Errorf("worker: KeepAlive: metrics: %w", err)
+	}
+	k := newKeeper(msg.Mailbox().Store(), clk, ext, log, m)
+	fnCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	h := k.hold(msg.Lease, msg.LeaseDeadline(), func() { cancel(ErrLeaseLost) })
+	keeperCtx, stopKeeper := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() { k.run(keeperCtx) })
+	err = fn(fnCtx)
+	stopKeeper()
+	wg.Wait()
+	if k.drop(h) {
+		return errors.Join(fmt.Errorf("worker: %w", store.LeaseLost(msg.Lease)), err)
+	}
+	return err
+}

@@ -1,0 +1,205 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/store"
+)
+
+// LeaseExtenderConfig configures lease extension, spec 000's
+// LeaseExtenderConfig.
+type LeaseExtenderConfig struct {
+	// Interval is the time between extension rounds. Zero means a third of
+	// Extension. It must be at most a third of Extension, and of the lease a
+	// claim starts with, so that a lease sees several attempts before it
+	// ends.
+	Interval time.Duration
+	// Extension is the lease each round asks for, counted from the moment
+	// of the round. Zero means the worker's LeaseDuration.
+	Extension time.Duration
+	// Enabled turns extension on. Off, nothing is extended: a handler still
+	// running when its lease ends loses the lease (its context is cancelled
+	// with ErrLeaseLost).
+	Enabled bool
+}
+
+// DefaultLeaseExtenderConfig returns spec 000's defaults: every 60 s, extend
+// to 300 s, enabled. A worker without a LeaseExtender uses its own lease
+// duration instead: extension = LeaseDuration, interval a third of it.
+func DefaultLeaseExtenderConfig() LeaseExtenderConfig {
+	return LeaseExtenderConfig{Interval: time.Minute, Extension: 5 * time.Minute, Enabled: true}
+}
+
+// resolve fills the defaults that follow from the lease a claim starts with
+// and validates the result.
+func (c LeaseExtenderConfig) resolve(lease time.Duration) (LeaseExtenderConfig, error) {
+	if !c.Enabled {
+		if c.Interval != 0 || c.Extension != 0 {
+			return c, fmt.Errorf("LeaseExtender: Interval (%s) or Extension (%s) is set but Enabled is false: set Enabled, or leave both zero to disable extension", c.Interval, c.Extension)
+		}
+		return c, nil
+	}
+	if c.Interval < 0 || c.Extension < 0 {
+		return c, fmt.Errorf("LeaseExtender: Interval (%s) and Extension (%s) must not be negative", c.Interval, c.Extension)
+	}
+	if c.Extension == 0 {
+		c.Extension = lease
+	}
+	if err := store.CheckLease(c.Extension); err != nil {
+		return c, fmt.Errorf("LeaseExtender: Extension: %w", err)
+	}
+	if c.Interval == 0 {
+		c.Interval = min(c.Extension, lease) / 3
+	}
+	if c.Interval <= 0 {
+		return c, fmt.Errorf("LeaseExtender: Interval is %s with a lease of %s: too short to extend", c.Interval, lease)
+	}
+	if 3*c.Interval > c.Extension {
+		return c, fmt.Errorf("LeaseExtender: Interval %s exceeds a third of Extension %s: the interval must be at most Extension/3", c.Interval, c.Extension)
+	}
+	if 3*c.Interval > lease {
+		return c, fmt.Errorf("LeaseExtender: Interval %s exceeds a third of the lease duration %s: the first extension would come too late", c.Interval, lease)
+	}
+	return c, nil
+}
+
+// keeper keeps the leases of running handlers alive: one goroutine and one
+// store call per tick for all of them (D4). Each held lease has a timer at
+// its expiry by the keeper's own reckoning (the monotonic time its last
+// successful claim or extension was sent, plus the lease it asked for), so a
+// lease counts as lost when the store says so or when that expiry passes
+// without a renewal: transient store errors are ridden out while the lease
+// is still valid.
+type keeper struct {
+	st  store.Store
+	clk clock.Clock
+	cfg LeaseExtenderConfig
+	log *slog.Logger
+	m   *workerMetrics
+
+	mu    sync.Mutex
+	held  map[store.Lease]*hold
+	batch []store.Lease // used by tick only
+}
+
+// hold is one lease the keeper keeps.
+type hold struct {
+	lease  store.Lease
+	timer  clock.Timer
+	onLost func()
+	// lost and dropped are guarded by keeper.mu.
+	lost, dropped bool
+}
+
+func newKeeper(st store.Store, clk clock.Clock, cfg LeaseExtenderConfig, log *slog.Logger, m *workerMetrics) *keeper {
+	return &keeper{st: st, clk: clk, cfg: cfg, log: log, m: m, held: make(map[store.Lease]*hold)}
+}
+
+// hold starts keeping l, which ends at the monotonic time deadline unless
+// extended. onLost is called once, from another goroutine, if the lease is
+// lost before drop.
+func (k *keeper) hold(l store.Lease, deadline time.Duration, onLost func()) *hold {
+	h := &hold{lease: l, onLost: onLost}
+	k.mu.Lock()
+	k.held[l] = h
+	h.timer = k.clk.AfterFunc(deadline-k.clk.Monotonic(), func() { k.lose(h, "expired before an extension succeeded") })
+	k.mu.Unlock()
+	return h
+}
+
+// drop stops keeping h's lease and reports whether it was lost.
+func (k *keeper) drop(h *hold) (lost bool) {
+	k.mu.Lock()
+	h.dropped = true
+	lost = h.lost
+	if !lost {
+		delete(k.held, h.lease)
+	}
+	k.mu.Unlock()
+	h.timer.Stop()
+	return lost
+}
+
+func (k *keeper) lose(h *hold, why string) {
+	k.mu.Lock()
+	if h.lost || h.dropped {
+		k.mu.Unlock()
+		return
+	}
+	h.lost = true
+	delete(k.held, h.lease)
+	k.mu.Unlock()
+	h.timer.Stop()
+	k.log.Warn("lease lost", "message_id", h.lease.MessageID, "fencing_token", h.lease.FencingToken, "why", why)
+	h.onLost()
+}
+
+// run extends every Interval until ctx ends. Disabled, it only waits: the
+// expiry timers still mark leases lost.
+func (k *keeper) run(ctx context.Context) {
+	if !k.cfg.Enabled {
+		<-ctx.Done()
+		return
+	}
+	every(ctx, k.clk, k.cfg.Interval, nil, func() { k.tick(ctx) })
+}
+
+// tick extends every held lease with one store call.
+func (k *keeper) tick(ctx context.Context) {
+	k.mu.Lock()
+	k.batch = k.batch[:0]
+	for l := range k.held {
+		k.batch = append(k.batch, l)
+	}
+	k.mu.Unlock()
+	if len(k.batch) == 0 {
+		return
+	}
+	sent := k.clk.Monotonic()
+	res, err := k.st.Extend(ctx, k.batch, k.cfg.Extension)
+	if err != nil {
+		k.m.extensions.Add(ctx, int64(len(k.batch)), k.m.extError)
+		if ctx.Err() == nil {
+			k.log.Warn("lease extension failed; retrying next tick while the leases last", "leases", len(k.batch), "error", err)
+		}
+		return
+	}
+	var lost map[store.Lease]bool
+	if len(res.Lost) > 0 {
+		lost = make(map[store.Lease]bool, len(res.Lost))
+		for _, l := range res.Lost {
+			lost[l] = true
+		}
+	}
+	left := sent + k.cfg.Extension - k.clk.Monotonic()
+	var refused, late []*hold
+	k.mu.Lock()
+	for _, l := range k.batch {
+		h := k.held[l]
+		switch {
+		case h == nil: // dropped or lost while the call ran
+		case lost[l]:
+			refused = append(refused, h)
+		case left <= 0:
+			late = append(late, h)
+		default:
+			h.timer.Reset(left)
+		}
+	}
+	k.mu.Unlock()
+	k.m.extensions.Add(ctx, int64(len(k.batch)-len(res.Lost)), k.m.extOK)
+	if len(res.Lost) > 0 {
+		k.m.extensions.Add(ctx, int64(len(res.Lost)), k.m.extLost)
+	}
+	for _, h := range refused {
+		k.lose(h, "the store refused the extension")
+	}
+	for _, h := range late {
+		k.lose(h, "the extension took longer than the lease it asked for")
+	}
+}

@@ -1,0 +1,89 @@
+package worker
+
+import (
+	"errors"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// meterName is the instrumentation scope of every leasehold instrument.
+const meterName = "github.com/leasehold/leasehold/worker"
+
+func meter(p metric.MeterProvider) metric.Meter {
+	if p == nil {
+		p = otel.GetMeterProvider()
+	}
+	return p.Meter(meterName)
+}
+
+// instruments builds instruments and collects the first error of any.
+type instruments struct {
+	m   metric.Meter
+	err error
+}
+
+func (b *instruments) counter(name, unit, desc string) metric.Int64Counter {
+	c, err := b.m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+	b.err = errors.Join(b.err, err)
+	return c
+}
+
+func (b *instruments) histogram(name, desc string) metric.Float64Histogram {
+	h, err := b.m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc))
+	b.err = errors.Join(b.err, err)
+	return h
+}
+
+// workerMetrics are a worker's instruments with its attributes bound.
+type workerMetrics struct {
+	claimed, completed, failed, dead metric.Int64Counter
+	duration                         metric.Float64Histogram
+	inFlight                         metric.Int64UpDownCounter
+	extensions                       metric.Int64Counter
+	attrs                            metric.MeasurementOption
+	extOK, extLost, extError         metric.MeasurementOption
+}
+
+func newWorkerMetrics(p metric.MeterProvider, queue, workerID string) (*workerMetrics, error) {
+	b := &instruments{m: meter(p)}
+	wm := &workerMetrics{
+		claimed:    b.counter("leasehold.messages.claimed", "{message}", "Messages claimed by the worker."),
+		completed:  b.counter("leasehold.messages.completed", "{message}", "Messages completed by the worker."),
+		failed:     b.counter("leasehold.messages.failed", "{message}", "Failed deliveries that will be retried."),
+		dead:       b.counter("leasehold.messages.dead_lettered", "{message}", "Messages the worker dead-lettered."),
+		duration:   b.histogram("leasehold.handler.duration", "How long handlers ran."),
+		extensions: b.counter("leasehold.lease.extensions", "{lease}", "Lease extensions by result: ok, lost or error."),
+	}
+	var err error
+	wm.inFlight, err = b.m.Int64UpDownCounter("leasehold.messages.in_flight", metric.WithUnit("{message}"),
+		metric.WithDescription("Messages whose handler is running."))
+	if err := errors.Join(b.err, err); err != nil {
+		return nil, err
+	}
+	base := []attribute.KeyValue{attribute.String("queue", queue), attribute.String("worker.id", workerID)}
+	wm.attrs = metric.WithAttributeSet(attribute.NewSet(base...))
+	result := func(r string) metric.MeasurementOption {
+		return metric.WithAttributeSet(attribute.NewSet(append(base[:len(base):len(base)], attribute.String("result", r))...))
+	}
+	wm.extOK, wm.extLost, wm.extError = result("ok"), result("lost"), result("error")
+	return wm, nil
+}
+
+// reaperMetrics are the reaper's instruments, named as spec 001 names them.
+type reaperMetrics struct {
+	recovered metric.Int64Counter
+	stale     metric.Float64Histogram
+	runs      metric.Int64Counter
+}
+
+func newReaperMetrics(p metric.MeterProvider) (*reaperMetrics, error) {
+	b := &instruments{m: meter(p)}
+	rm := &reaperMetrics{
+		recovered: b.counter("reaper.recovered.count", "{message}", "Messages the reaper took back from expired leases."),
+		stale:     b.histogram("reaper.stale.duration", "How long recovered messages had been stuck with an expired lease."),
+		runs:      b.counter("reaper.runs.total", "{run}", "Reaper runs."),
+	}
+	return rm, b.err
+}

@@ -1,0 +1,160 @@
+package worker
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/internal/runstate"
+)
+
+// Watchdog defaults, from spec 002.
+const (
+	DefaultWatchdogInterval  = 60 * time.Second
+	DefaultWatchdogThreshold = 720 * time.Second
+)
+
+// WatchdogConfig configures a Watchdog.
+type WatchdogConfig struct {
+	// Interval is the time between checks. Default DefaultWatchdogInterval.
+	Interval time.Duration
+	// Threshold is how long a loop may stay silent before it counts as
+	// stalled. Default DefaultWatchdogThreshold. It must exceed Interval.
+	Threshold time.Duration
+	// OnStall is called, on the watchdog's goroutine, with the loops found
+	// stalled at a check. The command's callback ends the process non-zero
+	// so that an orchestrator restarts it. Optional.
+	OnStall func([]Stall)
+	// Clock times checks and heartbeats. Default: the system clock.
+	Clock clock.Clock
+	// Logger receives an error line per stalled loop. Default slog.Default().
+	Logger *slog.Logger
+	// MeterProvider gets the watchdog.stalls counter. Default: the global
+	// OpenTelemetry provider, a no-op unless one is installed.
+	MeterProvider metric.MeterProvider
+}
+
+// Stall is a loop the watchdog found silent for too long.
+type Stall struct {
+	Name   string
+	Silent time.Duration
+}
+
+// Watchdog watches the heartbeats of loops and reports any that has been
+// silent longer than its threshold (spec 002's Watchdog).
+type Watchdog struct {
+	cfg    WatchdogConfig
+	log    *slog.Logger
+	stalls metric.Int64Counter
+	state  runstate.State
+
+	mu      sync.Mutex
+	watched map[string]*Heartbeat
+	last    []Stall
+}
+
+// NewWatchdog returns a watchdog with no loops to watch.
+func NewWatchdog(cfg WatchdogConfig) (*Watchdog, error) {
+	cfg.Interval = cmp.Or(cfg.Interval, DefaultWatchdogInterval)
+	cfg.Threshold = cmp.Or(cfg.Threshold, DefaultWatchdogThreshold)
+	if cfg.Interval < 0 || cfg.Threshold < 0 {
+		return nil, fmt.Errorf("worker: watchdog Interval (%s) and Threshold (%s) must not be negative", cfg.Interval, cfg.Threshold)
+	}
+	if cfg.Threshold <= cfg.Interval {
+		return nil, fmt.Errorf("worker: watchdog Threshold %s must exceed Interval %s", cfg.Threshold, cfg.Interval)
+	}
+	cfg.Clock = clock.OrSystem(cfg.Clock)
+	stalls, err := meter(cfg.MeterProvider).Int64Counter("leasehold.watchdog.stalls", metric.WithUnit("{loop}"),
+		metric.WithDescription("Loops the watchdog found silent longer than its threshold, per check."))
+	if err != nil {
+		return nil, err
+	}
+	return &Watchdog{cfg: cfg, log: orDefaultLogger(cfg.Logger), stalls: stalls, watched: make(map[string]*Heartbeat)}, nil
+}
+
+// Watch adds a loop's heartbeat under name, replacing any of the same name.
+func (w *Watchdog) Watch(name string, hb *Heartbeat) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.watched[name] = hb
+}
+
+// Unwatch removes the loop named name.
+func (w *Watchdog) Unwatch(name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.watched, name)
+}
+
+// Check looks at every heartbeat once and reports the stalled loops, by
+// name: it logs each, counts them and calls OnStall.
+func (w *Watchdog) Check(ctx context.Context) []Stall {
+	w.mu.Lock()
+	var stalled []Stall
+	for name, hb := range w.watched {
+		if e := hb.Elapsed(); e > w.cfg.Threshold {
+			stalled = append(stalled, Stall{Name: name, Silent: e})
+		}
+	}
+	slices.SortFunc(stalled, func(a, b Stall) int { return cmp.Compare(a.Name, b.Name) })
+	w.last = stalled
+	w.mu.Unlock()
+	for _, s := range stalled {
+		w.log.Error("loop stalled", "loop", s.Name, "silent", s.Silent, "threshold", w.cfg.Threshold)
+		w.stalls.Add(ctx, 1, metric.WithAttributes(attribute.String("loop", s.Name)))
+	}
+	if len(stalled) > 0 && w.cfg.OnStall != nil {
+		w.cfg.OnStall(stalled)
+	}
+	return stalled
+}
+
+// Stalled returns the loops found stalled at the last check: the liveness
+// view.
+func (w *Watchdog) Stalled() []Stall {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.last)
+}
+
+// Run checks every Interval until ctx ends or Shutdown is called.
+func (w *Watchdog) Run(ctx context.Context) error {
+	ok, err := w.state.Begin()
+	if !ok {
+		return err
+	}
+	defer w.state.End()
+	every(ctx, w.cfg.Clock, w.cfg.Interval, w.state.Stopping(), func() { w.Check(ctx) })
+	return nil
+}
+
+// Shutdown stops Run and waits for it, or for ctx to end. Safe before Run,
+// more than once and from several goroutines.
+func (w *Watchdog) Shutdown(ctx context.Context) error { return w.state.Shutdown(ctx) }
+
+// Running reports whether Run is running.
+func (w *Watchdog) Running() bool { return w.state.Running() }
+
+// every calls f every interval on clk until ctx ends or stop is closed.
+func every(ctx context.Context, clk clock.Clock, interval time.Duration, stop <-chan struct{}, f func()) {
+	t := clk.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-stop:
+			return
+		case <-t.C():
+			f()
+		}
+	}
+}

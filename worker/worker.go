@@ -1,0 +1,457 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/runstate"
+	"github.com/leasehold/leasehold/mailbox"
+	"github.com/leasehold/leasehold/store"
+)
+
+// Worker claims messages of one queue and runs a handler on each, under a
+// lease that its lease keeper keeps alive. It is spec 003's MainLoop role
+// with spec 001's processing rules; see the package documentation.
+type Worker struct {
+	cfg    resolved
+	mb     *mailbox.Mailbox
+	keeper *keeper
+	reaper *Reaper
+	hb     *Heartbeat
+	log    *slog.Logger
+	m      *workerMetrics
+
+	state    runstate.State
+	hardOnce sync.Once
+	hard     chan struct{} // closed when the drain must end now
+	hardStop atomic.Bool   // handlers had to be cancelled
+	draining atomic.Bool
+}
+
+// job states: a running job's outcome is settled once, either by the job
+// (finishing) or by a hard stop (released).
+const (
+	jobRunning int32 = iota
+	jobFinishing
+	jobReleased
+)
+
+type job struct {
+	msg   *mailbox.Message
+	hold  *hold
+	state atomic.Int32
+}
+
+// New returns a worker for cfg, or an error naming every field that is out
+// of range.
+func New(cfg Config) (*Worker, error) {
+	r, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	mb, err := mailbox.New(mailbox.Config{Store: r.Store, Queue: r.Queue, WorkerID: r.WorkerID, PollInterval: r.PollInterval, Clock: r.Clock})
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	m, err := newWorkerMetrics(r.MeterProvider, r.Queue, r.WorkerID)
+	if err != nil {
+		return nil, fmt.Errorf("worker: metrics: %w", err)
+	}
+	log := r.Logger.With("worker_id", r.WorkerID, "queue", r.Queue)
+	w := &Worker{cfg: r, mb: mb, hb: NewHeartbeat(r.Clock), log: log, m: m, hard: make(chan struct{})}
+	w.keeper = newKeeper(r.Store, r.Clock, r.extender, log, m)
+	if !r.DisableReaper {
+		w.reaper, err = NewReaper(ReaperConfig{Store: r.Store, LeaseDuration: r.LeaseDuration, Interval: r.ReapInterval,
+			Clock: r.Clock, Logger: log, MeterProvider: r.MeterProvider})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// ID returns the worker id.
+func (w *Worker) ID() string { return w.cfg.WorkerID }
+
+// Heartbeat beats whenever the claim loop goes round, at least every
+// PollInterval while it runs: give it to a Watchdog.
+func (w *Worker) Heartbeat() *Heartbeat { return w.hb }
+
+// Running reports whether Run is running.
+func (w *Worker) Running() bool { return w.state.Running() }
+
+// Draining reports whether the worker has stopped claiming: Shutdown or
+// Drain was called, or Run is ending.
+func (w *Worker) Draining() bool { return w.draining.Load() }
+
+// Run claims and handles messages until Shutdown is called, ctx ends,
+// MaxIterations receives have been made, or the store is closed. It returns
+// nil after a clean stop.
+//
+// A graceful stop (Shutdown, MaxIterations) claims nothing more, releases at
+// once and without counting a delivery any message received but not
+// started, and waits for running handlers while the lease keeper keeps their
+// leases alive. The end of ctx, or of Shutdown's patience, is a hard stop:
+// running handlers' contexts are cancelled with cause ErrShutdown, and after
+// HardStopWait the leases of those that have not returned are released so
+// that another worker can take the messages at once; Run then returns an
+// error wrapping ErrShutdown. The lease keeper stops last.
+//
+// Run may be called once; Shutdown before Run makes it return nil at once.
+func (w *Worker) Run(ctx context.Context) error {
+	ok, err := w.state.Begin()
+	if !ok {
+		return err
+	}
+	defer w.state.End()
+	defer w.draining.Store(true)
+
+	// The keeper, the reaper and the handlers outlive ctx long enough to
+	// settle every lease.
+	base := context.WithoutCancel(ctx)
+	handlers, cancelHandlers := context.WithCancelCause(base)
+	defer cancelHandlers(nil)
+	keeperCtx, stopKeeper := context.WithCancel(base)
+	var bg sync.WaitGroup
+	bg.Go(func() { w.keeper.run(keeperCtx) })
+	reaperCtx, stopReaper := context.WithCancel(ctx)
+	if w.reaper != nil {
+		bg.Go(func() { w.reaper.loop(reaperCtx, nil) })
+	}
+	defer func() {
+		stopReaper()
+		stopKeeper()
+		bg.Wait()
+	}()
+
+	claims, stopClaims := context.WithCancel(ctx)
+	defer stopClaims()
+	stopping := w.state.Stopping()
+	bg.Go(func() {
+		select {
+		case <-stopping:
+			stopClaims()
+		case <-claims.Done():
+		}
+	})
+
+	l := &loop{w: w, done: make(chan *job, w.cfg.Concurrency), jobs: make(map[*job]struct{}), free: w.cfg.Concurrency}
+	loopErr := l.claim(claims, handlers)
+	w.draining.Store(true)
+	w.log.Info("worker stopping", "in_flight", len(l.jobs))
+	if !l.drain(ctx) {
+		w.hardStop.Store(true)
+		cancelHandlers(ErrShutdown)
+		if abandoned := l.settle(); abandoned > 0 {
+			loopErr = errors.Join(loopErr, fmt.Errorf("worker: %d %w", abandoned, ErrAbandoned))
+		}
+		loopErr = errors.Join(loopErr, fmt.Errorf("worker: hard stop: %w", ErrShutdown))
+	}
+	w.log.Info("worker stopped")
+	return loopErr
+}
+
+// Shutdown stops the worker gracefully and waits for Run to return: it
+// claims nothing more and lets running handlers finish, for up to
+// ShutdownTimeout or until ctx ends, whichever comes first, before a hard
+// stop (see Run). It returns nil when everything in flight finished, and an
+// error otherwise. Safe before Run, more than once and from several
+// goroutines.
+func (w *Worker) Shutdown(ctx context.Context) error {
+	w.draining.Store(true)
+	w.state.RequestStop()
+	t := w.cfg.Clock.AfterFunc(w.cfg.ShutdownTimeout, w.hardStopNow)
+	defer t.Stop()
+	select {
+	case <-w.state.Done():
+	case <-ctx.Done():
+		w.hardStopNow()
+		<-w.state.Done()
+		return fmt.Errorf("worker: shutdown: %w", context.Cause(ctx))
+	}
+	if w.hardStop.Load() {
+		return fmt.Errorf("worker: shutdown: handlers still running after the shutdown timeout were stopped: %w", ErrShutdown)
+	}
+	return nil
+}
+
+// Stop is a hard stop: running handlers are cancelled at once with cause
+// ErrShutdown. It waits for Run to return, and is safe before Run.
+func (w *Worker) Stop() {
+	w.draining.Store(true)
+	w.state.RequestStop()
+	w.hardStopNow()
+	<-w.state.Done()
+}
+
+func (w *Worker) hardStopNow() { w.hardOnce.Do(func() { close(w.hard) }) }
+
+// loop is the state of one Run, owned by Run's goroutine.
+type loop struct {
+	w    *Worker
+	done chan *job // finished jobs; buffered for every slot so jobs never block
+	jobs map[*job]struct{}
+	free int
+}
+
+func (l *loop) finished(j *job) {
+	delete(l.jobs, j)
+	l.free++
+}
+
+// reapDone takes every finished job without blocking.
+func (l *loop) reapDone() {
+	for {
+		select {
+		case j := <-l.done:
+			l.finished(j)
+		default:
+			return
+		}
+	}
+}
+
+// pause waits d, or until a job finishes or claims ends. It reports
+// whether claims is still open.
+func (l *loop) pause(claims context.Context, d time.Duration) bool {
+	t := l.w.cfg.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case j := <-l.done:
+		l.finished(j)
+	case <-t.C():
+	case <-claims.Done():
+		return false
+	}
+	return true
+}
+
+// claim is the claim loop: it receives into free slots and starts a handler
+// for each message, until claims ends or MaxIterations is reached.
+func (l *loop) claim(claims, handlers context.Context) error {
+	w := l.w
+	iterations, failures := 0, 0
+	for w.cfg.MaxIterations == 0 || iterations < w.cfg.MaxIterations {
+		w.hb.Beat()
+		l.reapDone()
+		if claims.Err() != nil {
+			return nil
+		}
+		if l.free == 0 {
+			if !l.pause(claims, w.cfg.PollInterval) {
+				return nil
+			}
+			continue
+		}
+		if w.cfg.Saturated != nil && w.cfg.Saturated(claims) {
+			if !l.pause(claims, w.cfg.PollInterval) {
+				return nil
+			}
+			continue
+		}
+		msgs, err := w.mb.Receive(claims, mailbox.ReceiveOptions{Max: l.free, Visibility: w.cfg.LeaseDuration, Wait: w.cfg.LongPoll})
+		iterations++
+		if err != nil {
+			if claims.Err() != nil {
+				break
+			}
+			if errors.Is(err, store.ErrClosed) {
+				return fmt.Errorf("worker: receive: %w", err)
+			}
+			failures++
+			w.log.Error("receive failed; backing off", "error", err, "failures", failures)
+			if !l.pause(claims, w.cfg.Backoff.Delay(failures)) {
+				return nil
+			}
+			continue
+		}
+		failures = 0
+		for _, msg := range msgs {
+			if claims.Err() != nil {
+				w.unreceive(msg)
+				continue
+			}
+			l.start(handlers, msg)
+		}
+	}
+	// Messages claimed by a receive that raced with the stop are in msgs
+	// and were released above.
+	return nil
+}
+
+// drain waits for running handlers. It reports false when the wait was cut
+// short by a hard stop (ctx ended, Shutdown's patience ran out).
+func (l *loop) drain(ctx context.Context) bool {
+	for len(l.jobs) > 0 {
+		select {
+		case j := <-l.done:
+			l.finished(j)
+		case <-ctx.Done():
+			return false
+		case <-l.w.hard:
+			return false
+		}
+	}
+	return true
+}
+
+// settle waits HardStopWait for cancelled handlers, then releases the
+// leases of those still running and returns how many there were.
+func (l *loop) settle() int {
+	w := l.w
+	if len(l.jobs) > 0 {
+		t := w.cfg.Clock.NewTimer(w.cfg.HardStopWait)
+	wait:
+		for len(l.jobs) > 0 {
+			select {
+			case j := <-l.done:
+				l.finished(j)
+			case <-t.C():
+				break wait
+			}
+		}
+		t.Stop()
+	}
+	abandoned := 0
+	for j := range l.jobs {
+		if !j.state.CompareAndSwap(jobRunning, jobReleased) {
+			continue // finishing on its own right now
+		}
+		abandoned++
+		w.keeper.drop(j.hold)
+		err := w.cfg.Store.Release(w.opContext(), store.Release{Lease: j.msg.Lease})
+		w.log.Warn("handler did not return after cancellation; lease released", "message_id", j.msg.MessageID, "error", err)
+	}
+	return abandoned
+}
+
+// opContext is the context of store calls that settle a message: they must
+// go through even while the worker stops.
+func (w *Worker) opContext() context.Context { return context.Background() }
+
+func (w *Worker) unreceive(msg *mailbox.Message) {
+	if err := msg.Unreceive(w.opContext()); err != nil {
+		w.log.Warn("could not release a message received during shutdown; it returns when its lease expires", "message_id", msg.MessageID, "error", err)
+	}
+}
+
+// start runs a handler for msg in a new goroutine.
+func (l *loop) start(handlers context.Context, msg *mailbox.Message) {
+	w := l.w
+	ctx, cancel := context.WithCancelCause(handlers)
+	j := &job{msg: msg}
+	j.hold = w.keeper.hold(msg.Lease, msg.LeaseDeadline(), func() { cancel(ErrLeaseLost) })
+	l.jobs[j] = struct{}{}
+	l.free--
+	w.m.claimed.Add(ctx, 1, w.m.attrs)
+	go func() {
+		defer func() { l.done <- j }()
+		w.process(ctx, cancel, j)
+	}()
+}
+
+// process runs the handler and settles the message by its result.
+func (w *Worker) process(ctx context.Context, cancel context.CancelCauseFunc, j *job) {
+	msg := &Message{Delivery: j.msg.Delivery}
+	w.m.inFlight.Add(ctx, 1, w.m.attrs)
+	limit := w.cfg.Clock.AfterFunc(w.cfg.MaxProcessingTime, func() { cancel(ErrMaxProcessingTime) })
+	began := w.cfg.Clock.Monotonic()
+	err := w.call(ctx, msg)
+	took := w.cfg.Clock.Monotonic() - began
+	limit.Stop()
+	lost := w.keeper.drop(j.hold)
+	cause := context.Cause(ctx)
+	cancel(nil)
+	opCtx := w.opContext()
+	w.m.inFlight.Add(opCtx, -1, w.m.attrs)
+	w.m.duration.Record(opCtx, took.Seconds(), w.m.attrs)
+	if !j.state.CompareAndSwap(jobRunning, jobFinishing) {
+		return // a hard stop released the lease
+	}
+	log := w.log.With("message_id", msg.MessageID, "attempt", msg.Attempt, "fencing_token", msg.FencingToken)
+	switch {
+	case lost:
+		log.Warn("lease lost while the handler ran; not completing", "handler_error", err)
+	case errors.Is(cause, ErrMaxProcessingTime):
+		w.fail(opCtx, log, msg, fmt.Errorf("%w (%s): handler result: %v", ErrMaxProcessingTime, w.cfg.MaxProcessingTime, err), store.ReasonMaxProcessingTime)
+	case errors.Is(cause, ErrShutdown) && err != nil:
+		if rerr := w.cfg.Store.Release(opCtx, store.Release{Lease: msg.Lease}); rerr != nil {
+			log.Warn("could not release a message stopped by shutdown; it returns when its lease expires", "error", rerr)
+		} else {
+			log.Info("handler stopped by shutdown; message released", "handler_error", err)
+		}
+	case err != nil:
+		w.fail(opCtx, log, msg, err, "")
+	default:
+		w.complete(opCtx, log, msg, nil)
+	}
+}
+
+// call runs the handler, turning a panic into a *PanicError.
+func (w *Worker) call(ctx context.Context, msg *Message) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			stack := debug.Stack()
+			w.log.Error("handler panicked", "message_id", msg.MessageID, "panic", fmt.Sprint(v), "stack", string(stack))
+			err = &PanicError{Value: v, Stack: stack}
+		}
+	}()
+	return w.cfg.Handler.Handle(ctx, msg)
+}
+
+// complete completes msg, sending the reply when it names a ReplyTo queue;
+// failure, when not nil, is the reply's error.
+func (w *Worker) complete(ctx context.Context, log *slog.Logger, msg *Message, failure error) {
+	c := store.Completion{Lease: msg.Lease}
+	if msg.ReplyTo != "" {
+		r := Reply{RequestID: msg.MessageID}
+		if failure != nil {
+			r.Error = failure.Error()
+		} else if msg.hasReply {
+			r.Output = msg.reply
+		}
+		c.Reply = &store.NewMessage{Queue: msg.ReplyTo, Payload: encodeReply(r)}
+	}
+	errs, err := w.cfg.Store.Complete(ctx, []store.Completion{c})
+	if err == nil {
+		err = errs[0]
+	}
+	if err != nil {
+		log.Warn("completion refused; the message will be delivered again", "error", err)
+		return
+	}
+	w.m.completed.Add(ctx, 1, w.m.attrs)
+	log.Debug("message completed")
+}
+
+// fail records a failed delivery: retried after a backoff delay, or
+// dead-lettered when permanent or out of deliveries. A request whose
+// failure is final is completed with the error as its reply instead, so the
+// requester hears of it.
+func (w *Worker) fail(ctx context.Context, log *slog.Logger, msg *Message, err error, reason store.DeadReason) {
+	permanent := IsPermanent(err)
+	final := permanent || msg.Attempt >= msg.MaxDeliveries
+	if msg.ReplyTo != "" && final {
+		log.Warn("request failed for good; replying with the error", "error", err)
+		w.complete(ctx, log, msg, err)
+		return
+	}
+	delay := w.cfg.Backoff.Delay(msg.Attempt)
+	dead, ferr := w.cfg.Store.Fail(ctx, store.Failure{Lease: msg.Lease, Error: err.Error(), RetryDelay: delay, Permanent: permanent, Reason: reason})
+	switch {
+	case ferr != nil:
+		log.Warn("could not record the failure; the message will be delivered again", "error", err, "store_error", ferr)
+	case dead:
+		w.m.dead.Add(ctx, 1, w.m.attrs)
+		log.Error("message dead-lettered", "error", err, "permanent", permanent)
+	default:
+		w.m.failed.Add(ctx, 1, w.m.attrs)
+		log.Warn("handler failed; retrying", "error", err, "retry_in", delay)
+	}
+}

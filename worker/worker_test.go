@@ -1,0 +1,547 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/leasehold/leasehold/backoff"
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/memory"
+	"github.com/leasehold/leasehold/worker"
+)
+
+// spyStore counts and can break the calls the worker makes.
+type spyStore struct {
+	store.Store
+	extendCalls atomic.Int64
+	completes   atomic.Int64
+	releases    atomic.Int64
+
+	mu          sync.Mutex
+	extendSizes []int
+	// extendErr, when set, is asked before each Extend; an error it returns
+	// is the call's result.
+	extendErr func() error
+}
+
+func (s *spyStore) Extend(ctx context.Context, ls []store.Lease, d time.Duration) (store.Extended, error) {
+	s.extendCalls.Add(1)
+	s.mu.Lock()
+	s.extendSizes = append(s.extendSizes, len(ls))
+	f := s.extendErr
+	s.mu.Unlock()
+	if f != nil {
+		if err := f(); err != nil {
+			return store.Extended{}, err
+		}
+	}
+	return s.Store.Extend(ctx, ls, d)
+}
+
+func (s *spyStore) Complete(ctx context.Context, cs []store.Completion) ([]error, error) {
+	s.completes.Add(int64(len(cs)))
+	return s.Store.Complete(ctx, cs)
+}
+
+func (s *spyStore) Release(ctx context.Context, r store.Release) error {
+	s.releases.Add(1)
+	return s.Store.Release(ctx, r)
+}
+
+func (s *spyStore) setExtendErr(f func() error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.extendErr = f
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// bundle is what a worker test needs.
+type bundle struct {
+	t     *testing.T
+	store *spyStore
+	w     *worker.Worker
+	ran   chan error
+}
+
+const queue = "jobs"
+
+// newStore returns a memory store on the bubble's clock.
+func newStore(t *testing.T) *spyStore {
+	t.Helper()
+	st, err := memory.New(memory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return &spyStore{Store: st}
+}
+
+// start builds a worker from cfg on a fresh memory store (unless cfg has
+// one) and runs it. Call inside a synctest bubble.
+func start(t *testing.T, cfg worker.Config) *bundle {
+	t.Helper()
+	b := &bundle{t: t, ran: make(chan error, 1)}
+	if cfg.Store == nil {
+		b.store = newStore(t)
+		cfg.Store = b.store
+	} else {
+		b.store = cfg.Store.(*spyStore)
+	}
+	cfg.Queue = queue
+	if cfg.Logger == nil {
+		cfg.Logger = quietLogger()
+	}
+	cfg.Backoff = cmpBackoff(cfg.Backoff)
+	w, err := worker.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.w = w
+	go func() { b.ran <- w.Run(context.Background()) }()
+	t.Cleanup(func() {
+		if err := w.Shutdown(context.Background()); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+		if err := <-b.ran; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	})
+	return b
+}
+
+// cmpBackoff makes retries quick and exact unless a test says otherwise.
+func cmpBackoff(b backoff.Exponential) backoff.Exponential {
+	if b.Initial == 0 && b.Max == 0 && b.Rand == nil {
+		return backoff.Exponential{Initial: time.Second, Max: time.Second, Jitter: backoff.NoJitter}
+	}
+	return b
+}
+
+func (b *bundle) enqueue(msgs ...store.NewMessage) []int64 {
+	b.t.Helper()
+	for i := range msgs {
+		msgs[i].Queue = cmpString(msgs[i].Queue, queue)
+	}
+	res, err := b.store.Enqueue(context.Background(), msgs)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	ids := make([]int64, len(res))
+	for i, r := range res {
+		ids[i] = r.ID
+	}
+	return ids
+}
+
+func cmpString(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a
+}
+
+func (b *bundle) list(q string, s store.State) []store.Info {
+	b.t.Helper()
+	infos, err := b.store.List(context.Background(), store.ListFilter{Queue: q, State: s, Limit: store.MaxBatch})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return infos
+}
+
+// wait blocks until cond holds, letting fake time run; it fails the test if
+// that takes longer than limit of fake time.
+func (b *bundle) wait(limit time.Duration, what string, cond func() bool) {
+	b.t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			b.t.Fatalf("after %s: %s did not happen", limit, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+	}
+}
+
+func (b *bundle) completed(n int) func() bool {
+	return func() bool { return len(b.list(queue, store.Completed)) == n }
+}
+
+// recv receives from ch, failing the test if nothing comes within limit of
+// fake time.
+func recv[T any](t *testing.T, ch <-chan T, limit time.Duration) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(limit):
+		t.Fatalf("nothing received within %s", limit)
+		panic("unreachable")
+	}
+}
+
+// sleepCtx waits d or until ctx ends, and returns the context's cause then.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	select {
+	case <-time.After(d):
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+func TestKeeperKeepsLongHandlerAlive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lease = 3 * time.Second
+		b := start(t, worker.Config{LeaseDuration: lease, MaxProcessingTime: time.Hour,
+			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+				return sleepCtx(ctx, 10*lease)
+			})})
+		b.enqueue(store.NewMessage{Payload: []byte("slow")})
+		b.wait(11*lease, "completion", b.completed(1))
+		if got := b.list(queue, store.Completed)[0].Deliveries; got != 1 {
+			t.Fatalf("deliveries = %d, want 1", got)
+		}
+		if n := b.store.extendCalls.Load(); n < 25 {
+			t.Fatalf("extend calls = %d over 10 leases at a third of the lease, want about 30", n)
+		}
+	})
+}
+
+func TestKeeperDisabledLosesLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lease = 3 * time.Second
+		causes := make(chan error, 2)
+		b := start(t, worker.Config{LeaseDuration: lease, MaxProcessingTime: time.Hour,
+			LeaseExtender: &worker.LeaseExtenderConfig{Enabled: false},
+			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+				if m.Attempt > 1 {
+					return nil
+				}
+				err := sleepCtx(ctx, 10*lease)
+				causes <- err
+				return err
+			})})
+		b.enqueue(store.NewMessage{Payload: []byte("slow")})
+		b.wait(10*lease, "redelivery and completion", b.completed(1))
+		if err := recv(t, causes, time.Minute); !errors.Is(err, worker.ErrLeaseLost) {
+			t.Fatalf("first attempt's cause = %v, want ErrLeaseLost", err)
+		}
+		if n := b.store.extendCalls.Load(); n != 0 {
+			t.Fatalf("extend calls = %d with the extender disabled", n)
+		}
+		if n := b.store.completes.Load(); n != 1 {
+			t.Fatalf("completions attempted = %d, want 1 (the second delivery only)", n)
+		}
+		if got := b.list(queue, store.Completed)[0].Deliveries; got != 2 {
+			t.Fatalf("deliveries = %d, want 2", got)
+		}
+	})
+}
+
+func TestTransientExtendErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lease = 3 * time.Second
+		st := newStore(t)
+		var calls atomic.Int64
+		// The first extension (at 1 s) fails; the lease, valid until 3 s,
+		// survives it.
+		st.setExtendErr(func() error {
+			if calls.Add(1) == 1 {
+				return errors.New("connection reset")
+			}
+			return nil
+		})
+		b := start(t, worker.Config{Store: st, LeaseDuration: lease, MaxProcessingTime: time.Hour,
+			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+				return sleepCtx(ctx, 4*lease)
+			})})
+		b.enqueue(store.NewMessage{Payload: []byte("x")})
+		b.wait(5*lease, "completion", b.completed(1))
+		if got := b.list(queue, store.Completed)[0].Deliveries; got != 1 {
+			t.Fatalf("deliveries = %d, want 1: the transient error must not cost the lease", got)
+		}
+	})
+}
+
+func TestExtendErrorsUntilExpiryCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lease = 3 * time.Second
+		st := newStore(t)
+		st.setExtendErr(func() error { return errors.New("database unreachable") })
+		causes := make(chan error, 1)
+		began := make(chan time.Time, 1)
+		b := start(t, worker.Config{Store: st, LeaseDuration: lease, MaxProcessingTime: time.Hour, DisableReaper: true,
+			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+				began <- time.Now()
+				err := sleepCtx(ctx, 10*lease)
+				causes <- err
+				return nil // even a handler that claims success is not completed
+			})})
+		b.enqueue(store.NewMessage{Payload: []byte("x")})
+		t0 := recv(t, began, time.Second)
+		err := recv(t, causes, time.Minute)
+		if !errors.Is(err, worker.ErrLeaseLost) {
+			t.Fatalf("cause = %v, want ErrLeaseLost", err)
+		}
+		if took := time.Since(t0); took != lease {
+			t.Fatalf("cancelled after %s, want at the lease's end, %s", took, lease)
+		}
+		synctest.Wait()
+		if n := b.store.completes.Load(); n != 0 {
+			t.Fatalf("completions attempted = %d after a lost lease", n)
+		}
+		if got := b.list(queue, store.Processing); len(got) != 1 {
+			t.Fatalf("processing = %d, want the message left for the reaper", len(got))
+		}
+	})
+}
+
+func TestMaxProcessingTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lease = 3 * time.Second
+		causes := make(chan error, 1)
+		b := start(t, worker.Config{LeaseDuration: lease, MaxProcessingTime: 5 * time.Second,
+			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+				err := sleepCtx(ctx, time.Hour)
+				causes <- err
+				return err
+			})})
+		b.enqueue(store.NewMessage{Payload: []byte("x"), MaxDeliveries: 1})
+		if err := recv(t, causes, time.Minute); !errors.Is(err, worker.ErrMaxProcessingTime) {
+			t.Fatalf("cause = %v, want ErrMaxProcessingTime", err)
+		}
+		b.wait(time.Second, "dead letter", func() bool { return len(b.list(queue, store.Dead)) == 1 })
+		d := b.list(queue, store.Dead)[0]
+		if d.DeadReason != store.ReasonMaxProcessingTime || !strings.Contains(d.LastError, "maximum processing time") {
+			t.Fatalf("dead reason %q, error %q", d.DeadReason, d.LastError)
+		}
+	})
+}
+
+func TestDefaultMaxProcessingTimeIsThreeLeases(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lease = 2 * time.Second
+		causes := make(chan time.Duration, 1)
+		start(t, worker.Config{LeaseDuration: lease,
+			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+				t0 := time.Now()
+				err := sleepCtx(ctx, time.Hour)
+				if errors.Is(err, worker.ErrMaxProcessingTime) {
+					causes <- time.Since(t0)
+				}
+				return err
+			})}).enqueue(store.NewMessage{Payload: []byte("x"), MaxDeliveries: 1})
+		if got := recv(t, causes, time.Minute); got != 3*lease {
+			t.Fatalf("cancelled after %s, want %s", got, 3*lease)
+		}
+	})
+}
+
+func TestPanicBecomesFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := start(t, worker.Config{LeaseDuration: 3 * time.Second,
+			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+				if m.Attempt == 1 {
+					panic("boom")
+				}
+				return nil
+			})})
+		b.enqueue(store.NewMessage{Payload: []byte("x")})
+		b.wait(10*time.Second, "completion on the retry", b.completed(1))
+		c := b.list(queue, store.Completed)[0]
+		if c.Deliveries != 2 || !strings.Contains(c.LastError, "handler panicked: boom") {
+			t.Fatalf("deliveries %d, last error %q", c.Deliveries, c.LastError)
+		}
+	})
+}
+
+func TestFailuresRetryThenDeadLetter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var attempts []time.Time
+		var mu sync.Mutex
+		b := start(t, worker.Config{LeaseDuration: 3 * time.Second,
+			Backoff: backoff.Exponential{Initial: time.Second, Max: time.Minute, Jitter: backoff.NoJitter},
+			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+				if m.Key == "permanent" {
+					return worker.Permanent(errors.New("bad input"))
+				}
+				mu.Lock()
+				attempts = append(attempts, time.Now())
+				mu.Unlock()
+				return fmt.Errorf("attempt %d failed", m.Attempt)
+			})})
+		b.enqueue(store.NewMessage{Payload: []byte("x"), MaxDeliveries: 3}, store.NewMessage{Payload: []byte("y"), Key: "permanent"})
+		b.wait(time.Minute, "two dead letters", func() bool { return len(b.list(queue, store.Dead)) == 2 })
+		dead := b.list(queue, store.Dead)
+		if dead[0].DeadReason != store.ReasonMaxDeliveries || dead[0].Deliveries != 3 || dead[0].LastError != "attempt 3 failed" {
+			t.Fatalf("retried message: %+v", dead[0])
+		}
+		if dead[1].DeadReason != store.ReasonPermanent || dead[1].Deliveries != 1 {
+			t.Fatalf("permanent failure: %+v", dead[1])
+		}
+		// Backoff: 1 s before the second attempt, 2 s before the third.
+		if len(attempts) != 3 || attempts[1].Sub(attempts[0]) != time.Second || attempts[2].Sub(attempts[1]) != 2*time.Second {
+			t.Fatalf("attempt times %v", attempts)
+		}
+	})
+}
+
+func TestConcurrencyBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var running, peak atomic.Int64
+		b := start(t, worker.Config{Concurrency: 3,
+			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+				n := running.Add(1)
+				for {
+					p := peak.Load()
+					if n <= p || peak.CompareAndSwap(p, n) {
+						break
+					}
+				}
+				defer running.Add(-1)
+				return sleepCtx(ctx, time.Second)
+			})})
+		msgs := make([]store.NewMessage, 20)
+		for i := range msgs {
+			msgs[i].Payload = []byte("x")
+		}
+		b.enqueue(msgs...)
+		synctest.Wait()
+		if got := len(b.list(queue, store.Processing)); got != 3 {
+			t.Fatalf("claimed %d messages with 3 slots", got)
+		}
+		b.wait(time.Minute, "all completions", b.completed(20))
+		if p := peak.Load(); p != 3 {
+			t.Fatalf("peak concurrency %d, want 3", p)
+		}
+	})
+}
+
+func TestBackpressure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var saturated atomic.Bool
+		saturated.Store(true)
+		b := start(t, worker.Config{
+			Saturated: func(context.Context) bool { return saturated.Load() },
+			Handler:   worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error { return nil }),
+		})
+		b.enqueue(store.NewMessage{Payload: []byte("x")}, store.NewMessage{Payload: []byte("y")})
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if got := len(b.list(queue, store.Pending)); got != 2 {
+			t.Fatalf("pending = %d while saturated, want 2", got)
+		}
+		saturated.Store(false)
+		b.wait(5*time.Second, "completions once capacity is back", b.completed(2))
+	})
+}
+
+func TestRequestReply(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := start(t, worker.Config{LeaseDuration: 3 * time.Second,
+			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+				if string(m.Body()) == "bad" {
+					return worker.Permanent(errors.New("cannot parse bad"))
+				}
+				m.SetReply(append([]byte("echo:"), m.Body()...))
+				return nil
+			})})
+		ids := b.enqueue(store.NewMessage{Payload: []byte("hi"), ReplyTo: "replies"},
+			store.NewMessage{Payload: []byte("bad"), ReplyTo: "replies"})
+		b.wait(10*time.Second, "both requests completed", b.completed(2))
+		replies := b.list("replies", store.Pending)
+		if len(replies) != 2 {
+			t.Fatalf("replies = %d, want 2", len(replies))
+		}
+		got := map[int64]worker.Reply{}
+		for _, r := range replies {
+			rep, err := worker.DecodeReply(r.Payload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[rep.RequestID] = rep
+		}
+		if r := got[ids[0]]; string(r.Output) != "echo:hi" || r.Error != "" {
+			t.Fatalf("reply to %d: %+v", ids[0], r)
+		}
+		if r := got[ids[1]]; r.Output != nil || !strings.Contains(r.Error, "cannot parse bad") {
+			t.Fatalf("reply to %d: %+v", ids[1], r)
+		}
+	})
+}
+
+func TestKeeperOneCallPerTick(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 1000
+		const lease = 30 * time.Second
+		release := make(chan struct{})
+		var started atomic.Int64
+		b := start(t, worker.Config{Concurrency: n, LeaseDuration: lease,
+			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+				started.Add(1)
+				select {
+				case <-release:
+					return nil
+				case <-ctx.Done():
+					return context.Cause(ctx)
+				}
+			})})
+		msgs := make([]store.NewMessage, n)
+		for i := range msgs {
+			msgs[i].Payload = []byte("x")
+		}
+		b.enqueue(msgs...)
+		b.wait(time.Second, "1000 handlers running", func() bool { return started.Load() == n })
+		before := b.store.extendCalls.Load()
+		time.Sleep(3 * lease / 3) // three ticks of the default interval, lease/3
+		synctest.Wait()
+		if got := b.store.extendCalls.Load() - before; got != 3 {
+			t.Fatalf("extend calls over 3 ticks = %d, want 3", got)
+		}
+		b.store.mu.Lock()
+		sizes := b.store.extendSizes
+		b.store.mu.Unlock()
+		for _, s := range sizes {
+			if s != n {
+				t.Fatalf("an extend call carried %d leases, want %d", s, n)
+			}
+		}
+		close(release)
+		b.wait(time.Second, "completions", b.completed(n))
+	})
+}
+
+func TestMaxIterations(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newStore(t)
+		var handled atomic.Int64
+		w, err := worker.New(worker.Config{Store: st, Queue: queue, Logger: quietLogger(), MaxIterations: 2, Concurrency: 1,
+			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error { handled.Add(1); return nil })})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Enqueue(context.Background(), []store.NewMessage{{Queue: queue}, {Queue: queue}, {Queue: queue}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if handled.Load() != 2 {
+			t.Fatalf("handled %d messages in 2 iterations of 1 slot", handled.Load())
+		}
+		if w.Running() {
+			t.Fatal("Running after Run returned")
+		}
+	})
+}
