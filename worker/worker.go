@@ -43,9 +43,11 @@ const (
 )
 
 type job struct {
-	msg   *mailbox.Message
-	hold  *hold
-	state atomic.Int32
+	msg    *mailbox.Message
+	hold   *hold
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	state  atomic.Int32
 }
 
 // New returns a worker for cfg, or an error naming every field that is out
@@ -113,10 +115,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer w.draining.Store(true)
 
 	// The keeper, the reaper and the handlers outlive ctx long enough to
-	// settle every lease.
+	// settle every lease. Handlers' contexts are not children of a
+	// cancellable parent (a hard stop cancels each) because a shared
+	// parent costs a map insert and delete per message.
 	base := context.WithoutCancel(ctx)
-	handlers, cancelHandlers := context.WithCancelCause(base)
-	defer cancelHandlers(nil)
 	keeperCtx, stopKeeper := context.WithCancel(base)
 	var bg sync.WaitGroup
 	bg.Go(func() { w.keeper.run(keeperCtx) })
@@ -141,13 +143,17 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 	})
 
-	l := &loop{w: w, done: make(chan *job, w.cfg.Concurrency), jobs: make(map[*job]struct{}), free: w.cfg.Concurrency}
-	loopErr := l.claim(claims, handlers)
+	l := &loop{w: w, base: base, done: make(chan *job, w.cfg.Concurrency), work: make(chan *job),
+		jobs: make(map[*job]struct{}), free: w.cfg.Concurrency}
+	defer close(l.work)
+	loopErr := l.claim(claims)
 	w.draining.Store(true)
 	w.log.Info("worker stopping", "in_flight", len(l.jobs))
 	if !l.drain(ctx) {
 		w.hardStop.Store(true)
-		cancelHandlers(ErrShutdown)
+		for j := range l.jobs {
+			j.cancel(ErrShutdown)
+		}
 		if abandoned := l.settle(); abandoned > 0 {
 			loopErr = errors.Join(loopErr, fmt.Errorf("worker: %d %w", abandoned, ErrAbandoned))
 		}
@@ -195,7 +201,13 @@ func (w *Worker) hardStopNow() { w.hardOnce.Do(func() { close(w.hard) }) }
 // loop is the state of one Run, owned by Run's goroutine.
 type loop struct {
 	w    *Worker
-	done chan *job // finished jobs; buffered for every slot so jobs never block
+	base context.Context // of handlers
+	done chan *job       // finished jobs; buffered for every slot so jobs never block
+	// work hands jobs to idle handler goroutines. Goroutines are kept
+	// rather than started per message: a fresh goroutine's stack grows on
+	// every message, which costs more than the handoff.
+	work chan *job
+	idle int // goroutines waiting on work, by the claim loop's count
 	jobs map[*job]struct{}
 	free int
 }
@@ -203,6 +215,7 @@ type loop struct {
 func (l *loop) finished(j *job) {
 	delete(l.jobs, j)
 	l.free++
+	l.idle++
 }
 
 // reapDone takes every finished job without blocking.
@@ -234,7 +247,7 @@ func (l *loop) pause(claims context.Context, d time.Duration) bool {
 
 // claim is the claim loop: it receives into free slots and starts a handler
 // for each message, until claims ends or MaxIterations is reached.
-func (l *loop) claim(claims, handlers context.Context) error {
+func (l *loop) claim(claims context.Context) error {
 	w := l.w
 	iterations, failures := 0, 0
 	for w.cfg.MaxIterations == 0 || iterations < w.cfg.MaxIterations {
@@ -277,7 +290,7 @@ func (l *loop) claim(claims, handlers context.Context) error {
 				w.unreceive(msg)
 				continue
 			}
-			l.start(handlers, msg)
+			l.start(msg)
 		}
 	}
 	// Messages claimed by a receive that raced with the stop are in msgs
@@ -342,22 +355,39 @@ func (w *Worker) unreceive(msg *mailbox.Message) {
 }
 
 // start runs a handler for msg in a new goroutine.
-func (l *loop) start(handlers context.Context, msg *mailbox.Message) {
+func (l *loop) start(msg *mailbox.Message) {
 	w := l.w
-	ctx, cancel := context.WithCancelCause(handlers)
-	j := &job{msg: msg}
+	ctx, cancel := context.WithCancelCause(l.base)
+	j := &job{msg: msg, ctx: ctx, cancel: cancel}
 	j.hold = w.keeper.hold(msg.Lease, msg.LeaseDeadline(), func() { cancel(ErrLeaseLost) })
 	l.jobs[j] = struct{}{}
 	l.free--
 	w.m.claimed.Add(ctx, 1, w.m.attrs)
-	go func() {
-		defer func() { l.done <- j }()
-		w.process(ctx, cancel, j)
-	}()
+	if l.idle > 0 {
+		// A goroutine that reported done is at, or on its way to, the
+		// receive.
+		l.idle--
+		l.work <- j
+		return
+	}
+	go l.handle(j)
+}
+
+// handle runs j, then every job handed to it, until work is closed.
+func (l *loop) handle(j *job) {
+	for {
+		l.w.process(j)
+		l.done <- j
+		var ok bool
+		if j, ok = <-l.work; !ok {
+			return
+		}
+	}
 }
 
 // process runs the handler and settles the message by its result.
-func (w *Worker) process(ctx context.Context, cancel context.CancelCauseFunc, j *job) {
+func (w *Worker) process(j *job) {
+	ctx, cancel := j.ctx, j.cancel
 	msg := &Message{Delivery: j.msg.Delivery}
 	w.m.inFlight.Add(ctx, 1, w.m.attrs)
 	limit := w.cfg.Clock.AfterFunc(w.cfg.MaxProcessingTime, func() { cancel(ErrMaxProcessingTime) })
@@ -374,7 +404,7 @@ func (w *Worker) process(ctx context.Context, cancel context.CancelCauseFunc, j 
 	if !j.state.CompareAndSwap(jobRunning, jobFinishing) {
 		return // a hard stop released the lease
 	}
-	log := w.log.With("message_id", msg.MessageID, "attempt", msg.Attempt, "fencing_token", msg.FencingToken)
+	log := &msgLog{w: w, msg: msg}
 	switch {
 	case lost:
 		log.Warn("lease lost while the handler ran; not completing", "handler_error", err)
@@ -407,7 +437,7 @@ func (w *Worker) call(ctx context.Context, msg *Message) (err error) {
 
 // complete completes msg, sending the reply when it names a ReplyTo queue;
 // failure, when not nil, is the reply's error.
-func (w *Worker) complete(ctx context.Context, log *slog.Logger, msg *Message, failure error) {
+func (w *Worker) complete(ctx context.Context, log *msgLog, msg *Message, failure error) {
 	c := store.Completion{Lease: msg.Lease}
 	if msg.ReplyTo != "" {
 		r := Reply{RequestID: msg.MessageID}
@@ -427,14 +457,36 @@ func (w *Worker) complete(ctx context.Context, log *slog.Logger, msg *Message, f
 		return
 	}
 	w.m.completed.Add(ctx, 1, w.m.attrs)
-	log.Debug("message completed")
+	if w.log.Enabled(ctx, slog.LevelDebug) {
+		log.Debug("message completed")
+	}
 }
+
+// msgLog logs about one message. The logger with the message's attributes
+// is built on first use: most messages log nothing.
+type msgLog struct {
+	w   *Worker
+	msg *Message
+	l   *slog.Logger
+}
+
+func (m *msgLog) logger() *slog.Logger {
+	if m.l == nil {
+		m.l = m.w.log.With("message_id", m.msg.MessageID, "attempt", m.msg.Attempt, "fencing_token", m.msg.FencingToken)
+	}
+	return m.l
+}
+
+func (m *msgLog) Debug(msg string, args ...any) { m.logger().Debug(msg, args...) }
+func (m *msgLog) Info(msg string, args ...any)  { m.logger().Info(msg, args...) }
+func (m *msgLog) Warn(msg string, args ...any)  { m.logger().Warn(msg, args...) }
+func (m *msgLog) Error(msg string, args ...any) { m.logger().Error(msg, args...) }
 
 // fail records a failed delivery: retried after a backoff delay, or
 // dead-lettered when permanent or out of deliveries. A request whose
 // failure is final is completed with the error as its reply instead, so the
 // requester hears of it.
-func (w *Worker) fail(ctx context.Context, log *slog.Logger, msg *Message, err error, reason store.DeadReason) {
+func (w *Worker) fail(ctx context.Context, log *msgLog, msg *Message, err error, reason store.DeadReason) {
 	permanent := IsPermanent(err)
 	final := permanent || msg.Attempt >= msg.MaxDeliveries
 	if msg.ReplyTo != "" && final {
