@@ -312,6 +312,9 @@ type Store interface {
 	// retry, a reap). Long polling waits on it between claims. Take the
 	// channel before the claim it follows, so no wakeup is missed.
 	Wakeup(queue string) <-chan struct{}
+	// Ping checks that the store can be reached: ErrClosed once it is
+	// closed, the connection's error when the database is down.
+	Ping(ctx context.Context) error
 	// Close releases the store's resources.
 	Close() error
 }

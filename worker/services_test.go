@@ -137,9 +137,9 @@ func TestWatchdogCatchesStalledLoop(t *testing.T) {
 		// A worker whose downstream check hangs stops beating; an idle one
 		// keeps beating.
 		hang := make(chan struct{})
-		stuck := start(t, worker.Config{PollInterval: time.Second, Handler: worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil }),
+		stuck := start(t, worker.Config{PollInterval: time.Second, LongPoll: time.Second, Handler: worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil }),
 			Saturated: func(context.Context) bool { <-hang; return false }})
-		idle := start(t, worker.Config{PollInterval: time.Second, Handler: worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil })})
+		idle := start(t, worker.Config{PollInterval: time.Second, LongPoll: time.Second, Handler: worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil })})
 		defer close(hang) // before the workers' cleanup, which waits for them
 		wd.Watch("stuck", stuck.w.Heartbeat())
 		wd.Watch("idle", idle.w.Heartbeat())

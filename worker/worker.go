@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/leasehold/leasehold/backoff"
 	"github.com/leasehold/leasehold/internal/runstate"
 	"github.com/leasehold/leasehold/mailbox"
 	"github.com/leasehold/leasehold/store"
@@ -31,7 +32,10 @@ type Worker struct {
 	hardOnce sync.Once
 	hard     chan struct{} // closed when the drain must end now
 	hardStop atomic.Bool   // handlers had to be cancelled
-	draining atomic.Bool
+	draining atomic.Bool   // claiming has stopped, for good
+	paused   atomic.Bool   // Drain: claiming has stopped, Run goes on
+	pauseOne sync.Once
+	pause    chan struct{} // closed by Drain
 }
 
 // job states: a running job's outcome is settled once, either by the job
@@ -66,7 +70,7 @@ func New(cfg Config) (*Worker, error) {
 		return nil, fmt.Errorf("worker: metrics: %w", err)
 	}
 	log := r.Logger.With("worker_id", r.WorkerID, "queue", r.Queue)
-	w := &Worker{cfg: r, mb: mb, hb: NewHeartbeat(r.Clock), log: log, m: m, hard: make(chan struct{})}
+	w := &Worker{cfg: r, mb: mb, hb: NewHeartbeat(r.Clock), log: log, m: m, hard: make(chan struct{}), pause: make(chan struct{})}
 	w.keeper = newKeeper(r.Store, r.Clock, r.extender, log, m)
 	if !r.DisableReaper {
 		w.reaper, err = NewReaper(ReaperConfig{Store: r.Store, LeaseDuration: r.LeaseDuration, Interval: r.ReapInterval,
@@ -90,7 +94,30 @@ func (w *Worker) Running() bool { return w.state.Running() }
 
 // Draining reports whether the worker has stopped claiming: Shutdown or
 // Drain was called, or Run is ending.
-func (w *Worker) Draining() bool { return w.draining.Load() }
+func (w *Worker) Draining() bool { return w.draining.Load() || w.paused.Load() }
+
+// Drain stops claiming but keeps Run going: running handlers finish and
+// their leases are kept, and the process stays up (for a deployment that
+// takes the worker out of rotation before stopping it). Readiness fails
+// from then on.
+func (w *Worker) Drain() {
+	w.pauseOne.Do(func() {
+		w.paused.Store(true)
+		close(w.pause)
+	})
+}
+
+// Ready reports whether the worker should be given work: nil unless it is
+// draining or its store cannot be reached.
+func (w *Worker) Ready(ctx context.Context) error {
+	if w.Draining() {
+		return errors.New("worker is draining")
+	}
+	if err := w.cfg.Store.Ping(ctx); err != nil {
+		return fmt.Errorf("store unreachable: %w", err)
+	}
+	return nil
+}
 
 // Run claims and handles messages until Shutdown is called, ctx ends,
 // MaxIterations receives have been made, or the store is closed. It returns
@@ -132,13 +159,23 @@ func (w *Worker) Run(ctx context.Context) error {
 		bg.Wait()
 	}()
 
+	// claims ends when the worker stops claiming for good; receives, also
+	// when it drains.
 	claims, stopClaims := context.WithCancel(ctx)
 	defer stopClaims()
+	receives, stopReceives := context.WithCancel(claims)
 	stopping := w.state.Stopping()
 	bg.Go(func() {
 		select {
 		case <-stopping:
 			stopClaims()
+		case <-w.pause:
+			stopReceives()
+			select {
+			case <-stopping:
+				stopClaims()
+			case <-claims.Done():
+			}
 		case <-claims.Done():
 		}
 	})
@@ -146,7 +183,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	l := &loop{w: w, base: base, done: make(chan *job, w.cfg.Concurrency), work: make(chan *job),
 		jobs: make(map[*job]struct{}), free: w.cfg.Concurrency}
 	defer close(l.work)
-	loopErr := l.claim(claims)
+	loopErr := l.claim(claims, receives)
 	w.draining.Store(true)
 	w.log.Info("worker stopping", "in_flight", len(l.jobs))
 	if !l.drain(ctx) {
@@ -247,7 +284,7 @@ func (l *loop) pause(claims context.Context, d time.Duration) bool {
 
 // claim is the claim loop: it receives into free slots and starts a handler
 // for each message, until claims ends or MaxIterations is reached.
-func (l *loop) claim(claims context.Context) error {
+func (l *loop) claim(claims, receives context.Context) error {
 	w := l.w
 	iterations, failures := 0, 0
 	for w.cfg.MaxIterations == 0 || iterations < w.cfg.MaxIterations {
@@ -262,31 +299,34 @@ func (l *loop) claim(claims context.Context) error {
 			}
 			continue
 		}
-		if w.cfg.Saturated != nil && w.cfg.Saturated(claims) {
+		if w.paused.Load() || w.cfg.Saturated != nil && w.cfg.Saturated(claims) {
 			if !l.pause(claims, w.cfg.PollInterval) {
 				return nil
 			}
 			continue
 		}
-		msgs, err := w.mb.Receive(claims, mailbox.ReceiveOptions{Max: l.free, Visibility: w.cfg.LeaseDuration, Wait: w.cfg.LongPoll})
+		msgs, err := w.mb.Receive(receives, mailbox.ReceiveOptions{Max: l.free, Visibility: w.cfg.LeaseDuration, Wait: w.cfg.LongPoll})
 		iterations++
 		if err != nil {
-			if claims.Err() != nil {
-				break
+			if receives.Err() != nil {
+				continue // stopping or draining: the loop's top decides
 			}
 			if errors.Is(err, store.ErrClosed) {
 				return fmt.Errorf("worker: receive: %w", err)
 			}
 			failures++
-			w.log.Error("receive failed; backing off", "error", err, "failures", failures)
-			if !l.pause(claims, w.cfg.Backoff.Delay(failures)) {
+			delay := receiveBackoff.Delay(failures)
+			w.log.Error("receive failed; backing off", "error", err, "failures", failures, "retry_in", delay)
+			if !l.pause(claims, delay) {
 				return nil
 			}
 			continue
 		}
 		failures = 0
 		for _, msg := range msgs {
-			if claims.Err() != nil {
+			// paused is set before receives is cancelled, so a Drain that
+			// raced with this receive is seen here.
+			if receives.Err() != nil || w.paused.Load() {
 				w.unreceive(msg)
 				continue
 			}
@@ -297,6 +337,10 @@ func (l *loop) claim(claims context.Context) error {
 	// and were released above.
 	return nil
 }
+
+// receiveBackoff spaces out receives while the store fails. Its cap keeps
+// the loop's heartbeat well inside the watchdog's default threshold.
+var receiveBackoff = backoff.Exponential{Initial: 100 * time.Millisecond, Max: 30 * time.Second}
 
 // drain waits for running handlers. It reports false when the wait was cut
 // short by a hard stop (ctx ended, Shutdown's patience ran out).

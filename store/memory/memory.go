@@ -128,6 +128,15 @@ func (s *Store) reapLoop(ctx context.Context, every time.Duration) {
 	}
 }
 
+// Ping reports ErrClosed once the store is closed.
+func (s *Store) Ping(context.Context) error {
+	if err := s.lock(); err != nil {
+		return err
+	}
+	s.mu.Unlock()
+	return nil
+}
+
 // Close stops the reaper loop. Later operations return store.ErrClosed.
 func (s *Store) Close() error {
 	s.mu.Lock()

@@ -128,6 +128,14 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // enqueues.
 func (s *Store) Listening() <-chan struct{} { return s.listening }
 
+// Ping checks the database with a round trip.
+func (s *Store) Ping(ctx context.Context) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	return s.pool.Ping(ctx)
+}
+
 // Close stops the LISTEN connection and, if the store opened its own pool,
 // closes it.
 func (s *Store) Close() error {

@@ -159,6 +159,14 @@ func migrate(ctx context.Context, db *sql.DB) error {
 // with EnqueueTx.
 func (s *Store) DB() *sql.DB { return s.db }
 
+// Ping checks the database.
+func (s *Store) Ping(ctx context.Context) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	return s.db.PingContext(ctx)
+}
+
 // Close closes the database.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {

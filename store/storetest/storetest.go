@@ -83,6 +83,7 @@ func Run(t *testing.T, f Factory) {
 		{"StatsAndList", testStatsAndList},
 		{"Retention", testRetention},
 		{"Mailbox", testMailbox},
+		{"PingAndClose", testPingAndClose},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, f) })
@@ -1297,5 +1298,21 @@ func testMailbox(t *testing.T, f Factory) {
 	}
 	if _, err := mailbox.ParseReceiptHandle("garbage"); !errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("ParseReceiptHandle(garbage) = %v", err)
+	}
+}
+
+func testPingAndClose(t *testing.T, f Factory) {
+	b := setup(t, f)
+	if err := b.s.Ping(b.ctx); err != nil {
+		t.Fatalf("Ping on an open store: %v", err)
+	}
+	if err := b.s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.s.Ping(b.ctx); !errors.Is(err, store.ErrClosed) {
+		t.Fatalf("Ping after Close = %v, want ErrClosed", err)
+	}
+	if _, err := b.s.Claim(b.ctx, store.Claim{Queue: b.queue, WorkerID: "w", Max: 1, LeaseDuration: lease}); !errors.Is(err, store.ErrClosed) {
+		t.Fatalf("Claim after Close = %v, want ErrClosed", err)
 	}
 }

@@ -1,0 +1,137 @@
+package lifecycle
+
+import (
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+)
+
+// Coordinator turns shutdown requests into calls of registered callbacks
+// (spec 003's ShutdownCoordinator). The first Trigger (or signal) calls the
+// graceful callbacks; the second calls the hard-stop callbacks. Callbacks
+// run on the triggering goroutine, in registration order, and should not
+// block: start the slow part in a goroutine. Safe for concurrent use.
+type Coordinator struct {
+	mu       sync.Mutex
+	level    int // 0 none, 1 triggered, 2 escalated
+	next     int
+	graceful map[int]func()
+	hard     map[int]func()
+	order    []int
+	done     chan struct{}
+	escal    chan struct{}
+}
+
+// NewCoordinator returns a coordinator that handles no signals until Listen
+// is called.
+func NewCoordinator() *Coordinator {
+	return &Coordinator{graceful: map[int]func(){}, hard: map[int]func(){}, done: make(chan struct{}), escal: make(chan struct{})}
+}
+
+// Registration is a registered callback.
+type Registration struct {
+	c  *Coordinator
+	id int
+}
+
+// Unregister removes the callback. Safe to call more than once.
+func (r Registration) Unregister() {
+	if r.c == nil {
+		return
+	}
+	r.c.mu.Lock()
+	defer r.c.mu.Unlock()
+	delete(r.c.graceful, r.id)
+	delete(r.c.hard, r.id)
+}
+
+// Register adds a callback for the graceful shutdown. When shutdown has
+// already been triggered it is called at once, before Register returns.
+func (c *Coordinator) Register(f func()) Registration {
+	return c.register(c.graceful, f, 1)
+}
+
+// OnEscalate adds a callback for the hard stop that a second trigger
+// requests. When that has already happened it is called at once.
+func (c *Coordinator) OnEscalate(f func()) Registration {
+	return c.register(c.hard, f, 2)
+}
+
+func (c *Coordinator) register(m map[int]func(), f func(), level int) Registration {
+	c.mu.Lock()
+	c.next++
+	id := c.next
+	m[id] = f
+	c.order = append(c.order, id)
+	now := c.level >= level
+	c.mu.Unlock()
+	if now {
+		f()
+	}
+	return Registration{c: c, id: id}
+}
+
+// Trigger requests shutdown: the first call runs the graceful callbacks,
+// the second the hard-stop callbacks; later calls do nothing.
+func (c *Coordinator) Trigger() {
+	c.mu.Lock()
+	if c.level >= 2 {
+		c.mu.Unlock()
+		return
+	}
+	c.level++
+	m, ch := c.graceful, c.done
+	if c.level == 2 {
+		m, ch = c.hard, c.escal
+	}
+	var calls []func()
+	for _, id := range c.order {
+		if f, ok := m[id]; ok {
+			calls = append(calls, f)
+		}
+	}
+	close(ch)
+	c.mu.Unlock()
+	for _, f := range calls {
+		f()
+	}
+}
+
+// Triggered returns a channel that is closed at the first trigger.
+func (c *Coordinator) Triggered() <-chan struct{} { return c.done }
+
+// Escalated returns a channel that is closed at the second trigger.
+func (c *Coordinator) Escalated() <-chan struct{} { return c.escal }
+
+// Listen makes the given signals (SIGTERM and SIGINT when none are given)
+// trigger the coordinator, each on its own goroutine so that a graceful
+// callback that blocks cannot hold back the hard stop. The returned function
+// stops listening and restores the signals' default behaviour.
+func (c *Coordinator) Listen(signals ...os.Signal) (stop func()) {
+	if len(signals) == 0 {
+		signals = []os.Signal{syscall.SIGTERM, os.Interrupt}
+	}
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, signals...)
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-ch:
+				go c.Trigger()
+			case <-quit:
+				return
+			}
+		}
+	})
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			signal.Stop(ch)
+			close(quit)
+			wg.Wait()
+		})
+	}
+}
