@@ -301,6 +301,8 @@ type Store interface {
 	Purge(ctx context.Context, queue string, ids []int64) (int, error)
 	// Stats counts the messages of a queue.
 	Stats(ctx context.Context, queue string) (Stats, error)
+	// Queues lists, sorted, the queues that hold messages in any state.
+	Queues(ctx context.Context) ([]string, error)
 	// List lists messages of a queue in one state, by id.
 	List(ctx context.Context, f ListFilter) ([]Info, error)
 	// DeleteCompleted deletes up to limit completed messages that finished

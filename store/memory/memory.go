@@ -6,6 +6,7 @@ package memory
 import (
 	"cmp"
 	"container/heap"
+	"maps"
 	"context"
 	"fmt"
 	"slices"
@@ -126,6 +127,21 @@ func (s *Store) reapLoop(ctx context.Context, every time.Duration) {
 			}
 		}
 	}
+}
+
+// Queues implements store.Store.
+func (s *Store) Queues(context.Context) ([]string, error) {
+	if err := s.lock(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	names := make(map[string]bool)
+	for _, m := range s.msgs {
+		if m != nil {
+			names[m.queue.name] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(names)), nil
 }
 
 // Ping reports ErrClosed once the store is closed.

@@ -128,6 +128,22 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // enqueues.
 func (s *Store) Listening() <-chan struct{} { return s.listening }
 
+// Queues implements store.Store.
+func (s *Store) Queues(ctx context.Context) ([]string, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	rows, err := s.pool.Query(ctx, expand(`SELECT DISTINCT queue FROM {s}.messages ORDER BY queue`, s.schema))
+	if err != nil {
+		return nil, fmt.Errorf("postgres store: queues: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("postgres store: queues: %w", err)
+	}
+	return out, nil
+}
+
 // Ping checks the database with a round trip.
 func (s *Store) Ping(ctx context.Context) error {
 	if s.closed.Load() {

@@ -159,6 +159,34 @@ func migrate(ctx context.Context, db *sql.DB) error {
 // with EnqueueTx.
 func (s *Store) DB() *sql.DB { return s.db }
 
+// Queues implements store.Store.
+func (s *Store) Queues(ctx context.Context) ([]string, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	return queryQueues(ctx, s.db, `SELECT DISTINCT queue FROM leasehold_messages ORDER BY queue`)
+}
+
+func queryQueues(ctx context.Context, db *sql.DB, query string) ([]string, error) {
+	rows, err := db.QueryContext(ctx, query)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite store: queues: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var q string
+		if err := rows.Scan(&q); err != nil {
+			return nil, fmt.Errorf("sqlite store: queues: %w", err)
+		}
+		out = append(out, q)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite store: queues: %w", err)
+	}
+	return out, nil
+}
+
 // Ping checks the database.
 func (s *Store) Ping(ctx context.Context) error {
 	if s.closed.Load() {

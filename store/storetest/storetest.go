@@ -84,6 +84,7 @@ func Run(t *testing.T, f Factory) {
 		{"Retention", testRetention},
 		{"Mailbox", testMailbox},
 		{"PingAndClose", testPingAndClose},
+		{"Queues", testQueues},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, f) })
@@ -1314,5 +1315,17 @@ func testPingAndClose(t *testing.T, f Factory) {
 	}
 	if _, err := b.s.Claim(b.ctx, store.Claim{Queue: b.queue, WorkerID: "w", Max: 1, LeaseDuration: lease}); !errors.Is(err, store.ErrClosed) {
 		t.Fatalf("Claim after Close = %v, want ErrClosed", err)
+	}
+}
+
+func testQueues(t *testing.T, f Factory) {
+	b := setup(t, f)
+	if qs, err := b.s.Queues(b.ctx); err != nil || len(qs) != 0 {
+		t.Fatalf("Queues of an empty store = %v, %v", qs, err)
+	}
+	b.enqueue(store.NewMessage{Queue: "b"}, store.NewMessage{Queue: "a"}, store.NewMessage{Queue: "b"})
+	qs, err := b.s.Queues(b.ctx)
+	if err != nil || !slices.Equal(qs, []string{"a", "b"}) {
+		t.Fatalf("Queues = %v, %v; want [a b]", qs, err)
 	}
 }
