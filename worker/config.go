@@ -99,16 +99,24 @@ type resolved struct {
 	extender LeaseExtenderConfig
 }
 
-func (c Config) resolve() (resolved, error) {
+// Validate checks every setting as New does, except that Store and Handler
+// may still be nil: for programs that check their settings before they
+// open a store.
+func (c Config) Validate() error {
+	_, err := c.resolve(false)
+	return err
+}
+
+func (c Config) resolve(needDeps bool) (resolved, error) {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if c.Store == nil {
+	if c.Store == nil && needDeps {
 		bad("Store is nil")
 	}
 	if err := store.CheckQueue(c.Queue); err != nil {
 		bad("Queue: %w", err)
 	}
-	if c.Handler == nil {
+	if c.Handler == nil && needDeps {
 		bad("Handler is nil")
 	}
 	if c.WorkerID == "" {
@@ -177,8 +185,11 @@ func (c Config) resolve() (resolved, error) {
 	if c.HardStopWait < 0 {
 		bad("HardStopWait is %s, must be positive", c.HardStopWait)
 	}
-	if c.ReapInterval < 0 {
-		bad("ReapInterval is %s, must not be negative", c.ReapInterval)
+	if !c.DisableReaper {
+		rc := ReaperConfig{LeaseDuration: c.LeaseDuration, Interval: c.ReapInterval}
+		if _, err := rc.resolveTiming(); err != nil {
+			bad("ReapInterval: %w", err)
+		}
 	}
 	c.Clock = clock.OrSystem(c.Clock)
 	c.Logger = orDefaultLogger(c.Logger)

@@ -43,6 +43,17 @@ func (c ReaperConfig) resolve() (ReaperConfig, error) {
 	if c.Store == nil {
 		return c, fmt.Errorf("Reaper: Store is nil")
 	}
+	c, err := c.resolveTiming()
+	if err != nil {
+		return c, err
+	}
+	c.Clock = clock.OrSystem(c.Clock)
+	c.Logger = orDefaultLogger(c.Logger)
+	return c, nil
+}
+
+// resolveTiming fills in and checks the interval.
+func (c ReaperConfig) resolveTiming() (ReaperConfig, error) {
 	if c.LeaseDuration < 0 || c.Interval < 0 {
 		return c, fmt.Errorf("Reaper: LeaseDuration (%s) and Interval (%s) must not be negative", c.LeaseDuration, c.Interval)
 	}
@@ -57,8 +68,6 @@ func (c ReaperConfig) resolve() (ReaperConfig, error) {
 	} else if c.LeaseDuration > 0 && c.Interval >= c.LeaseDuration {
 		return c, fmt.Errorf("Reaper: Interval %s must be below the lease duration %s", c.Interval, c.LeaseDuration)
 	}
-	c.Clock = clock.OrSystem(c.Clock)
-	c.Logger = orDefaultLogger(c.Logger)
 	return c, nil
 }
 

@@ -57,7 +57,7 @@ type job struct {
 // New returns a worker for cfg, or an error naming every field that is out
 // of range.
 func New(cfg Config) (*Worker, error) {
-	r, err := cfg.resolve()
+	r, err := cfg.resolve(true)
 	if err != nil {
 		return nil, err
 	}

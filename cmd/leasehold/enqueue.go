@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/leasehold/leasehold/store"
+)
+
+// enqueueBatch is how many stdin lines go in one enqueue.
+const enqueueBatch = 500
+
+func (a *app) enqueueCommand() *cobra.Command {
+	var (
+		queue, key, dedup, replyTo string
+		delay                      time.Duration
+		maxDeliveries              int
+	)
+	cmd := &cobra.Command{
+		Use:   "enqueue --queue Q [flags] [PAYLOAD]",
+		Short: "Put messages on a queue",
+		Long: `enqueue puts one message with PAYLOAD on the queue or, without PAYLOAD, one
+message per line of standard input, sent in batches. It prints each
+message's id on its own line; a duplicate (same --dedup id within the dedup
+window) prints the id of the message already enqueued.`,
+		Example: `  leasehold enqueue --queue emails '{"to":"ann@example.com"}'
+  leasehold enqueue --queue invoices --key customer-42 'invoice 7'
+  seq 1 1000 | leasehold enqueue --queue numbers`,
+		Args: maxArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireQueue(queue); err != nil {
+				return err
+			}
+			if delay < 0 {
+				return usagef("--delay %s: must not be negative", delay)
+			}
+			if maxDeliveries < 0 || maxDeliveries > store.MaxDeliveriesLimit {
+				return usagef("--max-deliveries %d: must be 1 to %d", maxDeliveries, store.MaxDeliveriesLimit)
+			}
+			if cmd.Flags().Changed("max-deliveries") && maxDeliveries == 0 {
+				return usagef("--max-deliveries 0: must be at least 1")
+			}
+			if replyTo != "" {
+				if err := store.CheckQueue(replyTo); err != nil {
+					return usagef("--reply-to: %v", err)
+				}
+			}
+			base := store.NewMessage{Queue: queue, Key: key, DedupID: dedup, Delay: delay, MaxDeliveries: maxDeliveries, ReplyTo: replyTo}
+			var payloads [][]byte
+			if len(args) == 1 {
+				payloads = [][]byte{[]byte(args[0])}
+			} else {
+				var err error
+				if payloads, err = readLines(a.stdin); err != nil {
+					return err
+				}
+				if dedup != "" && len(payloads) > 1 {
+					return usagef("--dedup names one message, but standard input has %d lines", len(payloads))
+				}
+			}
+			msgs := make([]store.NewMessage, len(payloads))
+			for i, p := range payloads {
+				msgs[i] = base
+				msgs[i].Payload = p
+			}
+			// Check everything before writing anything.
+			for start := 0; start < len(msgs); start += enqueueBatch {
+				if _, err := store.CheckNewMessages(msgs[start:min(start+enqueueBatch, len(msgs))], store.Options{}.WithDefaults()); err != nil {
+					return usagef("messages %d to %d: %v", start+1, min(start+enqueueBatch, len(msgs)), err)
+				}
+			}
+			ctx := cmd.Context()
+			st, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			out := bufio.NewWriter(a.stdout)
+			defer out.Flush()
+			for start := 0; start < len(msgs); start += enqueueBatch {
+				batch := msgs[start:min(start+enqueueBatch, len(msgs))]
+				res, err := st.Enqueue(ctx, batch)
+				if err != nil {
+					out.Flush()
+					return fmt.Errorf("enqueue after %d of %d messages: %w", start, len(msgs), err)
+				}
+				for _, r := range res {
+					fmt.Fprintln(out, r.ID)
+				}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&queue, "queue", "", "queue name (required)")
+	f.StringVar(&key, "key", "", "ordering key: messages with the same key run one at a time, in order")
+	f.StringVar(&dedup, "dedup", "", "dedup id: a second message with this id within the dedup window is not enqueued")
+	f.DurationVar(&delay, "delay", 0, "keep the message invisible for this long")
+	f.IntVar(&maxDeliveries, "max-deliveries", 0, "deliveries before the message is dead-lettered (default 5)")
+	f.StringVar(&replyTo, "reply-to", "", "queue that receives the worker's reply")
+	return cmd
+}
+
+// readLines reads every line of r, without line endings. A line longer
+// than the payload limit is an error naming its number.
+func readLines(r io.Reader) ([][]byte, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), store.DefaultPayloadLimit+2)
+	var out [][]byte
+	for sc.Scan() {
+		out = append(out, bytes.Clone(bytes.TrimSuffix(sc.Bytes(), []byte("\r"))))
+	}
+	if err := sc.Err(); err != nil {
+		if err == bufio.ErrTooLong {
+			return nil, usagef("standard input line %d is longer than the payload limit of %d bytes", len(out)+1, store.DefaultPayloadLimit)
+		}
+		return nil, fmt.Errorf("read standard input: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,353 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/leasehold/leasehold/store"
+)
+
+// statsJSON is one queue's line of `stats --json`.
+type statsJSON struct {
+	Queue                   string  `json:"queue"`
+	Pending                 int64   `json:"pending"`
+	Waiting                 int64   `json:"waiting"`
+	Processing              int64   `json:"processing"`
+	Completed               int64   `json:"completed"`
+	Dead                    int64   `json:"dead"`
+	BlockedKeys             int64   `json:"blocked_keys"`
+	OldestPendingAgeSeconds float64 `json:"oldest_pending_age_seconds"`
+}
+
+func (a *app) statsCommand() *cobra.Command {
+	var queue string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "stats [--queue Q] [--json]",
+		Short: "Count each queue's messages by state",
+		Long: `stats prints, per queue: pending (visible or delayed), waiting behind
+their key, in flight, completed, dead, the age of the oldest visible pending
+message, and the keys blocked by an unfinished head.`,
+		Example: `  leasehold stats
+  leasehold stats --queue emails --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if queue != "" {
+				if err := requireQueue(queue); err != nil {
+					return err
+				}
+			}
+			ctx := cmd.Context()
+			st, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			queues := []string{queue}
+			if queue == "" {
+				if queues, err = st.Queues(ctx); err != nil {
+					return err
+				}
+			}
+			var tw *tabwriter.Writer
+			if !asJSON {
+				tw = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "QUEUE\tPENDING\tWAITING\tPROCESSING\tCOMPLETED\tDEAD\tBLOCKED KEYS\tOLDEST PENDING")
+			}
+			enc := json.NewEncoder(a.stdout)
+			for _, q := range queues {
+				s, err := st.Stats(ctx, q)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					if err := enc.Encode(statsJSON{Queue: q, Pending: s.Pending, Waiting: s.Waiting, Processing: s.Processing,
+						Completed: s.Completed, Dead: s.Dead, BlockedKeys: s.BlockedKeys, OldestPendingAgeSeconds: s.OldestPendingAge.Seconds()}); err != nil {
+						return err
+					}
+					continue
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", q, s.Pending, s.Waiting, s.Processing, s.Completed, s.Dead,
+					s.BlockedKeys, s.OldestPendingAge.Round(time.Millisecond))
+			}
+			if tw != nil {
+				return tw.Flush()
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&queue, "queue", "", "only this queue")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per queue")
+	return cmd
+}
+
+// infoJSON is one message's line of `list --json`.
+type infoJSON struct {
+	ID            int64      `json:"id"`
+	Queue         string     `json:"queue"`
+	Key           string     `json:"key"`
+	DedupID       string     `json:"dedup_id,omitempty"`
+	State         string     `json:"state"`
+	Deliveries    int        `json:"deliveries"`
+	MaxDeliveries int        `json:"max_deliveries"`
+	FencingToken  int64      `json:"fencing_token"`
+	WorkerID      string     `json:"worker_id,omitempty"`
+	LastError     string     `json:"last_error"`
+	DeadReason    string     `json:"dead_reason,omitempty"`
+	EnqueuedAt    time.Time  `json:"enqueued_at"`
+	FinishedAt    *time.Time `json:"finished_at,omitempty"`
+	Payload       string     `json:"payload"`
+}
+
+func toInfoJSON(in store.Info) infoJSON {
+	j := infoJSON{ID: in.ID, Queue: in.Queue, Key: in.Key, DedupID: in.DedupID, State: in.State.String(), Deliveries: in.Deliveries,
+		MaxDeliveries: in.MaxDeliveries, FencingToken: in.FencingToken, WorkerID: in.WorkerID, LastError: in.LastError,
+		DeadReason: string(in.DeadReason), EnqueuedAt: in.EnqueuedAt, Payload: string(in.Payload)}
+	if !in.FinishedAt.IsZero() {
+		f := in.FinishedAt
+		j.FinishedAt = &f
+	}
+	return j
+}
+
+// listStates are the states `list` shows without --state, in order.
+var listStates = []store.State{store.Pending, store.Waiting, store.Processing, store.Completed, store.Dead}
+
+func (a *app) listCommand() *cobra.Command {
+	var queue, state string
+	var asJSON bool
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "list --queue Q [--state pending|waiting|processing|completed|dead] [--json]",
+		Short: "List a queue's messages",
+		Long: `list prints a queue's messages by id, in one state or in every state. For a
+completed message the fencing token is that of the lease that completed it.`,
+		Example: `  leasehold list --queue emails
+  leasehold list --queue emails --state dead --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := requireQueue(queue); err != nil {
+				return err
+			}
+			states := listStates
+			if state != "" {
+				s, err := store.ParseState(state)
+				if err != nil {
+					return usagef("--state: %v", err)
+				}
+				states = []store.State{s}
+			}
+			if limit < 1 {
+				return usagef("--limit %d: must be at least 1", limit)
+			}
+			ctx := cmd.Context()
+			st, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			var tw *tabwriter.Writer
+			if !asJSON {
+				tw = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tSTATE\tKEY\tDELIVERIES\tFENCING TOKEN\tLAST ERROR\tPAYLOAD")
+			}
+			enc := json.NewEncoder(a.stdout)
+			left := limit
+			for _, s := range states {
+				var after int64
+				for left > 0 {
+					infos, err := st.List(ctx, store.ListFilter{Queue: queue, State: s, AfterID: after, Limit: min(left, 1000)})
+					if err != nil {
+						return err
+					}
+					for _, in := range infos {
+						if asJSON {
+							if err := enc.Encode(toInfoJSON(in)); err != nil {
+								return err
+							}
+						} else {
+							fmt.Fprintf(tw, "%d\t%s\t%s\t%d/%d\t%d\t%s\t%s\n", in.ID, in.State, in.Key, in.Deliveries, in.MaxDeliveries,
+								in.FencingToken, clip(in.LastError, 60), clip(string(in.Payload), 40))
+						}
+						after = in.ID
+					}
+					left -= len(infos)
+					if len(infos) < 1000 {
+						break
+					}
+				}
+			}
+			if tw != nil {
+				return tw.Flush()
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&queue, "queue", "", "queue name (required)")
+	f.StringVar(&state, "state", "", "only messages in this state")
+	f.BoolVar(&asJSON, "json", false, "one JSON object per message")
+	f.IntVar(&limit, "limit", 1000, "list at most this many messages")
+	return cmd
+}
+
+// clip shortens s to n runes for a table cell, on one line.
+func clip(s string, n int) string {
+	r := []rune(strconv.Quote(s))
+	r = r[1 : len(r)-1]
+	if len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return string(r)
+}
+
+func (a *app) deadCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "dead list|redrive|purge --queue Q",
+		Short: "List, redrive or purge dead letters",
+		Long: `dead works on a queue's dead letters: messages that failed for good (a
+permanent error, deliveries used up, an expired last lease). redrive returns
+them to pending with a fresh delivery budget; purge deletes them.`,
+		Example: `  leasehold dead list --queue emails
+  leasehold dead redrive --queue emails
+  leasehold dead purge --queue emails --id 17 --id 18`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return usagef("missing subcommand: dead list, dead redrive or dead purge")
+		},
+	}
+	var queue string
+	var ids []int64
+	var asJSON bool
+	sub := func(use, short string, act func(cmd *cobra.Command, st store.Store) error) *cobra.Command {
+		c := &cobra.Command{Use: use + " --queue Q", Short: short, Args: noArgs,
+			Example: "  leasehold dead " + use + " --queue emails",
+			RunE: func(c *cobra.Command, _ []string) error {
+				if err := requireQueue(queue); err != nil {
+					return err
+				}
+				for _, id := range ids {
+					if id < 1 {
+						return usagef("--id %d: must be positive", id)
+					}
+				}
+				st, err := a.open(c.Context())
+				if err != nil {
+					return err
+				}
+				defer st.Close()
+				return act(c, st)
+			}}
+		c.Flags().StringVar(&queue, "queue", "", "queue name (required)")
+		return c
+	}
+	list := sub("list", "List dead letters", func(c *cobra.Command, st store.Store) error {
+		var after int64
+		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+		if !asJSON {
+			fmt.Fprintln(tw, "ID\tDEAD AT\tREASON\tDELIVERIES\tLAST ERROR\tPAYLOAD")
+		}
+		enc := json.NewEncoder(a.stdout)
+		for {
+			dls, err := store.ListDeadLetters(c.Context(), st, queue, after, 1000)
+			if err != nil {
+				return err
+			}
+			for _, d := range dls {
+				if asJSON {
+					if err := enc.Encode(map[string]any{"id": d.ID, "queue": d.Queue, "key": d.Key, "reason": d.Reason, "deliveries": d.Deliveries,
+						"last_error": d.LastError, "dead_at": d.DeadAt, "payload": string(d.Payload)}); err != nil {
+						return err
+					}
+				} else {
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.DeadAt.Format(time.RFC3339), d.Reason, d.Deliveries, clip(d.LastError, 60), clip(string(d.Payload), 40))
+				}
+				after = d.ID
+			}
+			if len(dls) < 1000 {
+				break
+			}
+		}
+		return tw.Flush()
+	})
+	list.Flags().BoolVar(&asJSON, "json", false, "one JSON object per dead letter")
+	redrive := sub("redrive", "Return dead letters to pending", func(c *cobra.Command, st store.Store) error {
+		n, err := st.Redrive(c.Context(), queue, ids)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(a.stdout, "redrove %d\n", n)
+		return nil
+	})
+	purge := sub("purge", "Delete dead letters", func(c *cobra.Command, st store.Store) error {
+		n, err := st.Purge(c.Context(), queue, ids)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(a.stdout, "purged %d\n", n)
+		return nil
+	})
+	for _, c := range []*cobra.Command{redrive, purge} {
+		c.Flags().Int64SliceVar(&ids, "id", nil, "only these message ids (repeatable); default all of the queue's")
+	}
+	cmd.AddCommand(list, redrive, purge)
+	return cmd
+}
+
+func (a *app) reapCommand() *cobra.Command {
+	var once bool
+	var every time.Duration
+	cmd := &cobra.Command{
+		Use:   "reap [--once]",
+		Short: "Take back messages whose lease expired",
+		Long: `reap returns messages whose lease expired to pending, or dead-letters those
+whose deliveries are used up. Every worker runs a reaper already; this is
+for deployments that want one elsewhere, or a one-off run with --once.`,
+		Example: `  leasehold reap --once
+  leasehold reap --interval 5s`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if every <= 0 {
+				return usagef("--interval %s: must be positive", every)
+			}
+			ctx := cmd.Context()
+			st, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			r, err := newReaper(st, every, a.log)
+			if err != nil {
+				return err
+			}
+			if once {
+				rec, err := r.RunOnce(ctx)
+				if err != nil {
+					return err
+				}
+				printRecovered(a.stdout, rec)
+				return nil
+			}
+			return a.runUntilSignal(ctx, r)
+		},
+	}
+	cmd.Flags().BoolVar(&once, "once", false, "reap once and exit")
+	cmd.Flags().DurationVar(&every, "interval", 10*time.Second, "time between runs")
+	return cmd
+}
+
+func printRecovered(w io.Writer, rec []store.Recovered) {
+	dead := 0
+	for _, r := range rec {
+		if r.Dead {
+			dead++
+		}
+	}
+	fmt.Fprintf(w, "recovered %d, dead-lettered %d\n", len(rec)-dead, dead)
+}

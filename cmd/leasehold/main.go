@@ -1,0 +1,185 @@
+// Command leasehold puts messages on durable queues and works them under
+// fenced, heartbeated leases, on an embedded SQLite file by default or on
+// PostgreSQL. Run `leasehold --help` for the commands.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/leasehold/leasehold/store"
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// usageError is a mistake in the command line: exit status 2, nothing
+// done.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// exitError ends the command with a status after its own message was
+// printed.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// app is one invocation's state.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	dbFlag         string
+	logLevel       string
+	logFormat      string
+	dsn            dsn
+	log            *slog.Logger
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var ex exitError
+	if errors.As(err, &ex) {
+		return ex.code
+	}
+	fmt.Fprintf(stderr, "leasehold: %s\n", oneLine(err))
+	var ue usageError
+	if errors.As(err, &ue) {
+		return exitUsage
+	}
+	return exitFailure
+}
+
+func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", "; ") }
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "leasehold",
+		Short: "Lease-based work processing: durable queues, fenced leases, heartbeats, a reaper",
+		Long: `leasehold puts messages on durable queues and runs a program per message
+under a lease that is kept alive while it runs. A worker that dies loses its
+leases to the reaper; a worker that lost its lease cannot complete.
+
+The database is a SQLite file (default leasehold.db, created on first use) or
+a PostgreSQL server (postgres://...; run "leasehold migrate" once).`,
+		Example: `  leasehold enqueue --queue emails '{"to":"ann@example.com"}'
+  leasehold work --queue emails -- ./send-email.sh
+  leasehold stats
+  leasehold --db postgres://localhost/app migrate`,
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		Args:              noArgs,
+		PersistentPreRunE: a.setup,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return usagef("missing command; see leasehold --help")
+		},
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.dbFlag, "db", "", "database: a SQLite file path, sqlite:PATH or a postgres:// URL (env LEASEHOLD_DB; default leasehold.db)")
+	pf.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	pf.StringVar(&a.logFormat, "log-format", "text", "log format: text or json")
+	root.AddCommand(a.migrateCommand(), a.enqueueCommand(), a.workCommand(), a.statsCommand(),
+		a.listCommand(), a.deadCommand(), a.reapCommand(), a.demoCommand())
+	return root
+}
+
+// noArgs refuses positional arguments, naming the first as an unknown
+// command for commands that only group others.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		if cmd.HasSubCommands() {
+			return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
+		}
+		return usagef("%s takes no arguments, got %q", cmd.CommandPath(), args[0])
+	}
+	return nil
+}
+
+// maxArgs refuses more than n positional arguments.
+func maxArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > n {
+			return usagef("%s takes at most %d argument(s), got %d", cmd.CommandPath(), n, len(args))
+		}
+		return nil
+	}
+}
+
+// setup checks the global flags before any command runs.
+func (a *app) setup(cmd *cobra.Command, _ []string) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(a.logLevel)); err != nil || !validLevel(a.logLevel) {
+		return usagef("--log-level %q: want debug, info, warn or error", a.logLevel)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch a.logFormat {
+	case "text":
+		a.log = slog.New(slog.NewTextHandler(a.stderr, opts))
+	case "json":
+		a.log = slog.New(slog.NewJSONHandler(a.stderr, opts))
+	default:
+		return usagef("--log-format %q: want text or json", a.logFormat)
+	}
+	raw := a.dbFlag
+	if !cmd.Flags().Changed("db") {
+		raw = os.Getenv("LEASEHOLD_DB")
+	}
+	d, err := parseDSN(raw)
+	if err != nil {
+		return usageError{err}
+	}
+	a.dsn = d
+	return nil
+}
+
+func validLevel(s string) bool {
+	switch strings.ToLower(s) {
+	case "debug", "info", "warn", "error":
+		return true
+	}
+	return false
+}
+
+// open opens the database; a SQLite file is created and migrated.
+func (a *app) open(ctx context.Context) (store.Store, error) {
+	return openStore(ctx, a.dsn)
+}
+
+// requireQueue checks a --queue value.
+func requireQueue(q string) error {
+	if q == "" {
+		return usagef("--queue is required")
+	}
+	if err := store.CheckQueue(q); err != nil {
+		return usagef("--queue: %v", err)
+	}
+	return nil
+}

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/leasehold/leasehold/store/postgres"
+)
+
+func (a *app) migrateCommand() *cobra.Command {
+	var schema string
+	cmd := &cobra.Command{
+		Use:   "migrate",
+		Short: "Create or upgrade the database schema",
+		Long: `migrate creates the schema, or upgrades it to this version of leasehold.
+Several processes may migrate at once. A SQLite file is also migrated
+automatically by every other command.`,
+		Example: `  leasehold migrate
+  leasehold --db postgres://localhost/app migrate`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := postgres.CheckSchema(schema); err != nil {
+				return usagef("--schema: %v", err)
+			}
+			ctx := cmd.Context()
+			if a.dsn.postgres == "" {
+				st, err := a.open(ctx)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stdout, "migrated %s\n", a.dsn)
+				return st.Close()
+			}
+			pool, err := pgxpool.New(ctx, a.dsn.postgres)
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			if err := postgres.Migrate(ctx, pool, schema); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "migrated schema %s of the %s\n", schema, a.dsn)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&schema, "schema", postgres.DefaultSchema, "PostgreSQL schema to migrate")
+	return cmd
+}

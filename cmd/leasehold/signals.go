@@ -1,0 +1,28 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/leasehold/leasehold/lifecycle"
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/worker"
+)
+
+func newReaper(st store.Store, every time.Duration, log *slog.Logger) (*worker.Reaper, error) {
+	return worker.NewReaper(worker.ReaperConfig{Store: st, Interval: every, Logger: log})
+}
+
+// runUntilSignal runs a loop until SIGTERM or SIGINT; a second signal
+// stops it at once.
+func (a *app) runUntilSignal(ctx context.Context, r lifecycle.Runnable) error {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	co := lifecycle.NewCoordinator()
+	unlisten := co.Listen()
+	defer unlisten()
+	co.Register(func() { go func() { _ = r.Shutdown(context.WithoutCancel(ctx)) }() })
+	co.OnEscalate(stop)
+	return r.Run(ctx)
+}

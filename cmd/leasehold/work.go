@@ -1,0 +1,305 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/internal/runstate"
+	"github.com/leasehold/leasehold/lifecycle"
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/worker"
+)
+
+// Script exit statuses with a meaning.
+const (
+	// exitDataErr (EX_DATAERR) from a script dead-letters its message at
+	// once.
+	exitDataErr = 65
+	// killGrace is how long a script has between SIGTERM and SIGKILL.
+	killGrace = 5 * time.Second
+	// stderrTail is how much of a failed script's stderr is recorded.
+	stderrTail = 2048
+	// drainPoll is how often --drain looks at the queue.
+	drainPoll = 250 * time.Millisecond
+)
+
+var errStalled = errors.New("watchdog: the worker loop stalled")
+
+type workFlags struct {
+	queue                                      string
+	concurrency                                int
+	lease, heartbeat, maxProcessing, reapEvery time.Duration
+	shutdownTimeout                            time.Duration
+	drain                                      bool
+}
+
+func (a *app) workCommand() *cobra.Command {
+	var f workFlags
+	cmd := &cobra.Command{
+		Use:   "work --queue Q [flags] -- CMD [ARGS...]",
+		Short: "Run a program once per message",
+		Long: `work claims messages of the queue and runs CMD once per message, with the
+payload on standard input and these environment variables:
+LEASEHOLD_MESSAGE_ID, LEASEHOLD_QUEUE, LEASEHOLD_KEY, LEASEHOLD_ATTEMPT,
+LEASEHOLD_FENCING_TOKEN.
+
+Exit 0 completes the message; exit 65 (EX_DATAERR) dead-letters it at once;
+any other status fails it: it is retried with backoff until its deliveries
+are used up, then dead-lettered, with the tail of CMD's standard error as the
+recorded error. For a message with a reply-to queue, CMD's standard output is
+the reply; otherwise it is passed through.
+
+The lease is kept alive while CMD runs. When it is lost, or the maximum
+processing time passes, CMD gets SIGTERM, then SIGKILL 5 s later, and the
+message is not completed by this worker. The reaper runs in-process.
+
+SIGTERM or SIGINT starts a graceful shutdown (exit 0 once everything in
+flight finished); a second signal stops at once, releasing the leases, and
+exits non-zero.`,
+		Example: `  leasehold work --queue emails -- ./send-email.sh
+  leasehold work --queue thumbs --concurrency 4 --lease 2m -- convert - -resize 64x64 png:-
+  leasehold work --queue batch --drain -- sh -c 'wc -c'`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			at := cmd.ArgsLenAtDash()
+			if at < 0 || at == len(args) {
+				return usagef("missing command after --: leasehold work --queue Q -- CMD [ARGS...]")
+			}
+			if at > 0 {
+				return usagef("unexpected argument %q before --", args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := f.config(cmd)
+			if err != nil {
+				return err
+			}
+			path, err := exec.LookPath(args[0])
+			if err != nil {
+				return fmt.Errorf("command %q: %w", args[0], err)
+			}
+			return a.work(cmd.Context(), cfg, f, append([]string{path}, args[1:]...))
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.queue, "queue", "", "queue to work (required)")
+	fl.IntVar(&f.concurrency, "concurrency", worker.DefaultConcurrency, "messages handled at once")
+	fl.DurationVar(&f.lease, "lease", worker.DefaultLeaseDuration, "lease duration")
+	fl.DurationVar(&f.heartbeat, "heartbeat", 0, "lease extension interval, at most a third of --lease (default a third of --lease: 10s)")
+	fl.DurationVar(&f.maxProcessing, "max-processing", 0, "longest run of CMD (default 3 x --lease)")
+	fl.DurationVar(&f.reapEvery, "reap-interval", 0, "reaper interval, below --lease (default 10s, or half of a shorter --lease)")
+	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", worker.DefaultShutdownTimeout, "how long a graceful shutdown waits for running commands")
+	fl.BoolVar(&f.drain, "drain", false, "exit 0 once the queue has nothing pending (visible or delayed) and nothing in flight")
+	return cmd
+}
+
+// config checks the flags and turns them into a worker configuration
+// without a store or handler.
+func (f workFlags) config(cmd *cobra.Command) (worker.Config, error) {
+	if err := requireQueue(f.queue); err != nil {
+		return worker.Config{}, err
+	}
+	for name, d := range map[string]time.Duration{"--lease": f.lease, "--heartbeat": f.heartbeat, "--max-processing": f.maxProcessing,
+		"--reap-interval": f.reapEvery, "--shutdown-timeout": f.shutdownTimeout} {
+		if d < 0 {
+			return worker.Config{}, usagef("%s %s: must not be negative", name, d)
+		}
+	}
+	if f.lease < store.MinLease {
+		return worker.Config{}, usagef("--lease %s: must be at least %s", f.lease, store.MinLease)
+	}
+	if f.concurrency < 1 || f.concurrency > store.MaxBatch {
+		return worker.Config{}, usagef("--concurrency %d: must be 1 to %d", f.concurrency, store.MaxBatch)
+	}
+	hb := f.heartbeat
+	if !cmd.Flags().Changed("heartbeat") {
+		hb = f.lease / 3
+	} else if hb == 0 || 3*hb > f.lease {
+		return worker.Config{}, usagef("--heartbeat %s: must be positive and at most a third of --lease %s (%s)", hb, f.lease, f.lease/3)
+	}
+	if f.shutdownTimeout == 0 {
+		return worker.Config{}, usagef("--shutdown-timeout 0: must be positive")
+	}
+	if cmd.Flags().Changed("reap-interval") && (f.reapEvery == 0 || f.reapEvery >= f.lease) {
+		return worker.Config{}, usagef("--reap-interval %s: must be positive and below --lease %s", f.reapEvery, f.lease)
+	}
+	cfg := worker.Config{Queue: f.queue, Concurrency: f.concurrency, LeaseDuration: f.lease,
+		LeaseExtender:     &worker.LeaseExtenderConfig{Enabled: true, Interval: hb, Extension: f.lease},
+		MaxProcessingTime: f.maxProcessing, ReapInterval: f.reapEvery, ShutdownTimeout: f.shutdownTimeout}
+	if err := cfg.Validate(); err != nil {
+		return worker.Config{}, usageError{err}
+	}
+	return cfg, nil
+}
+
+// work runs the worker until a signal, --drain or a failure stops it.
+func (a *app) work(ctx context.Context, cfg worker.Config, f workFlags, argv []string) error {
+	st, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	cfg.Store, cfg.Logger = st, a.log
+	cfg.Handler = &scriptHandler{argv: argv, stdout: &lockedWriter{w: a.stdout}, stderr: &lockedWriter{w: a.stderr}}
+	w, err := worker.New(cfg)
+	if err != nil {
+		return err
+	}
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	wd, err := worker.NewWatchdog(worker.WatchdogConfig{Logger: a.log,
+		OnStall: func([]worker.Stall) { stop(errStalled) }})
+	if err != nil {
+		return err
+	}
+	wd.Watch("worker", w.Heartbeat())
+	loops := []lifecycle.Runnable{w, wd}
+	if f.drain {
+		loops = append(loops, &drainWatch{st: st, queue: cfg.Queue})
+	}
+	g, err := lifecycle.NewGroup(lifecycle.GroupConfig{ShutdownTimeout: f.shutdownTimeout}, loops...)
+	if err != nil {
+		return err
+	}
+	co := lifecycle.NewCoordinator()
+	unlisten := co.Listen()
+	defer unlisten()
+	co.Register(func() {
+		a.log.Info("signal: shutting down gracefully; a second signal stops at once")
+		go func() { _ = g.Shutdown(context.WithoutCancel(ctx)) }()
+	})
+	co.OnEscalate(func() {
+		a.log.Warn("second signal: stopping at once")
+		stop(errors.New("second signal"))
+	})
+	a.log.Info("worker started", "worker_id", w.ID(), "queue", cfg.Queue, "concurrency", cfg.Concurrency, "db", a.dsn.String())
+	err = g.Run(runCtx)
+	if cause := context.Cause(runCtx); cause != nil && !errors.Is(cause, context.Canceled) {
+		err = errors.Join(cause, err)
+	}
+	return err
+}
+
+// drainWatch ends the group once the queue is empty: it returns from Run,
+// which makes the group shut the worker down.
+type drainWatch struct {
+	st    store.Store
+	queue string
+	state runstate.State
+}
+
+func (d *drainWatch) Run(ctx context.Context) error {
+	ok, err := d.state.Begin()
+	if !ok {
+		return err
+	}
+	defer d.state.End()
+	t := clock.System().NewTicker(drainPoll)
+	defer t.Stop()
+	for {
+		s, err := d.st.Stats(ctx, d.queue)
+		if err == nil && s.Pending+s.Waiting+s.Processing == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-d.state.Stopping():
+			return nil
+		case <-t.C():
+		}
+	}
+}
+
+func (d *drainWatch) Shutdown(ctx context.Context) error { return d.state.Shutdown(ctx) }
+func (d *drainWatch) Running() bool                      { return d.state.Running() }
+
+// scriptHandler runs a command per message.
+type scriptHandler struct {
+	argv           []string
+	stdout, stderr io.Writer
+}
+
+func (h *scriptHandler) Handle(ctx context.Context, m *worker.Message) error {
+	cmd := exec.CommandContext(ctx, h.argv[0], h.argv[1:]...)
+	// Its own process group, so that a terminal's Ctrl-C reaches only
+	// leasehold, which decides, and SIGTERM reaches the script's children.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = killGrace
+	cmd.Stdin = bytes.NewReader(m.Payload)
+	cmd.Env = append(os.Environ(),
+		"LEASEHOLD_MESSAGE_ID="+strconv.FormatInt(m.MessageID, 10),
+		"LEASEHOLD_QUEUE="+m.Queue,
+		"LEASEHOLD_KEY="+m.Key,
+		"LEASEHOLD_ATTEMPT="+strconv.Itoa(m.Attempt),
+		"LEASEHOLD_FENCING_TOKEN="+strconv.FormatInt(m.FencingToken, 10),
+	)
+	tail := &tailBuffer{max: stderrTail}
+	cmd.Stderr = io.MultiWriter(h.stderr, tail)
+	var reply bytes.Buffer
+	if m.ReplyTo != "" {
+		cmd.Stdout = &reply
+	} else {
+		cmd.Stdout = h.stdout
+	}
+	err := cmd.Run()
+	if err == nil {
+		if m.ReplyTo != "" {
+			m.SetReply(reply.Bytes())
+		}
+		return nil
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s stopped: %w", h.argv[0], context.Cause(ctx))
+	}
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		return fmt.Errorf("run %s: %w", h.argv[0], err)
+	}
+	failure := fmt.Errorf("%s: %s: %s", h.argv[0], exit, bytes.TrimSpace(tail.Bytes()))
+	if exit.ExitCode() == exitDataErr {
+		return worker.Permanent(failure)
+	}
+	return failure
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	max int
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) Bytes() []byte { return t.buf }
+
+// lockedWriter serialises writes from concurrent scripts.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
