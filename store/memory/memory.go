@@ -6,9 +6,9 @@ package memory
 import (
 	"cmp"
 	"container/heap"
-	"maps"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
