@@ -269,7 +269,10 @@ func (h *scriptHandler) Handle(ctx context.Context, m *worker.Message) error {
 	if !errors.As(err, &exit) {
 		return fmt.Errorf("run %s: %w", h.argv[0], err)
 	}
-	failure := fmt.Errorf("%s: %s: %s", h.argv[0], exit, bytes.TrimSpace(tail.Bytes()))
+	failure := fmt.Errorf("%s: %s", h.argv[0], exit)
+	if t := bytes.TrimSpace(tail.Bytes()); len(t) > 0 {
+		failure = fmt.Errorf("%w: %s", failure, t)
+	}
 	if exit.ExitCode() == exitDataErr {
 		return worker.Permanent(failure)
 	}
