@@ -303,6 +303,10 @@ type Store interface {
 	Stats(ctx context.Context, queue string) (Stats, error)
 	// Queues lists, sorted, the queues that hold messages in any state.
 	Queues(ctx context.Context) ([]string, error)
+	// DeleteQueue deletes every message of a queue, in every state, and
+	// returns how many. Leases on them are lost. For benchmarks, tests and
+	// retiring a queue.
+	DeleteQueue(ctx context.Context, queue string) (int, error)
 	// List lists messages of a queue in one state, by id.
 	List(ctx context.Context, f ListFilter) ([]Info, error)
 	// DeleteCompleted deletes up to limit completed messages that finished

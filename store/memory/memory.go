@@ -129,6 +129,31 @@ func (s *Store) reapLoop(ctx context.Context, every time.Duration) {
 	}
 }
 
+// DeleteQueue implements store.Store.
+func (s *Store) DeleteQueue(ctx context.Context, queue string) (int, error) {
+	if err := store.CheckQueue(queue); err != nil {
+		return 0, err
+	}
+	if err := s.lock(); err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	q, ok := s.queues[queue]
+	if !ok {
+		return 0, nil
+	}
+	n := 0
+	for i, m := range s.msgs {
+		if m != nil && m.queue == q {
+			s.msgs[i] = nil
+			n++
+		}
+	}
+	delete(s.queues, queue)
+	s.trimLocked()
+	return n, nil
+}
+
 // Queues implements store.Store.
 func (s *Store) Queues(context.Context) ([]string, error) {
 	if err := s.lock(); err != nil {

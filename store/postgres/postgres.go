@@ -128,6 +128,21 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // enqueues.
 func (s *Store) Listening() <-chan struct{} { return s.listening }
 
+// DeleteQueue implements store.Store.
+func (s *Store) DeleteQueue(ctx context.Context, queue string) (int, error) {
+	if err := store.CheckQueue(queue); err != nil {
+		return 0, err
+	}
+	if s.closed.Load() {
+		return 0, store.ErrClosed
+	}
+	tag, err := s.pool.Exec(ctx, expand(`DELETE FROM {s}.messages WHERE queue = $1`, s.schema), queue)
+	if err != nil {
+		return 0, fmt.Errorf("postgres store: delete queue: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
 // Queues implements store.Store.
 func (s *Store) Queues(ctx context.Context) ([]string, error) {
 	if s.closed.Load() {

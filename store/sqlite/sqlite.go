@@ -159,6 +159,26 @@ func migrate(ctx context.Context, db *sql.DB) error {
 // with EnqueueTx.
 func (s *Store) DB() *sql.DB { return s.db }
 
+// DeleteQueue implements store.Store.
+func (s *Store) DeleteQueue(ctx context.Context, queue string) (int, error) {
+	if err := store.CheckQueue(queue); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := s.write(ctx, func(tx *sql.Tx, _ int64) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM leasehold_messages WHERE queue = ?`, queue)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sqlite store: delete queue: %w", err)
+	}
+	return int(n), nil
+}
+
 // Queues implements store.Store.
 func (s *Store) Queues(ctx context.Context) ([]string, error) {
 	if s.closed.Load() {
