@@ -91,3 +91,15 @@ func OrSystem(c Clock) Clock {
 	}
 	return c
 }
+
+// WithTimeout returns a context that ends after d on clk's time, or when
+// parent ends: context.WithTimeout on an injectable clock. Its cause is
+// context.DeadlineExceeded. A nil clk is the system clock.
+func WithTimeout(parent context.Context, clk Clock, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	t := OrSystem(clk).AfterFunc(d, func() { cancel(context.DeadlineExceeded) })
+	return ctx, func() {
+		t.Stop()
+		cancel(context.Canceled)
+	}
+}

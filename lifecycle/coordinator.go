@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"os"
+	"slices"
 	"os/signal"
 	"sync"
 	"syscall"
@@ -44,6 +45,7 @@ func (r Registration) Unregister() {
 	defer r.c.mu.Unlock()
 	delete(r.c.graceful, r.id)
 	delete(r.c.hard, r.id)
+	r.c.order = slices.DeleteFunc(r.c.order, func(id int) bool { return id == r.id })
 }
 
 // Register adds a callback for the graceful shutdown. When shutdown has
@@ -105,9 +107,9 @@ func (c *Coordinator) Triggered() <-chan struct{} { return c.done }
 func (c *Coordinator) Escalated() <-chan struct{} { return c.escal }
 
 // Listen makes the given signals (SIGTERM and SIGINT when none are given)
-// trigger the coordinator, each on its own goroutine so that a graceful
-// callback that blocks cannot hold back the hard stop. The returned function
-// stops listening and restores the signals' default behaviour.
+// trigger the coordinator, in the order they arrive, on one goroutine: the
+// callbacks must not block, or they hold back the next signal. The returned
+// function stops listening and restores the signals' default behaviour.
 func (c *Coordinator) Listen(signals ...os.Signal) (stop func()) {
 	if len(signals) == 0 {
 		signals = []os.Signal{syscall.SIGTERM, os.Interrupt}
@@ -120,7 +122,7 @@ func (c *Coordinator) Listen(signals ...os.Signal) (stop func()) {
 		for {
 			select {
 			case <-ch:
-				go c.Trigger()
+				c.Trigger()
 			case <-quit:
 				return
 			}

@@ -85,7 +85,9 @@ func (g *Group) Run(ctx context.Context) error {
 	}
 	var first error
 	pending := len(g.loops)
-	if pending > 0 {
+	if pending == 0 {
+		<-g.state.Stopping()
+	} else {
 		select {
 		case r := <-results:
 			pending--
@@ -117,7 +119,7 @@ func (g *Group) Run(ctx context.Context) error {
 // shutdownLoops shuts every loop down at once within the group's timeout,
 // or at once when ctx has ended.
 func (g *Group) shutdownLoops(ctx context.Context) error {
-	sctx, cancel := WithTimeout(context.WithoutCancel(ctx), g.clk, g.timeout)
+	sctx, cancel := clock.WithTimeout(context.WithoutCancel(ctx), g.clk, g.timeout)
 	defer cancel()
 	if ctx.Err() != nil {
 		cancel() // a hard stop
@@ -145,7 +147,7 @@ func (g *Group) shutdownAll(ctx context.Context) error {
 // makes it a hard stop. Safe before Run, more than once and from several
 // goroutines.
 func (g *Group) Shutdown(ctx context.Context) error {
-	sctx, cancel := WithTimeout(ctx, g.clk, g.timeout)
+	sctx, cancel := clock.WithTimeout(ctx, g.clk, g.timeout)
 	defer cancel()
 	g.state.RequestStop()
 	err := g.shutdownAll(sctx)
@@ -160,15 +162,3 @@ func (g *Group) Shutdown(ctx context.Context) error {
 
 // Running reports whether Run is running.
 func (g *Group) Running() bool { return g.state.Running() }
-
-// WithTimeout returns a context that ends after d on clk's time, or when
-// parent ends: context.WithTimeout on an injectable clock. Its cause is
-// context.DeadlineExceeded.
-func WithTimeout(parent context.Context, clk clock.Clock, d time.Duration) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancelCause(parent)
-	t := clock.OrSystem(clk).AfterFunc(d, func() { cancel(context.DeadlineExceeded) })
-	return ctx, func() {
-		t.Stop()
-		cancel(context.Canceled)
-	}
-}

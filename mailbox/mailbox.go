@@ -68,6 +68,9 @@ func New(cfg Config) (*Mailbox, error) {
 	if cfg.WorkerID == "" {
 		cfg.WorkerID = NewWorkerID()
 	}
+	if err := store.CheckWorkerID(cfg.WorkerID); err != nil {
+		return nil, fmt.Errorf("mailbox: WorkerID: %w", err)
+	}
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = DefaultPollInterval
 	}
@@ -91,6 +94,10 @@ func (m *Mailbox) Queue() string { return m.queue }
 
 // WorkerID returns the id the mailbox claims under.
 func (m *Mailbox) WorkerID() string { return m.workerID }
+
+// Clock returns the clock the mailbox times receives and lease deadlines
+// on.
+func (m *Mailbox) Clock() clock.Clock { return m.clk }
 
 // Store returns the mailbox's store.
 func (m *Mailbox) Store() store.Store { return m.store }

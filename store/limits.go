@@ -80,6 +80,10 @@ func CheckQueue(q string) error {
 	return nil
 }
 
+// CheckWorkerID validates a worker id: at most MaxNameLength bytes of
+// UTF-8 without NUL.
+func CheckWorkerID(id string) error { return checkName("worker id", id) }
+
 func checkName(what, s string) error {
 	if len(s) > MaxNameLength {
 		return invalid("%s is %d bytes, the limit is %d", what, len(s), MaxNameLength)
@@ -156,7 +160,7 @@ func CheckClaim(c Claim) error {
 	if err := CheckLease(c.LeaseDuration); err != nil {
 		return err
 	}
-	return checkName("worker id", c.WorkerID)
+	return CheckWorkerID(c.WorkerID)
 }
 
 // CheckLease validates a lease or extension duration.

@@ -122,6 +122,9 @@ func (c Config) resolve(needDeps bool) (resolved, error) {
 	if c.WorkerID == "" {
 		c.WorkerID = mailbox.NewWorkerID()
 	}
+	if err := store.CheckWorkerID(c.WorkerID); err != nil {
+		bad("WorkerID: %w", err)
+	}
 	if c.Concurrency == 0 {
 		c.Concurrency = DefaultConcurrency
 	}

@@ -6,7 +6,8 @@
 // A Worker claims messages of one queue, at most as many as it has free
 // handler slots (Concurrency, default 10), long-polling when the queue is
 // empty and claiming nothing while its slots are full or Saturated says
-// downstream is. Each message runs in its own goroutine:
+// downstream is. Handlers run on goroutines the worker keeps, one message at a
+// time each:
 //
 //   - the handler returns nil: the message is completed;
 //   - it returns an error: the message is retried after a backoff delay, or

@@ -20,8 +20,8 @@ type KeepAliveConfig struct {
 	// Extension is required when Enabled; Interval defaults to a third of
 	// it. DefaultLeaseExtenderConfig gives spec 000's values.
 	LeaseExtenderConfig
-	// Clock must be the clock of the mailbox the message came from. Default:
-	// the system clock.
+	// Clock times the extensions; it must be the clock of the mailbox the
+	// message came from, which is the default.
 	Clock clock.Clock
 	// Logger receives lease warnings. Default slog.Default().
 	Logger *slog.Logger
@@ -50,6 +50,9 @@ type KeepAliveConfig struct {
 // returns; msg's LeaseExpires and LeaseDeadline still tell the lease it was
 // received with.
 func KeepAlive(ctx context.Context, msg *mailbox.Message, cfg KeepAliveConfig, fn func(ctx context.Context) error) error {
+	if msg.Mailbox() == nil {
+		return errors.New("worker: KeepAlive: the message was not received from a mailbox")
+	}
 	if cfg.Enabled && cfg.Extension == 0 {
 		return errors.New("worker: KeepAlive: Extension is required when Enabled")
 	}
@@ -57,7 +60,10 @@ func KeepAlive(ctx context.Context, msg *mailbox.Message, cfg KeepAliveConfig, f
 	if err != nil {
 		return fmt.Errorf("worker: KeepAlive: %w", err)
 	}
-	clk := clock.OrSystem(cfg.Clock)
+	clk := cfg.Clock
+	if clk == nil {
+		clk = msg.Mailbox().Clock()
+	}
 	log := orDefaultLogger(cfg.Logger).With("queue", msg.Queue)
 	m, err := newWorkerMetrics(cfg.MeterProvider, msg.Queue, "")
 	if err != nil {

@@ -135,6 +135,7 @@ func (k *keeper) lose(h *hold, why string) {
 	delete(k.held, h.lease)
 	k.mu.Unlock()
 	h.timer.Stop()
+	k.m.extensions.Add(context.Background(), 1, k.m.extLost)
 	k.log.Warn("lease lost", "message_id", h.lease.MessageID, "fencing_token", h.lease.FencingToken, "why", why)
 	h.onLost()
 }
@@ -193,9 +194,6 @@ func (k *keeper) tick(ctx context.Context) {
 	}
 	k.mu.Unlock()
 	k.m.extensions.Add(ctx, int64(len(k.batch)-len(res.Lost)), k.m.extOK)
-	if len(res.Lost) > 0 {
-		k.m.extensions.Add(ctx, int64(len(res.Lost)), k.m.extLost)
-	}
 	for _, h := range refused {
 		k.lose(h, "the store refused the extension")
 	}

@@ -30,8 +30,12 @@ func (b *instruments) counter(name, unit, desc string) metric.Int64Counter {
 	return c
 }
 
+// durationBuckets are histogram boundaries in seconds, from 1 ms to 10 min.
+var durationBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
+
 func (b *instruments) histogram(name, desc string) metric.Float64Histogram {
-	h, err := b.m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc))
+	h, err := b.m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
+		metric.WithExplicitBucketBoundaries(durationBuckets...))
 	b.err = errors.Join(b.err, err)
 	return h
 }
@@ -54,7 +58,7 @@ func newWorkerMetrics(p metric.MeterProvider, queue, workerID string) (*workerMe
 		failed:     b.counter("leasehold.messages.failed", "{message}", "Failed deliveries that will be retried."),
 		dead:       b.counter("leasehold.messages.dead_lettered", "{message}", "Messages the worker dead-lettered."),
 		duration:   b.histogram("leasehold.handler.duration", "How long handlers ran."),
-		extensions: b.counter("leasehold.lease.extensions", "{lease}", "Lease extensions by result: ok, lost or error."),
+		extensions: b.counter("leasehold.lease.extensions", "{lease}", "Lease extensions by result: ok (extended), error (the store call failed) or lost (a lease lost: refused by the store or expired before an extension succeeded)."),
 	}
 	var err error
 	wm.inFlight, err = b.m.Int64UpDownCounter("leasehold.messages.in_flight", metric.WithUnit("{message}"),

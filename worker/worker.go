@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/backoff"
+	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/internal/runstate"
 	"github.com/leasehold/leasehold/mailbox"
 	"github.com/leasehold/leasehold/store"
@@ -185,6 +186,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer close(l.work)
 	loopErr := l.claim(claims, receives)
 	w.draining.Store(true)
+	// However the claim loop ended, the drain gets at most ShutdownTimeout.
+	drainLimit := w.cfg.Clock.AfterFunc(w.cfg.ShutdownTimeout, w.hardStopNow)
+	defer drainLimit.Stop()
 	w.log.Info("worker stopping", "in_flight", len(l.jobs))
 	if !l.drain(ctx) {
 		w.hardStop.Store(true)
@@ -213,10 +217,16 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 	defer t.Stop()
 	select {
 	case <-w.state.Done():
-	case <-ctx.Done():
-		w.hardStopNow()
-		<-w.state.Done()
-		return fmt.Errorf("worker: shutdown: %w", context.Cause(ctx))
+	default:
+		select {
+		case <-w.state.Done():
+		case <-ctx.Done():
+			// A hard stop: Run goes on to release the leases of what has
+			// not finished, within HardStopWait and its store calls'
+			// timeouts; Shutdown keeps to ctx.
+			w.hardStopNow()
+			return fmt.Errorf("worker: shutdown: %w", context.Cause(ctx))
+		}
 	}
 	if w.hardStop.Load() {
 		return fmt.Errorf("worker: shutdown: handlers still running after the shutdown timeout were stopped: %w", ErrShutdown)
@@ -290,7 +300,7 @@ func (l *loop) claim(claims, receives context.Context) error {
 	for w.cfg.MaxIterations == 0 || iterations < w.cfg.MaxIterations {
 		w.hb.Beat()
 		l.reapDone()
-		if claims.Err() != nil {
+		if claims.Err() != nil || w.draining.Load() {
 			return nil
 		}
 		if l.free == 0 {
@@ -309,9 +319,10 @@ func (l *loop) claim(claims, receives context.Context) error {
 		iterations++
 		if err != nil {
 			if receives.Err() != nil {
-				continue // stopping or draining: the loop's top decides
+				iterations-- // not a receive that ran its course
+				continue     // stopping or draining: the loop's top decides
 			}
-			if errors.Is(err, store.ErrClosed) {
+			if errors.Is(err, store.ErrClosed) || errors.Is(err, store.ErrInvalid) {
 				return fmt.Errorf("worker: receive: %w", err)
 			}
 			failures++
@@ -326,7 +337,7 @@ func (l *loop) claim(claims, receives context.Context) error {
 		for _, msg := range msgs {
 			// paused is set before receives is cancelled, so a Drain that
 			// raced with this receive is seen here.
-			if receives.Err() != nil || w.paused.Load() {
+			if receives.Err() != nil || w.paused.Load() || w.draining.Load() {
 				w.unreceive(msg)
 				continue
 			}
@@ -376,24 +387,39 @@ func (l *loop) settle() int {
 		t.Stop()
 	}
 	abandoned := 0
+	finishing := 0
 	for j := range l.jobs {
 		if !j.state.CompareAndSwap(jobRunning, jobReleased) {
-			continue // finishing on its own right now
+			finishing++ // settling its message itself; wait for it below
+			continue
 		}
 		abandoned++
 		w.keeper.drop(j.hold)
-		err := w.cfg.Store.Release(w.opContext(), store.Release{Lease: j.msg.Lease})
+		ctx, cancel := w.opContext()
+		err := w.cfg.Store.Release(ctx, store.Release{Lease: j.msg.Lease})
+		cancel()
 		w.log.Warn("handler did not return after cancellation; lease released", "message_id", j.msg.MessageID, "error", err)
+	}
+	// Jobs settling their own message finish within their store call's
+	// timeout; Run does not return while they talk to the store.
+	for ; finishing > 0; finishing-- {
+		l.finished(<-l.done)
 	}
 	return abandoned
 }
 
-// opContext is the context of store calls that settle a message: they must
-// go through even while the worker stops.
-func (w *Worker) opContext() context.Context { return context.Background() }
+// opContext is the context of store calls that settle a message. They go
+// through while the worker stops, but not for longer than a lease: past
+// that the lease they act on has expired anyway, and a hard stop must not
+// wait on a database that does not answer.
+func (w *Worker) opContext() (context.Context, context.CancelFunc) {
+	return clock.WithTimeout(context.Background(), w.cfg.Clock, w.cfg.LeaseDuration)
+}
 
 func (w *Worker) unreceive(msg *mailbox.Message) {
-	if err := msg.Unreceive(w.opContext()); err != nil {
+	ctx, cancel := w.opContext()
+	defer cancel()
+	if err := msg.Unreceive(ctx); err != nil {
 		w.log.Warn("could not release a message received during shutdown; it returns when its lease expires", "message_id", msg.MessageID, "error", err)
 	}
 }
@@ -442,7 +468,8 @@ func (w *Worker) process(j *job) {
 	lost := w.keeper.drop(j.hold)
 	cause := context.Cause(ctx)
 	cancel(nil)
-	opCtx := w.opContext()
+	opCtx, opDone := w.opContext()
+	defer opDone()
 	w.m.inFlight.Add(opCtx, -1, w.m.attrs)
 	w.m.duration.Record(opCtx, took.Seconds(), w.m.attrs)
 	if !j.state.CompareAndSwap(jobRunning, jobFinishing) {
@@ -452,7 +479,9 @@ func (w *Worker) process(j *job) {
 	switch {
 	case lost:
 		log.Warn("lease lost while the handler ran; not completing", "handler_error", err)
-	case errors.Is(cause, ErrMaxProcessingTime):
+	case took >= w.cfg.MaxProcessingTime:
+		// Decided by the time taken, not by whether the timer's cancel
+		// won the race with the handler's return.
 		w.fail(opCtx, log, msg, fmt.Errorf("%w (%s): handler result: %v", ErrMaxProcessingTime, w.cfg.MaxProcessingTime, err), store.ReasonMaxProcessingTime)
 	case errors.Is(cause, ErrShutdown) && err != nil:
 		if rerr := w.cfg.Store.Release(opCtx, store.Release{Lease: msg.Lease}); rerr != nil {

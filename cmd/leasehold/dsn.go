@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/memory"
 	"github.com/leasehold/leasehold/store/postgres"
 	"github.com/leasehold/leasehold/store/sqlite"
 )
@@ -17,6 +18,8 @@ const defaultDB = "leasehold.db"
 
 // dsn names a database.
 type dsn struct {
+	// memory is an in-memory store that lives as long as the command.
+	memory bool
 	// postgres is the URL of a PostgreSQL database; empty for SQLite.
 	postgres string
 	// path is the SQLite file.
@@ -24,6 +27,9 @@ type dsn struct {
 }
 
 func (d dsn) String() string {
+	if d.memory {
+		return "memory"
+	}
 	if d.postgres != "" {
 		return "postgres database"
 	}
@@ -31,11 +37,14 @@ func (d dsn) String() string {
 }
 
 // parseDSN reads a --db value: empty for the default SQLite file, a path,
-// sqlite:PATH, or a postgres:// (or postgresql://) URL.
+// sqlite:PATH, a postgres:// (or postgresql://) URL, or "memory" for an
+// in-memory store that lives as long as the command (for bench).
 func parseDSN(s string) (dsn, error) {
 	switch {
 	case s == "":
 		return dsn{path: defaultDB}, nil
+	case s == "memory":
+		return dsn{memory: true}, nil
 	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
 		if _, err := pgxpool.ParseConfig(s); err != nil {
 			return dsn{}, fmt.Errorf("--db: malformed PostgreSQL URL: %v", err)
@@ -64,6 +73,9 @@ func sqlitePath(p string) (dsn, error) {
 // openStore opens the database. A SQLite file is created and migrated; a
 // PostgreSQL database must have been migrated.
 func openStore(ctx context.Context, d dsn) (store.Store, error) {
+	if d.memory {
+		return memory.New(memory.Config{})
+	}
 	if d.postgres != "" {
 		return postgres.Open(ctx, postgres.Config{DSN: d.postgres})
 	}

@@ -107,7 +107,7 @@ a PostgreSQL server (postgres://...; run "leasehold migrate" once).`,
 	pf.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	pf.StringVar(&a.logFormat, "log-format", "text", "log format: text or json")
 	root.AddCommand(a.migrateCommand(), a.enqueueCommand(), a.workCommand(), a.statsCommand(),
-		a.listCommand(), a.deadCommand(), a.reapCommand(), a.demoCommand())
+		a.listCommand(), a.deadCommand(), a.reapCommand(), a.demoCommand(), a.benchCommand())
 	return root
 }
 

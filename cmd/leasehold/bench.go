@@ -1,0 +1,343 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/worker"
+)
+
+type benchFlags struct {
+	duration    time.Duration
+	messages    int
+	workers     int
+	concurrency int
+	payload     int
+	keys        int
+	handlerTime time.Duration
+	rate        int
+	lease       time.Duration
+	asJSON      bool
+}
+
+// benchResult is what `bench --json` prints.
+type benchResult struct {
+	DB                  string  `json:"db"`
+	Mode                string  `json:"mode"`
+	Workers             int     `json:"workers"`
+	Concurrency         int     `json:"concurrency"`
+	Messages            int64   `json:"messages"`
+	Seconds             float64 `json:"seconds"`
+	MessagesPerSecond   float64 `json:"messages_per_second"`
+	LatencyP50Ms        float64 `json:"latency_p50_ms"`
+	LatencyP95Ms        float64 `json:"latency_p95_ms"`
+	LatencyP99Ms        float64 `json:"latency_p99_ms"`
+	ExtensionsPerSecond float64 `json:"extensions_per_second"`
+	Errors              int64   `json:"errors"`
+}
+
+func (a *app) benchCommand() *cobra.Command {
+	var f benchFlags
+	cmd := &cobra.Command{
+		Use:   "bench [--duration DUR | --messages N] [flags]",
+		Short: "Measure throughput and latency on a database",
+		Long: `bench runs workers in this process against the database and reports
+throughput (messages/s), enqueue-to-start latency (p50, p95, p99), lease
+extensions per second and errors. Leases and heartbeats are on.
+
+Continuous mode (--duration, the default) keeps the queue topped up for the
+duration; burn-down mode (--messages N) enqueues N messages, then drains
+them; --rate offers a steady load instead, for latency at a given rate. It
+works on a queue of its own and deletes it at the end. --db memory measures
+the in-memory store.`,
+		Example: `  leasehold bench --duration 10s
+  leasehold --db postgres://localhost/app bench --messages 100000 --workers 4 --concurrency 50 --json
+  leasehold bench --duration 20s --rate 1000`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.check(cmd); err != nil {
+				return err
+			}
+			return a.bench(cmd.Context(), f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.DurationVar(&f.duration, "duration", 10*time.Second, "continuous mode: how long to run")
+	fl.IntVar(&f.messages, "messages", 0, "burn-down mode: enqueue this many, then drain")
+	fl.IntVar(&f.workers, "workers", 2, "workers in this process")
+	fl.IntVar(&f.concurrency, "concurrency", 50, "handlers per worker")
+	fl.IntVar(&f.payload, "payload", 100, "payload size in bytes")
+	fl.IntVar(&f.keys, "keys", 0, "spread messages over this many ordering keys (0: no keys)")
+	fl.DurationVar(&f.handlerTime, "handler-time", 0, "how long each handler runs")
+	fl.IntVar(&f.rate, "rate", 0, "offer this many messages per second instead of keeping the queue full")
+	fl.DurationVar(&f.lease, "lease", worker.DefaultLeaseDuration, "lease duration; heartbeats every third of it")
+	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object")
+	return cmd
+}
+
+func (f benchFlags) check(cmd *cobra.Command) error {
+	if cmd.Flags().Changed("duration") && cmd.Flags().Changed("messages") {
+		return usagef("--duration and --messages exclude each other")
+	}
+	switch {
+	case f.duration <= 0:
+		return usagef("--duration %s: must be positive", f.duration)
+	case f.messages < 0:
+		return usagef("--messages %d: must not be negative", f.messages)
+	case f.workers < 1 || f.workers > 1000:
+		return usagef("--workers %d: must be 1 to 1000", f.workers)
+	case f.concurrency < 1 || f.concurrency > store.MaxBatch:
+		return usagef("--concurrency %d: must be 1 to %d", f.concurrency, store.MaxBatch)
+	case f.payload < 0 || f.payload > store.DefaultPayloadLimit:
+		return usagef("--payload %d: must be 0 to %d", f.payload, store.DefaultPayloadLimit)
+	case f.keys < 0:
+		return usagef("--keys %d: must not be negative", f.keys)
+	case f.handlerTime < 0:
+		return usagef("--handler-time %s: must not be negative", f.handlerTime)
+	case f.rate < 0:
+		return usagef("--rate %d: must not be negative", f.rate)
+	case f.rate > 0 && f.messages > 0:
+		return usagef("--rate and --messages exclude each other")
+	case f.lease < 3*time.Millisecond:
+		return usagef("--lease %s: must be at least 3ms", f.lease)
+	}
+	return nil
+}
+
+// countingStore counts lease extensions.
+type countingStore struct {
+	store.Store
+	extended atomic.Int64
+}
+
+func (c *countingStore) Extend(ctx context.Context, ls []store.Lease, d time.Duration) (store.Extended, error) {
+	res, err := c.Store.Extend(ctx, ls, d)
+	if err == nil {
+		c.extended.Add(int64(len(ls) - len(res.Lost)))
+	}
+	return res, err
+}
+
+// latencies collects enqueue-to-start latencies.
+type latencies struct {
+	mu sync.Mutex
+	us []int64
+}
+
+func (l *latencies) add(d time.Duration) {
+	l.mu.Lock()
+	l.us = append(l.us, d.Microseconds())
+	l.mu.Unlock()
+}
+
+func (l *latencies) quantiles() (p50, p95, p99 float64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.us) == 0 {
+		return 0, 0, 0
+	}
+	slices.Sort(l.us)
+	q := func(p float64) float64 { return float64(l.us[min(len(l.us)-1, int(p*float64(len(l.us))))]) / 1000 }
+	return q(0.50), q(0.95), q(0.99)
+}
+
+func (a *app) bench(ctx context.Context, f benchFlags) error {
+	db := a.dsn.String()
+	st, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	counting := &countingStore{Store: st}
+	var suffix [4]byte
+	_, _ = rand.Read(suffix[:])
+	queue := "leasehold-bench-" + hex.EncodeToString(suffix[:])
+	defer func() {
+		if _, err := st.DeleteQueue(context.WithoutCancel(ctx), queue); err != nil {
+			a.log.Error("could not delete the bench queue", "queue", queue, "error", err)
+		}
+	}()
+
+	clk := clock.System()
+	payload := make([]byte, f.payload)
+	for i := range payload {
+		payload[i] = 'x'
+	}
+	var seq, enqueued atomic.Int64
+	newBatch := func(n int) []store.NewMessage {
+		enqueued.Add(int64(n))
+		msgs := make([]store.NewMessage, n)
+		for i := range msgs {
+			msgs[i] = store.NewMessage{Queue: queue, Payload: payload}
+			if f.keys > 0 {
+				msgs[i].Key = fmt.Sprintf("k%d", seq.Add(1)%int64(f.keys))
+			}
+		}
+		return msgs
+	}
+	mode := "continuous"
+	if f.messages > 0 {
+		mode = "burn-down"
+		for left := f.messages; left > 0; left -= 1000 {
+			if _, err := st.Enqueue(ctx, newBatch(min(left, 1000))); err != nil {
+				return err
+			}
+		}
+	} else if f.rate > 0 {
+		mode = fmt.Sprintf("offered %d/s", f.rate)
+	}
+
+	lat := &latencies{}
+	var done, failures atomic.Int64
+	allDone := make(chan struct{})
+	var allOnce sync.Once
+	handler := worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+		lat.add(clk.Now().Sub(m.EnqueuedAt))
+		if f.handlerTime > 0 {
+			t := clk.NewTimer(f.handlerTime)
+			defer t.Stop()
+			select {
+			case <-t.C():
+			case <-ctx.Done():
+				failures.Add(1)
+				return context.Cause(ctx)
+			}
+		}
+		if n := done.Add(1); f.messages > 0 && n == int64(f.messages) {
+			allOnce.Do(func() { close(allDone) })
+		}
+		return nil
+	})
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	var wg sync.WaitGroup
+	var workers []*worker.Worker
+	for range f.workers {
+		w, err := worker.New(worker.Config{Store: counting, Queue: queue, Concurrency: f.concurrency, LeaseDuration: f.lease,
+			Handler: handler, Logger: quiet, PollInterval: 100 * time.Millisecond, LongPoll: time.Second})
+		if err != nil {
+			return err
+		}
+		workers = append(workers, w)
+	}
+	began := clk.Monotonic()
+	for _, w := range workers {
+		wg.Go(func() {
+			if err := w.Run(runCtx); err != nil {
+				failures.Add(1)
+			}
+		})
+	}
+	// The producer for continuous and offered-load modes.
+	if f.messages == 0 {
+		wg.Go(func() {
+			a.produce(runCtx, st, f, newBatch, func() int64 { return enqueued.Load() - done.Load() }, &failures)
+		})
+	}
+	progress := newProgress(a.stdout)
+	tick := clk.NewTicker(time.Second)
+	var end <-chan time.Time
+	if f.messages == 0 {
+		end = clk.NewTimer(f.duration).C()
+	}
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-allDone:
+			break loop
+		case <-end:
+			break loop
+		case <-tick.C():
+			if progress.tty && !f.asJSON {
+				el := (clk.Monotonic() - began).Seconds()
+				fmt.Fprintf(a.stdout, "\r%6.1fs  %d messages  %.0f/s  errors %d   ", el, done.Load(), float64(done.Load())/el, failures.Load())
+			}
+		}
+	}
+	tick.Stop()
+	elapsed := clk.Monotonic() - began
+	completed := done.Load()
+	stopRun()
+	for _, w := range workers {
+		_ = w.Shutdown(context.WithoutCancel(ctx))
+	}
+	wg.Wait()
+	if progress.tty && !f.asJSON {
+		fmt.Fprintln(a.stdout)
+	}
+	p50, p95, p99 := lat.quantiles()
+	res := benchResult{DB: db, Mode: mode, Workers: f.workers, Concurrency: f.concurrency, Messages: completed, Seconds: elapsed.Seconds(),
+		MessagesPerSecond: float64(completed) / elapsed.Seconds(), LatencyP50Ms: p50, LatencyP95Ms: p95, LatencyP99Ms: p99,
+		ExtensionsPerSecond: float64(counting.extended.Load()) / elapsed.Seconds(), Errors: failures.Load()}
+	if f.asJSON {
+		return json.NewEncoder(a.stdout).Encode(res)
+	}
+	fmt.Fprintf(a.stdout, "%s, %s, %d workers x %d: %d messages in %.2fs: %.0f messages/s\n", res.DB, res.Mode, res.Workers, res.Concurrency,
+		res.Messages, res.Seconds, res.MessagesPerSecond)
+	fmt.Fprintf(a.stdout, "enqueue-to-start latency: p50 %.2f ms, p95 %.2f ms, p99 %.2f ms\n", p50, p95, p99)
+	fmt.Fprintf(a.stdout, "lease extensions: %.1f/s; errors: %d\n", res.ExtensionsPerSecond, res.Errors)
+	if ctx.Err() != nil {
+		return errors.New("interrupted")
+	}
+	return nil
+}
+
+// produce keeps the queue topped up (continuous mode) or offers f.rate
+// messages per second, until ctx ends.
+// backlog tells how many enqueued messages are not done yet.
+func (a *app) produce(ctx context.Context, st store.Store, f benchFlags, newBatch func(int) []store.NewMessage, backlog func() int64, failures *atomic.Int64) {
+	clk := clock.System()
+	if f.rate > 0 {
+		// Enqueue one message at a time, spread evenly over each second.
+		interval := time.Second / time.Duration(f.rate)
+		next := clk.Monotonic()
+		for ctx.Err() == nil {
+			if _, err := st.Enqueue(ctx, newBatch(1)); err != nil && ctx.Err() == nil {
+				failures.Add(1)
+			}
+			next += interval
+			if wait := next - clk.Monotonic(); wait > 0 {
+				if clk.Sleep(ctx, wait) != nil {
+					return
+				}
+			}
+		}
+		return
+	}
+	target := int64(max(2*f.workers*f.concurrency, 1000))
+	t := clk.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if b := backlog(); b < target {
+			for n := target - b; n > 0 && ctx.Err() == nil; n -= 1000 {
+				if _, err := st.Enqueue(ctx, newBatch(int(min(n, 1000)))); err != nil && ctx.Err() == nil {
+					failures.Add(1)
+					a.log.Error("bench enqueue failed", "error", err)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+	}
+}
+
