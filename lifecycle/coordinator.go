@@ -2,8 +2,8 @@ package lifecycle
 
 import (
 	"os"
-	"slices"
 	"os/signal"
+	"slices"
 	"sync"
 	"syscall"
 )

@@ -340,4 +340,3 @@ func (a *app) produce(ctx context.Context, st store.Store, f benchFlags, newBatc
 		}
 	}
 }
-
