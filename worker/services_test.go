@@ -193,6 +193,7 @@ func TestConfigErrors(t *testing.T) {
 			LeaseDuration: 10 * time.Second, ReapInterval: 10 * time.Second}, "Interval 10s must be below the lease duration 10s"},
 		{"concurrency", worker.Config{Store: st, Queue: queue, Handler: h, Concurrency: -1}, "Concurrency is -1"},
 		{"lease", worker.Config{Store: st, Queue: queue, Handler: h, LeaseDuration: -time.Second}, "LeaseDuration"},
+		{"worker id", worker.Config{Store: st, Queue: queue, Handler: h, WorkerID: strings.Repeat("w", 300)}, "WorkerID: invalid argument: worker id is 300 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := worker.New(tc.cfg)
@@ -252,6 +253,86 @@ func TestKeepAlive(t *testing.T) {
 		noop := func(context.Context) error { return nil }
 		if err := worker.KeepAlive(ctx, msgs[1], worker.KeepAliveConfig{LeaseExtenderConfig: worker.LeaseExtenderConfig{Enabled: true}}, noop); err == nil {
 			t.Fatal("KeepAlive without an extension: no error")
+		}
+	})
+}
+
+func TestStoreRefusedExtensionCancels(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lease = 3 * time.Second
+		reader := sdkmetric.NewManualReader()
+		leases := make(chan store.Lease, 1)
+		causes := make(chan time.Duration, 1)
+		b := start(t, worker.Config{LeaseDuration: lease, MaxProcessingTime: time.Hour,
+			MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
+			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+				t0 := time.Now()
+				leases <- m.Lease
+				err := sleepCtx(ctx, time.Hour)
+				if errors.Is(err, worker.ErrLeaseLost) {
+					causes <- time.Since(t0)
+				}
+				return err
+			})})
+		b.enqueue(store.NewMessage{Payload: []byte("x")})
+		l := recv(t, leases, time.Second)
+		// Someone else finishes the message: the next extension is refused.
+		if errs, err := b.store.Store.Complete(context.Background(), []store.Completion{{Lease: l}}); err != nil || errs[0] != nil {
+			t.Fatalf("complete behind the worker's back: %v %v", errs, err)
+		}
+		if got := recv(t, causes, time.Minute); got != time.Second {
+			t.Fatalf("cancelled after %s, want at the first extension round (1 s), before the lease's end", got)
+		}
+		synctest.Wait()
+		if n := b.store.completes.Load(); n != 0 {
+			t.Fatalf("the worker attempted %d completions of a lost lease", n)
+		}
+		data := collect(t, reader)
+		ext := data["leasehold.lease.extensions"].(metricdata.Sum[int64])
+		var lostCount int64 = -1
+		for _, dp := range ext.DataPoints {
+			if r, _ := dp.Attributes.Value("result"); r.AsString() == "lost" {
+				lostCount = dp.Value
+			}
+		}
+		if lostCount != 1 {
+			t.Fatalf("lost leases counted %d (-1: none), want 1", lostCount)
+		}
+	})
+}
+
+func TestWorkerMetrics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reader := sdkmetric.NewManualReader()
+		b := start(t, worker.Config{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
+			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+				switch string(m.Payload) {
+				case "bad":
+					return worker.Permanent(errors.New("bad"))
+				case "flaky":
+					if m.Attempt == 1 {
+						return errors.New("flaky")
+					}
+				}
+				return nil
+			})})
+		b.enqueue(store.NewMessage{Payload: []byte("ok")}, store.NewMessage{Payload: []byte("ok")},
+			store.NewMessage{Payload: []byte("bad")}, store.NewMessage{Payload: []byte("flaky")})
+		b.wait(time.Minute, "three completions", b.completed(3))
+		synctest.Wait()
+		data := collect(t, reader)
+		for name, want := range map[string]int64{"leasehold.messages.claimed": 5, "leasehold.messages.completed": 3,
+			"leasehold.messages.failed": 1, "leasehold.messages.dead_lettered": 1, "leasehold.messages.in_flight": 0} {
+			if got := sum(t, data, name); got != want {
+				t.Errorf("%s = %d, want %d", name, got, want)
+			}
+		}
+		h := data["leasehold.handler.duration"].(metricdata.Histogram[float64])
+		if len(h.DataPoints) != 1 || h.DataPoints[0].Count != 5 {
+			t.Fatalf("handler.duration: %+v", h.DataPoints)
+		}
+		if a, _ := h.DataPoints[0].Attributes.Value("worker.id"); a.AsString() != b.w.ID() {
+			t.Fatalf("worker.id attribute %q, want %q", a.AsString(), b.w.ID())
 		}
 	})
 }

@@ -272,3 +272,101 @@ func TestUnstartedMessagesReleasedUncounted(t *testing.T) {
 		}
 	})
 }
+
+// hangingStore never answers Release until its context ends.
+type hangingStore struct{ *spyStore }
+
+func (h *hangingStore) Release(ctx context.Context, r store.Release) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func TestShutdownKeepsToItsContextWhenTheStoreHangs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		spy := newStore(t)
+		st := &hangingStore{spy}
+		unblock := make(chan struct{})
+		defer close(unblock)
+		const lease = 10 * time.Second
+		w, err := worker.New(worker.Config{Store: st, Queue: queue, Logger: quietLogger(), LeaseDuration: lease, HardStopWait: time.Second,
+			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+				<-unblock // ignores its context
+				return nil
+			})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran := make(chan error, 1)
+		go func() { ran <- w.Run(context.Background()) }()
+		enqueue(t, spy, 1)
+		synctest.Wait()
+		t0 := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := w.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("shutdown = %v, want its context's deadline", err)
+		}
+		if took := time.Since(t0); took != 2*time.Second {
+			t.Fatalf("shutdown took %s with a 2 s context", took)
+		}
+		// Run ends once the hanging release times out with the lease.
+		err = recv(t, ran, time.Minute)
+		if !errors.Is(err, worker.ErrAbandoned) {
+			t.Fatalf("run = %v, want ErrAbandoned", err)
+		}
+		if took := time.Since(t0); took != 2*time.Second+time.Second+time.Second {
+			t.Fatalf("run ended after %s, want 2 s + HardStopWait 1 s + the release's HardStopWait-long timeout", took)
+		}
+	})
+}
+
+func TestMaxIterationsDrainIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newStore(t)
+		unblock := make(chan struct{})
+		defer close(unblock)
+		w, err := worker.New(worker.Config{Store: st, Queue: queue, Logger: quietLogger(), MaxIterations: 1, ShutdownTimeout: time.Second,
+			HardStopWait: time.Second, Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+				<-unblock
+				return nil
+			})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := enqueue(t, st, 1)[0]
+		t0 := time.Now()
+		if err := w.Run(context.Background()); !errors.Is(err, worker.ErrAbandoned) {
+			t.Fatalf("run = %v, want ErrAbandoned", err)
+		}
+		if took := time.Since(t0); took != 2*time.Second {
+			t.Fatalf("run took %s, want ShutdownTimeout + HardStopWait = 2 s", took)
+		}
+		if in := info(t, st, id); in.State != store.Pending {
+			t.Fatalf("state %s, want the abandoned message released", in.State)
+		}
+	})
+}
+
+func TestStopIsAHardStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newStore(t)
+		causes := make(chan error, 1)
+		w, ran := runWorker(t, st, worker.Config{Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+			err := sleepCtx(ctx, time.Hour)
+			causes <- err
+			return err
+		})})
+		id := enqueue(t, st, 1)[0]
+		synctest.Wait()
+		w.Stop()
+		if err := recv(t, causes, time.Second); !errors.Is(err, worker.ErrShutdown) {
+			t.Fatalf("cause = %v, want ErrShutdown", err)
+		}
+		if err := <-ran; !errors.Is(err, worker.ErrShutdown) {
+			t.Fatalf("run = %v, want ErrShutdown", err)
+		}
+		if in := info(t, st, id); in.State != store.Pending {
+			t.Fatalf("state %s after Stop, want pending", in.State)
+		}
+	})
+}

@@ -48,6 +48,7 @@ const (
 )
 
 type job struct {
+	ops    context.Context // of the store calls that settle the message
 	msg    *mailbox.Message
 	hold   *hold
 	ctx    context.Context
@@ -183,6 +184,8 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	l := &loop{w: w, base: base, done: make(chan *job, w.cfg.Concurrency), work: make(chan *job),
 		jobs: make(map[*job]struct{}), free: w.cfg.Concurrency}
+	l.ops, l.cancelOps = context.WithCancel(base)
+	defer l.cancelOps()
 	defer close(l.work)
 	loopErr := l.claim(claims, receives)
 	w.draining.Store(true)
@@ -249,6 +252,10 @@ func (w *Worker) hardStopNow() { w.hardOnce.Do(func() { close(w.hard) }) }
 type loop struct {
 	w    *Worker
 	base context.Context // of handlers
+	// ops is the context of the store calls that settle messages; a hard
+	// stop cancels it when they outlast HardStopWait.
+	ops       context.Context
+	cancelOps context.CancelFunc
 	done chan *job       // finished jobs; buffered for every slot so jobs never block
 	// work hands jobs to idle handler goroutines. Goroutines are kept
 	// rather than started per message: a fresh goroutine's stack grows on
@@ -395,29 +402,32 @@ func (l *loop) settle() int {
 		}
 		abandoned++
 		w.keeper.drop(j.hold)
-		ctx, cancel := w.opContext()
+		ctx, cancel := w.hardStopContext()
 		err := w.cfg.Store.Release(ctx, store.Release{Lease: j.msg.Lease})
 		cancel()
 		w.log.Warn("handler did not return after cancellation; lease released", "message_id", j.msg.MessageID, "error", err)
 	}
-	// Jobs settling their own message finish within their store call's
-	// timeout; Run does not return while they talk to the store.
-	for ; finishing > 0; finishing-- {
-		l.finished(<-l.done)
+	// Jobs settling their own message get HardStopWait more; then their
+	// store calls are cancelled. Run does not return while they talk to the
+	// store.
+	if finishing > 0 {
+		t := w.cfg.Clock.AfterFunc(w.cfg.HardStopWait, l.cancelOps)
+		for ; finishing > 0; finishing-- {
+			l.finished(<-l.done)
+		}
+		t.Stop()
 	}
 	return abandoned
 }
 
-// opContext is the context of store calls that settle a message. They go
-// through while the worker stops, but not for longer than a lease: past
-// that the lease they act on has expired anyway, and a hard stop must not
-// wait on a database that does not answer.
-func (w *Worker) opContext() (context.Context, context.CancelFunc) {
-	return clock.WithTimeout(context.Background(), w.cfg.Clock, w.cfg.LeaseDuration)
+// hardStopContext bounds a store call made while the worker stops: a
+// stop must not wait on a database that does not answer.
+func (w *Worker) hardStopContext() (context.Context, context.CancelFunc) {
+	return clock.WithTimeout(context.Background(), w.cfg.Clock, w.cfg.HardStopWait)
 }
 
 func (w *Worker) unreceive(msg *mailbox.Message) {
-	ctx, cancel := w.opContext()
+	ctx, cancel := w.hardStopContext()
 	defer cancel()
 	if err := msg.Unreceive(ctx); err != nil {
 		w.log.Warn("could not release a message received during shutdown; it returns when its lease expires", "message_id", msg.MessageID, "error", err)
@@ -428,7 +438,7 @@ func (w *Worker) unreceive(msg *mailbox.Message) {
 func (l *loop) start(msg *mailbox.Message) {
 	w := l.w
 	ctx, cancel := context.WithCancelCause(l.base)
-	j := &job{msg: msg, ctx: ctx, cancel: cancel}
+	j := &job{ops: l.ops, msg: msg, ctx: ctx, cancel: cancel}
 	j.hold = w.keeper.hold(msg.Lease, msg.LeaseDeadline(), func() { cancel(ErrLeaseLost) })
 	l.jobs[j] = struct{}{}
 	l.free--
@@ -468,8 +478,7 @@ func (w *Worker) process(j *job) {
 	lost := w.keeper.drop(j.hold)
 	cause := context.Cause(ctx)
 	cancel(nil)
-	opCtx, opDone := w.opContext()
-	defer opDone()
+	opCtx := j.ops
 	w.m.inFlight.Add(opCtx, -1, w.m.attrs)
 	w.m.duration.Record(opCtx, took.Seconds(), w.m.attrs)
 	if !j.state.CompareAndSwap(jobRunning, jobFinishing) {
