@@ -256,7 +256,7 @@ type loop struct {
 	// stop cancels it when they outlast HardStopWait.
 	ops       context.Context
 	cancelOps context.CancelFunc
-	done chan *job       // finished jobs; buffered for every slot so jobs never block
+	done      chan *job // finished jobs; buffered for every slot so jobs never block
 	// work hands jobs to idle handler goroutines. Goroutines are kept
 	// rather than started per message: a fresh goroutine's stack grows on
 	// every message, which costs more than the handoff.
