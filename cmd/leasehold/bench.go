@@ -244,9 +244,12 @@ func (a *app) bench(ctx context.Context, f benchFlags) error {
 		})
 	}
 	// The producer for continuous and offered-load modes.
+	prodCtx, stopProducer := context.WithCancel(runCtx)
+	defer stopProducer()
+	var prod sync.WaitGroup
 	if f.messages == 0 {
-		wg.Go(func() {
-			a.produce(runCtx, st, f, newBatch, func() int64 { return enqueued.Load() - done.Load() }, &failures)
+		prod.Go(func() {
+			a.produce(prodCtx, st, f, newBatch, func() int64 { return enqueued.Load() - done.Load() }, &failures)
 		})
 	}
 	progress := newProgress(a.stdout)
@@ -274,11 +277,15 @@ loop:
 	tick.Stop()
 	elapsed := clk.Monotonic() - began
 	completed := done.Load()
-	stopRun()
+	stopProducer()
+	prod.Wait()
 	for _, w := range workers {
-		_ = w.Shutdown(context.WithoutCancel(ctx))
+		if err := w.Shutdown(context.WithoutCancel(ctx)); err != nil {
+			failures.Add(1)
+		}
 	}
 	wg.Wait()
+	stopRun()
 	if progress.tty && !f.asJSON {
 		fmt.Fprintln(a.stdout)
 	}
@@ -305,21 +312,28 @@ loop:
 func (a *app) produce(ctx context.Context, st store.Store, f benchFlags, newBatch func(int) []store.NewMessage, backlog func() int64, failures *atomic.Int64) {
 	clk := clock.System()
 	if f.rate > 0 {
-		// Enqueue one message at a time, spread evenly over each second.
-		interval := time.Second / time.Duration(f.rate)
-		next := clk.Monotonic()
-		for ctx.Err() == nil {
-			if _, err := st.Enqueue(ctx, newBatch(1)); err != nil && ctx.Err() == nil {
-				failures.Add(1)
-			}
-			next += interval
-			if wait := next - clk.Monotonic(); wait > 0 {
-				if clk.Sleep(ctx, wait) != nil {
-					return
+		// Every millisecond, enqueue what the rate owes by then: single
+		// messages at low rates, small batches when one enqueue takes
+		// longer than the gap between messages.
+		began := clk.Monotonic()
+		var sent int64
+		t := clk.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			owed := int64((clk.Monotonic()-began).Seconds()*float64(f.rate)) - sent
+			if owed > 0 {
+				n := int(min(owed, 1000))
+				if _, err := st.Enqueue(ctx, newBatch(n)); err != nil && ctx.Err() == nil {
+					failures.Add(1)
 				}
+				sent += int64(n)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C():
 			}
 		}
-		return
 	}
 	target := int64(max(2*f.workers*f.concurrency, 1000))
 	t := clk.NewTicker(20 * time.Millisecond)
