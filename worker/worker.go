@@ -49,6 +49,9 @@ const (
 
 type job struct {
 	ops    context.Context // of the store calls that settle the message
+	// completion and log are set when the job is handed to the completer.
+	completion store.Completion
+	log        *msgLog
 	msg    *mailbox.Message
 	hold   *hold
 	ctx    context.Context
@@ -186,6 +189,13 @@ func (w *Worker) Run(ctx context.Context) error {
 		jobs: make(map[*job]struct{}), free: w.cfg.Concurrency}
 	l.ops, l.cancelOps = context.WithCancel(base)
 	defer l.cancelOps()
+	l.complete = make(chan *job, w.cfg.Concurrency)
+	var completer sync.WaitGroup
+	completer.Go(l.completer)
+	defer func() {
+		close(l.complete)
+		completer.Wait()
+	}()
 	defer close(l.work)
 	loopErr := l.claim(claims, receives)
 	w.draining.Store(true)
@@ -262,6 +272,10 @@ type loop struct {
 	// every message, which costs more than the handoff.
 	work chan *job
 	idle int // goroutines waiting on work, by the claim loop's count
+	// complete takes jobs whose handler succeeded to the completer, which
+	// completes whatever has queued up in one store call and then reports
+	// each job done. Buffered for every slot.
+	complete chan *job
 	jobs map[*job]struct{}
 	free int
 }
@@ -456,8 +470,11 @@ func (l *loop) start(msg *mailbox.Message) {
 // handle runs j, then every job handed to it, until work is closed.
 func (l *loop) handle(j *job) {
 	for {
-		l.w.process(j)
-		l.done <- j
+		if l.w.process(j) {
+			l.complete <- j // the completer reports it done
+		} else {
+			l.done <- j
+		}
 		var ok bool
 		if j, ok = <-l.work; !ok {
 			return
@@ -465,8 +482,10 @@ func (l *loop) handle(j *job) {
 	}
 }
 
-// process runs the handler and settles the message by its result.
-func (w *Worker) process(j *job) {
+// process runs the handler and settles the message by its result, except
+// that a message to complete is left to the completer: it reports whether
+// it was.
+func (w *Worker) process(j *job) bool {
 	ctx, cancel := j.ctx, j.cancel
 	msg := &Message{Delivery: j.msg.Delivery}
 	w.m.inFlight.Add(ctx, 1, w.m.attrs)
@@ -482,7 +501,7 @@ func (w *Worker) process(j *job) {
 	w.m.inFlight.Add(opCtx, -1, w.m.attrs)
 	w.m.duration.Record(opCtx, took.Seconds(), w.m.attrs)
 	if !j.state.CompareAndSwap(jobRunning, jobFinishing) {
-		return // a hard stop released the lease
+		return false // a hard stop released the lease
 	}
 	log := &msgLog{w: w, msg: msg}
 	switch {
@@ -501,8 +520,16 @@ func (w *Worker) process(j *job) {
 	case err != nil:
 		w.fail(opCtx, log, msg, err, "")
 	default:
-		w.complete(opCtx, log, msg, nil)
+		if w.cfg.Concurrency == 1 {
+			// One slot, one completion at a time: nothing to batch, so
+			// skip the handoff.
+			w.complete(opCtx, log, msg, nil)
+			return false
+		}
+		j.completion, j.log = w.completion(msg, nil), log
+		return true
 	}
+	return false
 }
 
 // call runs the handler, turning a panic into a *PanicError.
@@ -520,6 +547,16 @@ func (w *Worker) call(ctx context.Context, msg *Message) (err error) {
 // complete completes msg, sending the reply when it names a ReplyTo queue;
 // failure, when not nil, is the reply's error.
 func (w *Worker) complete(ctx context.Context, log *msgLog, msg *Message, failure error) {
+	errs, err := w.cfg.Store.Complete(ctx, []store.Completion{w.completion(msg, failure)})
+	if err == nil {
+		err = errs[0]
+	}
+	w.completed(ctx, log, err)
+}
+
+// completion is the store's completion of msg, with its reply when it names
+// a ReplyTo queue; failure, when not nil, is the reply's error.
+func (w *Worker) completion(msg *Message, failure error) store.Completion {
 	c := store.Completion{Lease: msg.Lease}
 	if msg.ReplyTo != "" {
 		r := Reply{RequestID: msg.MessageID}
@@ -530,10 +567,11 @@ func (w *Worker) complete(ctx context.Context, log *msgLog, msg *Message, failur
 		}
 		c.Reply = &store.NewMessage{Queue: msg.ReplyTo, Payload: encodeReply(r)}
 	}
-	errs, err := w.cfg.Store.Complete(ctx, []store.Completion{c})
-	if err == nil {
-		err = errs[0]
-	}
+	return c
+}
+
+// completed records the outcome of one completion.
+func (w *Worker) completed(ctx context.Context, log *msgLog, err error) {
 	if err != nil {
 		log.Warn("completion refused; the message will be delivered again", "error", err)
 		return
@@ -541,6 +579,48 @@ func (w *Worker) complete(ctx context.Context, log *msgLog, msg *Message, failur
 	w.m.completed.Add(ctx, 1, w.m.attrs)
 	if w.log.Enabled(ctx, slog.LevelDebug) {
 		log.Debug("message completed")
+	}
+}
+
+// maxCompleteBatch bounds one completer store call.
+const maxCompleteBatch = 1000
+
+// completer completes the jobs handed to it: everything queued up when it
+// looks, in one store call, so that under load completions share
+// transactions while a lone completion waits for nobody. It runs until
+// complete is closed.
+func (l *loop) completer() {
+	w := l.w
+	batch := make([]*job, 0, min(maxCompleteBatch, w.cfg.Concurrency))
+	cs := make([]store.Completion, 0, cap(batch))
+	for j := range l.complete {
+		batch = append(batch[:0], j)
+	more:
+		for len(batch) < maxCompleteBatch {
+			select {
+			case j, ok := <-l.complete:
+				if !ok {
+					break more
+				}
+				batch = append(batch, j)
+			default:
+				break more
+			}
+		}
+		cs = cs[:0]
+		for _, j := range batch {
+			cs = append(cs, j.completion)
+		}
+		errs, err := w.cfg.Store.Complete(l.ops, cs)
+		for i, j := range batch {
+			e := err
+			if e == nil {
+				e = errs[i]
+			}
+			w.completed(l.ops, j.log, e)
+			j.completion, j.log = store.Completion{}, nil
+			l.done <- j
+		}
 	}
 }
 
