@@ -48,15 +48,15 @@ const (
 )
 
 type job struct {
-	ops    context.Context // of the store calls that settle the message
+	ops context.Context // of the store calls that settle the message
 	// completion and log are set when the job is handed to the completer.
 	completion store.Completion
 	log        *msgLog
-	msg    *mailbox.Message
-	hold   *hold
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	state  atomic.Int32
+	msg        *mailbox.Message
+	hold       *hold
+	ctx        context.Context
+	cancel     context.CancelCauseFunc
+	state      atomic.Int32
 }
 
 // New returns a worker for cfg, or an error naming every field that is out
@@ -276,8 +276,8 @@ type loop struct {
 	// completes whatever has queued up in one store call and then reports
 	// each job done. Buffered for every slot.
 	complete chan *job
-	jobs map[*job]struct{}
-	free int
+	jobs     map[*job]struct{}
+	free     int
 }
 
 func (l *loop) finished(j *job) {
