@@ -113,7 +113,7 @@ func readLines(r io.Reader) ([][]byte, error) {
 	sc.Buffer(make([]byte, 64*1024), store.DefaultPayloadLimit+2)
 	var out [][]byte
 	for sc.Scan() {
-		out = append(out, bytes.Clone(bytes.TrimSuffix(sc.Bytes(), []byte("\r"))))
+		out = append(out, bytes.Clone(sc.Bytes())) // ScanLines drops a CR before the newline
 	}
 	if err := sc.Err(); err != nil {
 		if err == bufio.ErrTooLong {

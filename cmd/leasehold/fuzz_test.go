@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func FuzzParseDSN(f *testing.F) {
+	for _, s := range []string{"", "leasehold.db", "sqlite:/tmp/x.db", "sqlite:", "memory", "postgres://u:p@localhost:5432/db?sslmode=disable",
+		"postgresql://localhost/db", "postgres://a:b@host:notaport/db", "mysql://x", "a?b", "x#y", "sqlite:a\x00b", "://", "postgres://"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := parseDSN(s)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "--db") {
+				t.Fatalf("error %q does not name the flag", err)
+			}
+			return
+		}
+		switch {
+		case d.memory:
+			if s != "memory" {
+				t.Fatalf("%q parsed as memory", s)
+			}
+		case d.postgres != "":
+			if d.postgres != s {
+				t.Fatalf("postgres URL %q from %q", d.postgres, s)
+			}
+		default:
+			if d.path == "" || strings.ContainsAny(d.path, "?#\x00") {
+				t.Fatalf("SQLite path %q from %q", d.path, s)
+			}
+		}
+	})
+}
+
+func FuzzReadLines(f *testing.F) {
+	for _, s := range []string{"", "a", "a\n", "a\nb", "a\r\nb\r\n", "\n\n", "x\ry\n", "\xff\xfe\n", "no newline at end"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		lines, err := readLines(bytes.NewReader(in))
+		if err != nil {
+			t.Fatalf("readLines: %v", err)
+		}
+		// The lines are the input split at newlines, without a final empty
+		// piece, each without one trailing CR.
+		var want [][]byte
+		if len(in) > 0 {
+			want = bytes.Split(bytes.TrimSuffix(in, []byte("\n")), []byte("\n"))
+		}
+		if len(lines) != len(want) {
+			t.Fatalf("%d lines from %q, want %d", len(lines), in, len(want))
+		}
+		for i := range want {
+			if w := bytes.TrimSuffix(want[i], []byte("\r")); !bytes.Equal(lines[i], w) {
+				t.Fatalf("line %d = %q, want %q (input %q)", i, lines[i], w, in)
+			}
+		}
+	})
+}
