@@ -85,6 +85,12 @@ func (l Lease) String() string {
 	return fmt.Sprintf("message %d lease %d", l.MessageID, l.FencingToken)
 }
 
+// ReleaseFailure is the failure a counted release amounts to; backends
+// carry out counted releases with it.
+func ReleaseFailure(r Release) Failure {
+	return Failure{Lease: r.Lease, Error: ReleasedError, RetryDelay: r.Delay, Reason: ReasonMaxDeliveries}
+}
+
 // LeaseLost returns the error for an operation on a lease that is not
 // current: it wraps ErrLeaseLost and names the lease.
 func LeaseLost(l Lease) error { return fmt.Errorf("%s: %w", l, ErrLeaseLost) }
@@ -179,7 +185,13 @@ type Failure struct {
 	Reason DeadReason
 }
 
-// Release gives a claimed message back unfinished.
+// ReleasedError is recorded on a message given back by a counted Release.
+const ReleasedError = "released unfinished"
+
+// Release gives a claimed message back unfinished. A counted release uses
+// up the delivery like a failed attempt: on the message's last delivery it
+// dead-letters the message (ReasonMaxDeliveries), so that no message is
+// delivered more often than its budget allows.
 type Release struct {
 	Lease
 	// Delay keeps it invisible for this long. Must not be negative.

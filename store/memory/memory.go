@@ -486,6 +486,10 @@ func (s *Store) Release(ctx context.Context, r store.Release) error {
 	if err := store.CheckRelease(r); err != nil {
 		return err
 	}
+	if !r.Uncount {
+		_, err := s.Fail(ctx, store.ReleaseFailure(r))
+		return err
+	}
 	if err := s.lock(); err != nil {
 		return err
 	}
@@ -495,9 +499,7 @@ func (s *Store) Release(ctx context.Context, r store.Release) error {
 		s.mu.Unlock()
 		return err
 	}
-	if r.Uncount {
-		m.deliveries--
-	}
+	m.deliveries-- // the claim's delivery is taken back
 	s.requeueLocked(m, now+int64(r.Delay))
 	q := m.queue.name
 	s.mu.Unlock()

@@ -696,15 +696,15 @@ func (s *Store) Release(ctx context.Context, r store.Release) error {
 	if err := store.CheckRelease(r); err != nil {
 		return err
 	}
-	uncount := int32(0)
-	if r.Uncount {
-		uncount = 1
+	if !r.Uncount {
+		_, err := s.Fail(ctx, store.ReleaseFailure(r))
+		return err
 	}
 	var wake []string
 	err := s.inTx(ctx, "release", func(tx pgx.Tx) error {
 		wake = wake[:0]
 		var queue string
-		err := tx.QueryRow(ctx, s.sql.release, s.now(), r.MessageID, r.FencingToken, micros(r.Delay), uncount).Scan(&queue)
+		err := tx.QueryRow(ctx, s.sql.release, s.now(), r.MessageID, r.FencingToken, micros(r.Delay)).Scan(&queue)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.LeaseLost(r.Lease)
 		}

@@ -66,7 +66,7 @@ func newStatements(schema string) statements {
 			FOR UPDATE`),
 		retry: x(`UPDATE {s}.messages SET state = 0, visible_at = ` + nowSQL + ` + ` + us("$3") + `, last_error = $4 WHERE id = $2`),
 		kill:  x(`UPDATE {s}.messages SET state = 4, dead_reason = $3, last_error = $4, finished_at = ` + nowSQL + ` WHERE id = $2`),
-		release: x(`UPDATE {s}.messages SET state = 0, visible_at = ` + nowSQL + ` + ` + us("$4") + `, deliveries = deliveries - $5
+		release: x(`UPDATE {s}.messages SET state = 0, visible_at = ` + nowSQL + ` + ` + us("$4") + `, deliveries = deliveries - 1
 			WHERE id = $2 AND fencing_token = $3 AND state = 2 AND locked_until > ` + nowSQL + `
 			RETURNING queue`),
 		reap: x(`WITH r AS (

@@ -566,15 +566,15 @@ func (s *Store) Release(ctx context.Context, r store.Release) error {
 	if err := store.CheckRelease(r); err != nil {
 		return err
 	}
-	uncount := 0
-	if r.Uncount {
-		uncount = 1
+	if !r.Uncount {
+		_, err := s.Fail(ctx, store.ReleaseFailure(r))
+		return err
 	}
 	var queue string
 	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
-		err := tx.QueryRowContext(ctx, `UPDATE leasehold_messages SET state = 0, visible_at = ?, deliveries = deliveries - ?
+		err := tx.QueryRowContext(ctx, `UPDATE leasehold_messages SET state = 0, visible_at = ?, deliveries = deliveries - 1
 			WHERE id = ? AND fencing_token = ? AND state = 2 AND locked_until > ? RETURNING queue`,
-			now+r.Delay.Microseconds(), uncount, r.MessageID, r.FencingToken, now).Scan(&queue)
+			now+r.Delay.Microseconds(), r.MessageID, r.FencingToken, now).Scan(&queue)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.LeaseLost(r.Lease)
 		}

@@ -64,6 +64,7 @@ func Run(t *testing.T, f Factory) {
 		{"FailRetriesThenDeadLetters", testFailRetriesThenDeadLetters},
 		{"PermanentFailure", testPermanentFailure},
 		{"ReleaseAndUncount", testReleaseAndUncount},
+		{"CountedReleaseUsesTheBudget", testCountedReleaseUsesTheBudget},
 		{"RedriveAndPurge", testRedriveAndPurge},
 		{"Dedup", testDedup},
 		{"Reaper", testReaper},
@@ -541,6 +542,32 @@ func testReleaseAndUncount(t *testing.T, f Factory) {
 	}
 	if d := b.claimOne(); d.Attempt != 2 {
 		t.Fatalf("attempt after an uncounted release %d, want 2", d.Attempt)
+	}
+}
+
+func testCountedReleaseUsesTheBudget(t *testing.T, f Factory) {
+	b := setup(t, f)
+	ids := b.enqueue(store.NewMessage{MaxDeliveries: 2, Key: "k"}, store.NewMessage{Key: "k"})
+	d := b.claimOne()
+	if err := b.s.Release(b.ctx, store.Release{Lease: d.Lease}); err != nil {
+		t.Fatal(err)
+	}
+	if in := b.wantState(ids[0], store.Pending); in.LastError != store.ReleasedError {
+		t.Fatalf("last error after a counted release %q, want %q", in.LastError, store.ReleasedError)
+	}
+	d = b.claimOne()
+	if d.MessageID != ids[0] || d.Attempt != 2 {
+		t.Fatalf("claimed %d attempt %d, want %d attempt 2", d.MessageID, d.Attempt, ids[0])
+	}
+	// Released on its last delivery: dead, and the key moves on.
+	if err := b.s.Release(b.ctx, store.Release{Lease: d.Lease}); err != nil {
+		t.Fatal(err)
+	}
+	if in := b.wantState(ids[0], store.Dead); in.DeadReason != store.ReasonMaxDeliveries || in.Deliveries != 2 {
+		t.Fatalf("released on its last delivery: %s after %d deliveries", in.DeadReason, in.Deliveries)
+	}
+	if d := b.claimOne(); d.MessageID != ids[1] {
+		t.Fatalf("claimed %d, want the next of the key, %d", d.MessageID, ids[1])
 	}
 }
 
