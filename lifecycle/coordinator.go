@@ -6,6 +6,9 @@ import (
 	"slices"
 	"sync"
 	"syscall"
+	"time"
+
+	"github.com/leasehold/leasehold/clock"
 )
 
 // Coordinator turns shutdown requests into calls of registered callbacks
@@ -14,6 +17,14 @@ import (
 // run on the triggering goroutine, in registration order, and should not
 // block: start the slow part in a goroutine. Safe for concurrent use.
 type Coordinator struct {
+	// RepeatWindow, when positive, makes Listen ignore a signal that comes
+	// within this long of the one before: some supervisors (GNU timeout,
+	// for one) deliver SIGTERM to a process and to its process group at
+	// once, which must not count as a second signal. Set it before Listen.
+	RepeatWindow time.Duration
+	// Clock times RepeatWindow. Default: the system clock.
+	Clock clock.Clock
+
 	mu       sync.Mutex
 	level    int // 0 none, 1 triggered, 2 escalated
 	next     int
@@ -117,11 +128,19 @@ func (c *Coordinator) Listen(signals ...os.Signal) (stop func()) {
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, signals...)
 	quit := make(chan struct{})
+	clk := clock.OrSystem(c.Clock)
 	var wg sync.WaitGroup
 	wg.Go(func() {
+		var last time.Duration
+		seen := false
 		for {
 			select {
 			case <-ch:
+				now := clk.Monotonic()
+				if seen && c.RepeatWindow > 0 && now-last < c.RepeatWindow {
+					continue
+				}
+				seen, last = true, now
 				c.Trigger()
 			case <-quit:
 				return

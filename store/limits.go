@@ -282,6 +282,10 @@ func CheckRetention(retention time.Duration, limit int) error {
 // TruncateError cuts an error text to MaxErrorLength bytes, keeping its
 // end (where a process's last words are) and valid UTF-8.
 func TruncateError(s string) string {
+	// Error texts come from anywhere (a script's stderr): every backend
+	// must be able to store them, and PostgreSQL text takes neither NUL
+	// nor invalid UTF-8.
+	s = strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
 	if len(s) <= MaxErrorLength {
 		return s
 	}

@@ -49,7 +49,9 @@ const (
 
 type job struct {
 	ops context.Context // of the store calls that settle the message
-	// completion and log are set when the job is handed to the completer.
+	// handled, completion and log are set when the job is handed to the
+	// completer.
+	handled    *Message
 	completion store.Completion
 	log        *msgLog
 	msg        *mailbox.Message
@@ -526,7 +528,7 @@ func (w *Worker) process(j *job) bool {
 			w.complete(opCtx, log, msg, nil)
 			return false
 		}
-		j.completion, j.log = w.completion(msg, nil), log
+		j.handled, j.completion, j.log = msg, w.completion(msg, nil), log
 		return true
 	}
 	return false
@@ -550,6 +552,12 @@ func (w *Worker) complete(ctx context.Context, log *msgLog, msg *Message, failur
 	errs, err := w.cfg.Store.Complete(ctx, []store.Completion{w.completion(msg, failure)})
 	if err == nil {
 		err = errs[0]
+	}
+	if errors.Is(err, store.ErrInvalid) && failure == nil {
+		// The store refuses the completion itself (a reply too large, say):
+		// retrying cannot help, so the message is dead-lettered with why.
+		w.fail(ctx, log, msg, Permanent(fmt.Errorf("cannot complete: %w", err)), "")
+		return
 	}
 	w.completed(ctx, log, err)
 }
@@ -612,13 +620,22 @@ func (l *loop) completer() {
 			cs = append(cs, j.completion)
 		}
 		errs, err := w.cfg.Store.Complete(l.ops, cs)
+		if errors.Is(err, store.ErrInvalid) {
+			// One bad completion must not sink the batch: each goes alone.
+			for _, j := range batch {
+				w.complete(l.ops, j.log, j.handled, nil)
+				j.handled, j.completion, j.log = nil, store.Completion{}, nil
+				l.done <- j
+			}
+			continue
+		}
 		for i, j := range batch {
 			e := err
 			if e == nil {
 				e = errs[i]
 			}
 			w.completed(l.ops, j.log, e)
-			j.completion, j.log = store.Completion{}, nil
+			j.handled, j.completion, j.log = nil, store.Completion{}, nil
 			l.done <- j
 		}
 	}

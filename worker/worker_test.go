@@ -545,3 +545,38 @@ func TestMaxIterations(t *testing.T) {
 		}
 	})
 }
+
+func TestOversizedReplyBecomesAnErrorReply(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := start(t, worker.Config{Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+			if string(m.Body()) == "big" {
+				m.SetReply(make([]byte, store.DefaultPayloadLimit))
+			}
+			return nil
+		})})
+		// Enqueued together so that their completions can share a batch.
+		ids := b.enqueue(store.NewMessage{Payload: []byte("big"), ReplyTo: "replies"}, store.NewMessage{Payload: []byte("small"), ReplyTo: "replies"})
+		b.wait(10*time.Second, "both requests completed", b.completed(2))
+		got := map[int64]worker.Reply{}
+		for _, r := range b.list("replies", store.Pending) {
+			rep, err := worker.DecodeReply(r.Payload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[rep.RequestID] = rep
+		}
+		// The store refuses the oversized reply; retrying cannot help, so the
+		// requester hears why at once, and the other request is unharmed.
+		if r := got[ids[0]]; !strings.Contains(r.Error, "cannot complete") || r.Output != nil {
+			t.Fatalf("reply to the oversized request: %+v", r)
+		}
+		if r := got[ids[1]]; r.Error != "" {
+			t.Fatalf("reply to the small request: %+v", r)
+		}
+		for _, in := range b.list(queue, store.Completed) {
+			if in.Deliveries != 1 {
+				t.Fatalf("message %d took %d deliveries, want 1", in.ID, in.Deliveries)
+			}
+		}
+	})
+}

@@ -9,9 +9,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/signal"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -62,8 +65,8 @@ extensions per second and errors. Leases and heartbeats are on.
 Continuous mode (--duration, the default) keeps the queue topped up for the
 duration; burn-down mode (--messages N) enqueues N messages, then drains
 them; --rate offers a steady load instead, for latency at a given rate. It
-works on a queue of its own and deletes it at the end. --db memory measures
-the in-memory store.`,
+works on a queue of its own and deletes it at the end, also when a signal
+ends the run early. --db memory: measures the in-memory store.`,
 		Example: `  leasehold bench --duration 10s
   leasehold --db postgres://localhost/app bench --messages 100000 --workers 4 --concurrency 50 --json
   leasehold bench --duration 20s --rate 1000`,
@@ -72,7 +75,11 @@ the in-memory store.`,
 			if err := f.check(cmd); err != nil {
 				return err
 			}
-			return a.bench(cmd.Context(), f)
+			a.memoryOK = true
+			// A signal ends the run early; the queue is still deleted.
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			return a.bench(ctx, f)
 		},
 	}
 	fl := cmd.Flags()

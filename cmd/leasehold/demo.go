@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -47,7 +49,10 @@ fencing. It ends with a summary table and takes well under a minute.`,
   go run ./cmd/leasehold demo`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := context.WithTimeout(cmd.Context(), demoTimeout)
+			// A signal ends the tour early; it still cleans up after itself.
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			ctx, cancel := context.WithTimeout(ctx, demoTimeout)
 			defer cancel()
 			return a.demo(ctx)
 		},
@@ -210,18 +215,22 @@ func (a *app) demoCrash(ctx context.Context, st store.Store, path string, out *p
 	if err != nil {
 		return 0, err
 	}
-	child := exec.CommandContext(ctx, self, "--db", "sqlite:"+path, "--log-level", "error", "work", "--queue", demoCrashQ,
-		"--lease", demoLease.String(), "--", "sleep", "30")
+	// The job runs until its worker dies: the script watches its parent,
+	// so nothing is left behind when the worker is killed.
+	child := exec.Command(self, "--db", "sqlite:"+path, "--log-level", "error", "work", "--queue", demoCrashQ,
+		"--lease", demoLease.String(), "--", "sh", "-c", "while kill -0 $PPID 2>/dev/null; do sleep 0.1; done")
 	child.Stdout, child.Stderr = io.Discard, io.Discard
 	if err := child.Start(); err != nil {
 		return 0, err
 	}
-	defer child.Wait() //nolint:errcheck // it was killed
+	defer func() {
+		_ = child.Process.Kill()
+		_ = child.Wait()
+	}()
 	if err := out.waitFor(ctx, "job claimed by the worker process", 1, func() (int64, error) {
 		s, err := st.Stats(ctx, demoCrashQ)
 		return s.Processing, err
 	}); err != nil {
-		_ = child.Process.Kill()
 		return 0, err
 	}
 	if err := child.Process.Kill(); err != nil {

@@ -37,13 +37,13 @@ func (d dsn) String() string {
 }
 
 // parseDSN reads a --db value: empty for the default SQLite file, a path,
-// sqlite:PATH, a postgres:// (or postgresql://) URL, or "memory" for an
-// in-memory store that lives as long as the command (for bench).
+// sqlite:PATH, a postgres:// (or postgresql://) URL, or "memory:" for an
+// in-memory store that lives as long as the command (bench only).
 func parseDSN(s string) (dsn, error) {
 	switch {
 	case s == "":
 		return dsn{path: defaultDB}, nil
-	case s == "memory":
+	case s == "memory:":
 		return dsn{memory: true}, nil
 	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
 		if _, err := pgxpool.ParseConfig(s); err != nil {

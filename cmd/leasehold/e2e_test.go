@@ -122,6 +122,10 @@ func TestUsageErrors(t *testing.T) {
 		{"dead without subcommand", []string{"dead"}, "missing subcommand"},
 		{"dead unknown subcommand", []string{"dead", "bury"}, `unknown command "bury"`},
 		{"two payloads", []string{"enqueue", "--queue", "q", "a", "b"}, "at most 1 argument"},
+		{"memory store outside bench", []string{"--db", "memory:", "enqueue", "--queue", "q", "x"}, "for bench only"},
+		{"explicit zero max processing", []string{"work", "--queue", "q", "--max-processing", "0", "--", "true"}, "--max-processing 0"},
+		{"huge lease", []string{"work", "--queue", "q", "--lease", "1000000h", "--", "true"}, "--lease 1000000h"},
+		{"zero max deliveries", []string{"enqueue", "--queue", "q", "--max-deliveries", "0", "x"}, "--max-deliveries 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -146,6 +150,17 @@ func TestUsageErrors(t *testing.T) {
 				t.Fatalf("a usage error wrote %s", entries[0].Name())
 			}
 		})
+	}
+}
+
+func TestUsageErrorWritesNoDefaultDatabase(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if r := leasehold(t, dir, "", "enqueue", "--queue", "q", "--delay", "-1s", "x"); r.code != 2 {
+		t.Fatalf("exit %d, want 2", r.code)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Fatalf("a usage error wrote %s", left[0].Name())
 	}
 }
 
@@ -401,6 +416,10 @@ func TestSecondSignalReleasesLease(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond) // polling a real process's output
 	}
+	// The worker ignores a repeat within a second of the first signal (a
+	// supervisor's SIGTERM to process and group at once), so the second
+	// comes later.
+	time.Sleep(1200 * time.Millisecond)
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -417,10 +436,78 @@ func TestSecondSignalReleasesLease(t *testing.T) {
 
 func TestDemo(t *testing.T) {
 	t.Parallel()
-	r := leasehold(t, t.TempDir(), "", "demo").must(t)
+	tmp := t.TempDir()
+	cmd := exec.Command(bin, "demo")
+	cmd.Dir, cmd.Env = tmp, append(os.Environ(), "TMPDIR="+tmp, "LEASEHOLD_DB=")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, out)
+	}
+	r := result{stdout: string(out)}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Fatalf("demo left %s behind", left[0].Name())
+	}
 	for _, want := range []string{"keyed orders in order      true", "recovered by the reaper    1", "stale completions refused  1", "max_deliveries"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Fatalf("demo output lacks %q:\n%s", want, r.stdout)
 		}
+	}
+}
+
+// alive reports whether the process whose pid is in file runs: it exists
+// and is not a zombie waiting for init to reap it.
+func alive(t *testing.T, file string) bool {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if _, err := fmt.Sscan(string(b), &pid); err != nil {
+		t.Fatalf("pid file %q: %v", b, err)
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesised command name.
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+func TestScriptChildrenDoNotOutliveTheirMessage(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := "sqlite:" + filepath.Join(dir, "kids.db")
+	// A script that exits 0 leaving a child that holds its stderr, and one
+	// that ignores SIGTERM past its maximum processing time.
+	leasehold(t, dir, "", "--db", db, "enqueue", "--queue", "kids", "--max-deliveries", "1", "leave").must(t)
+	leasehold(t, dir, "", "--db", db, "enqueue", "--queue", "kids", "--max-deliveries", "1", "stubborn").must(t)
+	handler := script(t, dir, `
+case "$(cat)" in
+leave) sleep 60 & echo $! > leave.pid; exit 0 ;;
+stubborn) trap '' TERM; sh -c "trap '' TERM; echo \$\$ > stubborn.pid; exec sleep 60" & wait ;;
+esac
+`)
+	t0 := time.Now()
+	leasehold(t, dir, "", "--db", db, "--log-level", "error", "work", "--queue", "kids", "--lease", "1500ms", "--max-processing", "1s", "--drain", "--", handler).must(t)
+	if took := time.Since(t0); took > 30*time.Second {
+		t.Fatalf("work took %s", took)
+	}
+	for _, f := range []string{"leave.pid", "stubborn.pid"} {
+		if alive(t, filepath.Join(dir, f)) {
+			t.Fatalf("the process in %s outlived its message", f)
+		}
+	}
+	byPayload := map[string]map[string]any{}
+	for _, m := range jsonLines(t, leasehold(t, dir, "", "--db", db, "list", "--queue", "kids", "--json").must(t).stdout) {
+		byPayload[m["payload"].(string)] = m
+	}
+	if byPayload["leave"]["state"] != "completed" {
+		t.Fatalf("exit 0 with a child left running: %v", byPayload["leave"])
+	}
+	if m := byPayload["stubborn"]; m["state"] != "dead" || m["dead_reason"] != "max_processing_time" {
+		t.Fatalf("a script past its maximum processing time: %v", m)
 	}
 }

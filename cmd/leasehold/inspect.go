@@ -183,6 +183,9 @@ completed message the fencing token is that of the lease that completed it.`,
 					}
 				}
 			}
+			if left == 0 {
+				fmt.Fprintf(a.stderr, "leasehold: listed the first %d messages; raise --limit for more\n", limit)
+			}
 			if tw != nil {
 				return tw.Flush()
 			}

@@ -37,12 +37,6 @@ func (e usageError) Unwrap() error { return e.err }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
-// exitError ends the command with a status after its own message was
-// printed.
-type exitError struct{ code int }
-
-func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
-
 // app is one invocation's state.
 type app struct {
 	stdin          io.Reader
@@ -52,6 +46,8 @@ type app struct {
 	logFormat      string
 	dsn            dsn
 	log            *slog.Logger
+	// memoryOK allows --db memory: (bench).
+	memoryOK bool
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -64,10 +60,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK
-	}
-	var ex exitError
-	if errors.As(err, &ex) {
-		return ex.code
 	}
 	fmt.Fprintf(stderr, "leasehold: %s\n", oneLine(err))
 	var ue usageError
@@ -170,6 +162,9 @@ func validLevel(s string) bool {
 
 // open opens the database; a SQLite file is created and migrated.
 func (a *app) open(ctx context.Context) (store.Store, error) {
+	if a.dsn.memory && !a.memoryOK {
+		return nil, usagef("--db memory: is an in-memory store for bench only; it would lose everything at exit")
+	}
 	return openStore(ctx, a.dsn)
 }
 

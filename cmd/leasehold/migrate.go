@@ -10,7 +10,7 @@ import (
 )
 
 func (a *app) migrateCommand() *cobra.Command {
-	var schema string
+	const schema = postgres.DefaultSchema
 	cmd := &cobra.Command{
 		Use:   "migrate",
 		Short: "Create or upgrade the database schema",
@@ -21,9 +21,6 @@ automatically by every other command.`,
   leasehold --db postgres://localhost/app migrate`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := postgres.CheckSchema(schema); err != nil {
-				return usagef("--schema: %v", err)
-			}
 			ctx := cmd.Context()
 			if a.dsn.postgres == "" {
 				st, err := a.open(ctx)
@@ -45,6 +42,5 @@ automatically by every other command.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&schema, "schema", postgres.DefaultSchema, "PostgreSQL schema to migrate")
 	return cmd
 }

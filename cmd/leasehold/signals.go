@@ -20,6 +20,7 @@ func (a *app) runUntilSignal(ctx context.Context, r lifecycle.Runnable) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	co := lifecycle.NewCoordinator()
+	co.RepeatWindow = time.Second // a supervisor's SIGTERM to process and group
 	unlisten := co.Listen()
 	defer unlisten()
 	co.Register(func() { go func() { _ = r.Shutdown(context.WithoutCancel(ctx)) }() })

@@ -8,8 +8,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -36,6 +38,10 @@ const (
 )
 
 var errStalled = errors.New("watchdog: the worker loop stalled")
+
+// maxLease bounds --lease: a week, far beyond any sensible lease, and far
+// from overflowing 3 x --lease.
+const maxLease = 7 * 24 * time.Hour
 
 type workFlags struct {
 	queue                                      string
@@ -117,8 +123,11 @@ func (f workFlags) config(cmd *cobra.Command) (worker.Config, error) {
 			return worker.Config{}, usagef("%s %s: must not be negative", name, d)
 		}
 	}
-	if f.lease < store.MinLease {
-		return worker.Config{}, usagef("--lease %s: must be at least %s", f.lease, store.MinLease)
+	if f.lease < store.MinLease || f.lease > maxLease {
+		return worker.Config{}, usagef("--lease %s: must be %s to %s", f.lease, store.MinLease, maxLease)
+	}
+	if cmd.Flags().Changed("max-processing") && f.maxProcessing == 0 {
+		return worker.Config{}, usagef("--max-processing 0: must be positive (leave it out for 3 x --lease)")
 	}
 	if f.concurrency < 1 || f.concurrency > store.MaxBatch {
 		return worker.Config{}, usagef("--concurrency %d: must be 1 to %d", f.concurrency, store.MaxBatch)
@@ -153,6 +162,13 @@ func (a *app) work(ctx context.Context, cfg worker.Config, f workFlags, argv []s
 	defer st.Close()
 	cfg.Store, cfg.Logger = st, a.log
 	cfg.Handler = &scriptHandler{argv: argv, stdout: &lockedWriter{w: a.stdout}, stderr: &lockedWriter{w: a.stderr}}
+	// A hard stop waits for scripts to be killed (SIGTERM, then SIGKILL
+	// after killGrace) before it releases their leases, so that no script
+	// runs on after its message was handed to another worker.
+	cfg.HardStopWait = killGrace + 2*time.Second
+	// A reader of standard output that goes away must not kill the worker
+	// with SIGPIPE while it holds leases.
+	signal.Ignore(syscall.SIGPIPE)
 	w, err := worker.New(cfg)
 	if err != nil {
 		return err
@@ -174,6 +190,7 @@ func (a *app) work(ctx context.Context, cfg worker.Config, f workFlags, argv []s
 		return err
 	}
 	co := lifecycle.NewCoordinator()
+	co.RepeatWindow = time.Second // a supervisor's SIGTERM to process and group
 	unlisten := co.Listen()
 	defer unlisten()
 	co.Register(func() {
@@ -233,13 +250,10 @@ type scriptHandler struct {
 }
 
 func (h *scriptHandler) Handle(ctx context.Context, m *worker.Message) error {
-	cmd := exec.CommandContext(ctx, h.argv[0], h.argv[1:]...)
-	// Its own process group, so that a terminal's Ctrl-C reaches only
-	// leasehold, which decides, and SIGTERM reaches the script's children.
+	cmd := exec.Command(h.argv[0], h.argv[1:]...)
+	// Its own process group: a terminal's Ctrl-C reaches only leasehold,
+	// which decides, and stopping the script stops everything it started.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
-	cmd.WaitDelay = killGrace
-	cmd.Stdin = bytes.NewReader(m.Payload)
 	cmd.Env = append(os.Environ(),
 		"LEASEHOLD_MESSAGE_ID="+strconv.FormatInt(m.MessageID, 10),
 		"LEASEHOLD_QUEUE="+m.Queue,
@@ -247,23 +261,58 @@ func (h *scriptHandler) Handle(ctx context.Context, m *worker.Message) error {
 		"LEASEHOLD_ATTEMPT="+strconv.Itoa(m.Attempt),
 		"LEASEHOLD_FENCING_TOKEN="+strconv.FormatInt(m.FencingToken, 10),
 	)
-	tail := &tailBuffer{max: stderrTail}
-	cmd.Stderr = io.MultiWriter(h.stderr, tail)
-	var reply bytes.Buffer
-	if m.ReplyTo != "" {
-		cmd.Stdout = &reply
-	} else {
-		cmd.Stdout = h.stdout
+	// The pipes are the handler's own, not os/exec's, so that Wait returns
+	// when the script exits even if something it started holds them open:
+	// that something is killed with the group below.
+	var p pipes
+	defer p.closeAll()
+	stdin, err := p.input(m.Payload)
+	if err != nil {
+		return err
 	}
-	err := cmd.Run()
+	cmd.Stdin = stdin
+	tail := &tailBuffer{max: stderrTail}
+	if cmd.Stderr, err = p.output(io.MultiWriter(h.stderr, tail)); err != nil {
+		return err
+	}
+	reply := &limitedBuffer{max: store.DefaultPayloadLimit}
+	out := h.stdout
+	if m.ReplyTo != "" {
+		out = reply
+	}
+	if cmd.Stdout, err = p.output(out); err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", h.argv[0], err)
+	}
+	p.started()
+	group := cmd.Process.Pid
+	var killTimer atomic.Pointer[clockTimer]
+	stop := context.AfterFunc(ctx, func() {
+		_ = syscall.Kill(-group, syscall.SIGTERM)
+		t := clockTimer{clock.System().AfterFunc(killGrace, func() { _ = syscall.Kill(-group, syscall.SIGKILL) })}
+		killTimer.Store(&t)
+	})
+	err = cmd.Wait()
+	stop()
+	if t := killTimer.Load(); t != nil {
+		t.Stop()
+	}
+	// Nothing the script started outlives its message.
+	_ = syscall.Kill(-group, syscall.SIGKILL)
+	p.wait()
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s stopped: %w", h.argv[0], context.Cause(ctx))
+	}
 	if err == nil {
 		if m.ReplyTo != "" {
+			if reply.over {
+				return worker.Permanent(fmt.Errorf("%s: reply is larger than the payload limit of %d bytes", h.argv[0], store.DefaultPayloadLimit))
+			}
 			m.SetReply(reply.Bytes())
 		}
 		return nil
-	}
-	if ctx.Err() != nil {
-		return fmt.Errorf("%s stopped: %w", h.argv[0], context.Cause(ctx))
 	}
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) {
@@ -277,6 +326,84 @@ func (h *scriptHandler) Handle(ctx context.Context, m *worker.Message) error {
 		return worker.Permanent(failure)
 	}
 	return failure
+}
+
+type clockTimer struct{ clock.Timer }
+
+// pipes are a script's standard streams: the ends the script gets, closed
+// in this process once it has started, and goroutines that feed and drain
+// the other ends.
+type pipes struct {
+	child []*os.File // the script's ends
+	own   []*os.File // this process's ends
+	wg    sync.WaitGroup
+	work  []func()
+}
+
+// input returns a pipe the script reads payload from.
+func (p *pipes) input(payload []byte) (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	p.child, p.own = append(p.child, r), append(p.own, w)
+	p.work = append(p.work, func() {
+		_, _ = w.Write(payload) // a script need not read its input
+		_ = w.Close()
+	})
+	return r, nil
+}
+
+// output returns a pipe whose contents are copied to dst.
+func (p *pipes) output(dst io.Writer) (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	p.child, p.own = append(p.child, w), append(p.own, r)
+	p.work = append(p.work, func() { _, _ = io.Copy(dst, r) })
+	return w, nil
+}
+
+// started closes the script's ends here and starts the copying.
+func (p *pipes) started() {
+	for _, f := range p.child {
+		_ = f.Close()
+	}
+	p.child = nil
+	for _, f := range p.work {
+		p.wg.Go(f)
+	}
+}
+
+// wait waits for the copying to end: when every holder of the script's
+// ends has exited.
+func (p *pipes) wait() { p.wg.Wait() }
+
+func (p *pipes) closeAll() {
+	for _, f := range p.child {
+		_ = f.Close()
+	}
+	for _, f := range p.own {
+		_ = f.Close()
+	}
+}
+
+// limitedBuffer keeps up to max bytes and notes whether more came.
+type limitedBuffer struct {
+	bytes.Buffer
+	max  int
+	over bool
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	n := len(p) // everything is taken, so that the script never blocks
+	if room := b.max - b.Len(); n > room {
+		b.over = true
+		p = p[:max(room, 0)]
+	}
+	_, _ = b.Buffer.Write(p)
+	return n, nil
 }
 
 // tailBuffer keeps the last max bytes written to it.
@@ -295,14 +422,22 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 
 func (t *tailBuffer) Bytes() []byte { return t.buf }
 
-// lockedWriter serialises writes from concurrent scripts.
+// lockedWriter serialises writes from concurrent scripts to the worker's
+// own output. Write errors are swallowed: a reader of that output that goes
+// away must not fail the scripts' messages.
 type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu     sync.Mutex
+	w      io.Writer
+	broken bool
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.w.Write(p)
+	if !l.broken {
+		if _, err := l.w.Write(p); err != nil {
+			l.broken = true
+		}
+	}
+	return len(p), nil
 }

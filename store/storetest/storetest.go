@@ -18,6 +18,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/clock/clocktest"
@@ -65,6 +66,7 @@ func Run(t *testing.T, f Factory) {
 		{"PermanentFailure", testPermanentFailure},
 		{"ReleaseAndUncount", testReleaseAndUncount},
 		{"CountedReleaseUsesTheBudget", testCountedReleaseUsesTheBudget},
+		{"AnyErrorTextIsRecorded", testAnyErrorTextIsRecorded},
 		{"RedriveAndPurge", testRedriveAndPurge},
 		{"Dedup", testDedup},
 		{"Reaper", testReaper},
@@ -1386,5 +1388,22 @@ func testDeleteQueue(t *testing.T, f Factory) {
 	}
 	if _, err := b.s.DeleteQueue(b.ctx, ""); !errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("DeleteQueue of an empty name: %v", err)
+	}
+}
+
+func testAnyErrorTextIsRecorded(t *testing.T, f Factory) {
+	b := setup(t, f)
+	id := b.send("x")
+	d := b.claimOne()
+	text := "bad \xff byte, a NUL \x00 and " + strings.Repeat("é", 3000)
+	if _, err := b.s.Fail(b.ctx, store.Failure{Lease: d.Lease, Error: text}); err != nil {
+		t.Fatalf("Fail with an arbitrary error text: %v", err)
+	}
+	in := b.wantState(id, store.Pending)
+	if !utf8.ValidString(in.LastError) || strings.ContainsRune(in.LastError, 0) || len(in.LastError) > store.MaxErrorLength {
+		t.Fatalf("recorded error is not clean UTF-8 within %d bytes: %d bytes", store.MaxErrorLength, len(in.LastError))
+	}
+	if !strings.HasSuffix(in.LastError, "éé") {
+		t.Fatal("the error's tail was not kept")
 	}
 }
