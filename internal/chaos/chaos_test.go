@@ -465,4 +465,3 @@ func TestSQLiteDiskFull(t *testing.T) {
 		t.Fatalf("pending %d, want 3", s.Pending)
 	}
 }
-
