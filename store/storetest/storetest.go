@@ -89,6 +89,7 @@ func Run(t *testing.T, f Factory) {
 		{"PingAndClose", testPingAndClose},
 		{"Queues", testQueues},
 		{"DeleteQueue", testDeleteQueue},
+		{"Linearizable", testLinearizable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, f) })
