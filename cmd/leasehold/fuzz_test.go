@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 )
@@ -58,6 +59,30 @@ func FuzzReadLines(f *testing.F) {
 			if w := bytes.TrimSuffix(want[i], []byte("\r")); !bytes.Equal(lines[i], w) {
 				t.Fatalf("line %d = %q, want %q (input %q)", i, lines[i], w, in)
 			}
+		}
+	})
+}
+
+// FuzzWorkFlags feeds arbitrary flags to `work`. The database is memory:,
+// which work refuses, so nothing ever runs: every outcome must be a usage
+// error (status 2) on exactly one line, whatever the flags, durations and
+// numbers.
+func FuzzWorkFlags(f *testing.F) {
+	for _, s := range []string{"", "--lease 30s", "--lease 30s --heartbeat 10s", "--heartbeat 11s", "--lease -1s",
+		"--concurrency 0", "--concurrency 99999999999", "--max-processing 0", "--reap-interval 1h", "--shutdown-timeout 1ns",
+		"--lease 1000000h", "--drain --drain", "--lease=5s --heartbeat=1s", "--lease 9223372036854775807ns", "-x", "--", "--lease"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, flags string) {
+		args := append([]string{"--db", "memory:", "work", "--queue", "q"}, strings.Fields(flags)...)
+		args = append(args, "--", "true")
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr)
+		if code != exitUsage {
+			t.Fatalf("flags %q: exit %d, want %d; stderr %q", flags, code, exitUsage, stderr.String())
+		}
+		if lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n"); len(lines) != 1 || lines[0] == "" {
+			t.Fatalf("flags %q: stderr %q, want one line", flags, stderr.String())
 		}
 	})
 }

@@ -94,7 +94,7 @@ exits non-zero.`,
 			}
 			path, err := exec.LookPath(args[0])
 			if err != nil {
-				return fmt.Errorf("command %q: %w", args[0], err)
+				return usagef("command %q: %v", args[0], err)
 			}
 			return a.work(cmd.Context(), cfg, f, append([]string{path}, args[1:]...))
 		},
