@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -183,7 +184,7 @@ func (a *app) work(ctx context.Context, cfg worker.Config, f workFlags, argv []s
 	wd.Watch("worker", w.Heartbeat())
 	loops := []lifecycle.Runnable{w, wd}
 	if f.drain {
-		loops = append(loops, &drainWatch{st: st, queue: cfg.Queue})
+		loops = append(loops, &drainWatch{st: st, queue: cfg.Queue, log: a.log})
 	}
 	g, err := lifecycle.NewGroup(lifecycle.GroupConfig{ShutdownTimeout: f.shutdownTimeout}, loops...)
 	if err != nil {
@@ -214,6 +215,7 @@ func (a *app) work(ctx context.Context, cfg worker.Config, f workFlags, argv []s
 type drainWatch struct {
 	st    store.Store
 	queue string
+	log   *slog.Logger
 	state runstate.State
 }
 
@@ -229,6 +231,9 @@ func (d *drainWatch) Run(ctx context.Context) error {
 		s, err := d.st.Stats(ctx, d.queue)
 		if err == nil && s.Pending+s.Waiting+s.Processing == 0 {
 			return nil
+		}
+		if err != nil && ctx.Err() == nil {
+			d.log.Warn("--drain could not count the queue; trying again", "error", err)
 		}
 		select {
 		case <-ctx.Done():
