@@ -1,18 +1,17 @@
 package lifecycle_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/testproc"
 	"github.com/leasehold/leasehold/lifecycle"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/sqlite"
@@ -90,77 +89,17 @@ func childMain(mode, path string) int {
 	return 0
 }
 
-// child is a running child process and its stdout lines.
-type child struct {
-	cmd   *exec.Cmd
-	lines chan string
-	exit  chan error
-}
-
-func startChild(t *testing.T, mode, path string) *child {
+func startChild(t *testing.T, mode, path string) *testproc.Child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), childEnv+"="+mode, childDBEnv+"="+path)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &child{cmd: cmd, lines: make(chan string, 16), exit: make(chan error, 1)}
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			c.lines <- sc.Text()
-		}
-		close(c.lines)
-		err := cmd.Wait()
-		if err != nil {
-			err = fmt.Errorf("%w; stderr: %s", err, stderr.String())
-		}
-		c.exit <- err
-	}()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-		}
-	})
-	return c
+	return testproc.Start(t, childEnv+"="+mode, childDBEnv+"="+path)
 }
 
-// expect waits for the child to print a line starting with prefix. A real
-// process is waited on, so the bound is generous real time.
-func (c *child) expect(t *testing.T, prefix string) {
-	t.Helper()
-	deadline := time.After(30 * time.Second)
-	for {
-		select {
-		case l, ok := <-c.lines:
-			if !ok {
-				t.Fatalf("child ended before printing %q: %v", prefix, <-c.exit)
-			}
-			if strings.HasPrefix(l, prefix) {
-				return
-			}
-		case <-deadline:
-			t.Fatalf("child did not print %q", prefix)
-		}
-	}
-}
-
-func (c *child) wait(t *testing.T) (time.Duration, error) {
+// waitExit waits for the child to exit and says how long that took.
+func waitExit(t *testing.T, c *testproc.Child) (time.Duration, error) {
 	t.Helper()
 	t0 := time.Now()
-	select {
-	case err := <-c.exit:
-		return time.Since(t0), err
-	case <-time.After(30 * time.Second):
-		t.Fatal("child did not exit")
-		return 0, nil
-	}
+	err := c.Wait(t)
+	return time.Since(t0), err
 }
 
 func openDB(t *testing.T) (*sqlite.Store, string) {
@@ -183,11 +122,11 @@ func TestSIGTERMLetsInFlightMessageFinish(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := startChild(t, "slow", path)
-	c.expect(t, "started")
-	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	c.Expect(t, "started")
+	if err := c.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	took, err := c.wait(t)
+	took, err := waitExit(t, c)
 	if err != nil {
 		t.Fatalf("child exit: %v, want status 0", err)
 	}
@@ -212,15 +151,15 @@ func TestSecondSignalHardStopsAndReleases(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := startChild(t, "block", path)
-	c.expect(t, "started")
-	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	c.Expect(t, "started")
+	if err := c.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	c.expect(t, "draining")
-	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	c.Expect(t, "draining")
+	if err := c.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	took, err := c.wait(t)
+	took, err := waitExit(t, c)
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() == 0 {
 		t.Fatalf("child exit after a second signal: %v, want a non-zero status", err)

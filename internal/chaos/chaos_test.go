@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -25,6 +24,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/leasehold/leasehold/internal/pgtest"
+	"github.com/leasehold/leasehold/internal/testproc"
 	"github.com/leasehold/leasehold/mailbox"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/postgres"
@@ -144,62 +144,9 @@ func runStale(ctx context.Context, st store.Store) int {
 	return 0
 }
 
-// proc is a running child.
-type proc struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	lines chan string
-	done  chan struct{}
-}
-
-func start(t *testing.T, role string, env ...string) *proc {
+func start(t *testing.T, role string, env ...string) *testproc.Child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(append(os.Environ(), childRole+"="+role), env...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	p := &proc{cmd: cmd, lines: make(chan string, 64), done: make(chan struct{})}
-	if p.stdin, err = cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			p.lines <- sc.Text()
-		}
-		close(p.lines)
-		_ = cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.done
-	})
-	return p
-}
-
-func (p *proc) expect(t *testing.T, prefix string) string {
-	t.Helper()
-	deadline := time.After(30 * time.Second)
-	for {
-		select {
-		case l, ok := <-p.lines:
-			if !ok {
-				t.Fatalf("child exited before printing %q", prefix)
-			}
-			if strings.HasPrefix(l, prefix) {
-				return l
-			}
-		case <-deadline:
-			t.Fatalf("child did not print %q", prefix)
-		}
-	}
+	return testproc.Start(t, append([]string{childRole + "=" + role}, env...)...)
 }
 
 // env is what children need to reach the database.
@@ -276,10 +223,10 @@ func killAndRestart(t *testing.T, e env, n int, hurt func()) {
 	}
 	logPath := filepath.Join(t.TempDir(), "handled.log")
 	vars := e.vars(childLog + "=" + logPath)
-	workers := make([]*proc, 3)
+	workers := make([]*testproc.Child, 3)
 	for i := range workers {
 		workers[i] = start(t, "worker", vars...)
-		workers[i].expect(t, "ready")
+		workers[i].Expect(t, "ready")
 	}
 	kills := 0
 	deadline := time.Now().Add(120 * time.Second)
@@ -293,8 +240,8 @@ func killAndRestart(t *testing.T, e env, n int, hurt func()) {
 		}
 		time.Sleep(time.Second) // the chaos schedule: one kill a second
 		i := rand.IntN(len(workers))
-		_ = workers[i].cmd.Process.Signal(syscall.SIGKILL)
-		<-workers[i].done
+		_ = workers[i].Cmd.Process.Signal(syscall.SIGKILL)
+		<-workers[i].Done()
 		kills++
 		workers[i] = start(t, "worker", vars...)
 		if hurt != nil {
@@ -302,10 +249,10 @@ func killAndRestart(t *testing.T, e env, n int, hurt func()) {
 		}
 	}
 	for _, w := range workers {
-		_ = w.cmd.Process.Signal(syscall.SIGTERM)
+		_ = w.Cmd.Process.Signal(syscall.SIGTERM)
 	}
 	for _, w := range workers {
-		<-w.done
+		<-w.Done()
 	}
 	if kills < 3 {
 		t.Fatalf("only %d kills happened; make the run longer", kills)
@@ -368,14 +315,14 @@ func testStaleCompletionRefused(t *testing.T, e env) {
 		t.Fatal(err)
 	}
 	stale := start(t, "stale", e.vars()...)
-	line := stale.expect(t, "holding")
+	line := stale.Expect(t, "holding")
 	var id, token int64
 	if _, err := fmt.Sscanf(line, "holding %d %d", &id, &token); err != nil || id != res[0].ID {
 		t.Fatalf("child holds %q", line)
 	}
 	// Frozen past its 1 s lease; meanwhile the message is taken back and
 	// claimed again.
-	if err := stale.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := stale.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	var fresh []store.Delivery
@@ -392,13 +339,13 @@ func testStaleCompletionRefused(t *testing.T, e env) {
 			t.Fatal(err)
 		}
 	}
-	if err := stale.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+	if err := stale.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := io.WriteString(stale.stdin, "go\n"); err != nil {
+	if _, err := io.WriteString(stale.Stdin, "go\n"); err != nil {
 		t.Fatal(err)
 	}
-	if got := stale.expect(t, ""); got != "refused" {
+	if got := stale.Expect(t, ""); got != "refused" {
 		t.Fatalf("the stale worker's completion: %q, want refused", got)
 	}
 	errs, err := e.st.Complete(ctx, []store.Completion{{Lease: fresh[0].Lease}})
