@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -180,7 +181,16 @@ func postgresEnv(t *testing.T) env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	return env{db: pgtest.DSN(t), schema: schema, st: st, pool: pool}
+	// The children's connections carry the schema's name, so that the
+	// test can terminate theirs and nobody else's.
+	u, err := url.Parse(pgtest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("application_name", schema)
+	u.RawQuery = q.Encode()
+	return env{db: u.String(), schema: schema, st: st, pool: pool}
 }
 
 // latestTokens reads the handlers' log: for each message, the highest
@@ -296,16 +306,23 @@ func TestKillAndRestartSQLite(t *testing.T) {
 func TestKillAndRestartPostgres(t *testing.T) {
 	t.Parallel()
 	e := postgresEnv(t)
-	// Every second, besides a worker, every other connection to the
-	// database is terminated.
+	// Every second, besides a worker, every connection of the workers to
+	// the database is terminated.
+	terminated := 0
 	terminate := func() {
-		_, err := e.pool.Exec(context.Background(),
-			"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+		var n int
+		err := e.pool.QueryRow(context.Background(),
+			"SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1", e.schema).Scan(&n)
 		if err != nil {
 			t.Logf("pg_terminate_backend: %v", err)
 		}
+		terminated += n
 	}
 	killAndRestart(t, e, 4000, terminate)
+	if terminated == 0 {
+		t.Fatal("no worker connection was ever terminated")
+	}
+	t.Logf("%d worker connections terminated", terminated)
 }
 
 func testStaleCompletionRefused(t *testing.T, e env) {
