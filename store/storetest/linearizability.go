@@ -181,21 +181,23 @@ func testLinearizable(t *testing.T, f Factory) {
 		s := f(t, clk)
 		b := &linPart{bundle: &bundle{t: t, ctx: t.Context(), clk: clk, s: s, queue: fmt.Sprintf("lin-%d", p)}}
 		b.id = b.enqueue(store.NewMessage{MaxDeliveries: store.MaxDeliveriesLimit})[0]
-		var tokens sync.Map // tokens seen in this part, for extend and complete to use
-		var seen atomic.Int64
+		// The tokens claims got in this part, for extend, complete and
+		// release to use.
+		var tokensMu sync.Mutex
+		var tokens []int64
 		for c := range clients {
 			rng := rand.New(rand.NewPCG(uint64(p), uint64(c)))
 			wg.Go(func() {
 				for range opsEach {
 					in := linInput{part: p, kind: pickOp(rng)}
 					if in.kind == opExtend || in.kind == opComplete || in.kind == opRelease {
-						n := seen.Load()
-						if n == 0 {
+						tokensMu.Lock()
+						if len(tokens) == 0 {
 							in.kind = opClaim
 						} else {
-							v, _ := tokens.Load(1 + rng.Int64N(n))
-							in.token = v.(int64)
+							in.token = tokens[rng.IntN(len(tokens))]
 						}
+						tokensMu.Unlock()
 					}
 					if in.kind == opAdvance {
 						in.d = time.Duration(rng.IntN(3)) * time.Second
@@ -208,7 +210,9 @@ func testLinearizable(t *testing.T, f Factory) {
 						return
 					}
 					if in.kind == opClaim && out.ok {
-						tokens.Store(seen.Add(1), out.token)
+						tokensMu.Lock()
+						tokens = append(tokens, out.token)
+						tokensMu.Unlock()
 					}
 					mu.Lock()
 					history = append(history, porcupine.Operation{ClientId: p*clients + c, Input: in, Output: out, Call: call, Return: ret})
