@@ -511,3 +511,14 @@ esac
 		t.Fatalf("a script past its maximum processing time: %v", m)
 	}
 }
+
+func TestListBinaryPayload(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := "sqlite:" + filepath.Join(dir, "bin.db")
+	leasehold(t, dir, "\xff\xfe\x00binary\n", "--db", db, "enqueue", "--queue", "bin").must(t)
+	list := jsonLines(t, leasehold(t, dir, "", "--db", db, "list", "--queue", "bin", "--json").must(t).stdout)
+	if len(list) != 1 || list[0]["payload_base64"] != "//4AYmluYXJ5" || list[0]["payload"] != "" {
+		t.Fatalf("listed %v, want the payload in base64", list)
+	}
+}

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -103,17 +105,30 @@ type infoJSON struct {
 	EnqueuedAt    time.Time  `json:"enqueued_at"`
 	FinishedAt    *time.Time `json:"finished_at,omitempty"`
 	Payload       string     `json:"payload"`
+	// PayloadBase64 holds a payload that is not valid UTF-8 (Payload is
+	// then empty).
+	PayloadBase64 string `json:"payload_base64,omitempty"`
 }
 
 func toInfoJSON(in store.Info) infoJSON {
 	j := infoJSON{ID: in.ID, Queue: in.Queue, Key: in.Key, DedupID: in.DedupID, State: in.State.String(), Deliveries: in.Deliveries,
 		MaxDeliveries: in.MaxDeliveries, FencingToken: in.FencingToken, WorkerID: in.WorkerID, LastError: in.LastError,
-		DeadReason: string(in.DeadReason), EnqueuedAt: in.EnqueuedAt, Payload: string(in.Payload)}
+		DeadReason: string(in.DeadReason), EnqueuedAt: in.EnqueuedAt}
+	j.Payload, j.PayloadBase64 = payloadJSON(in.Payload)
 	if !in.FinishedAt.IsZero() {
 		f := in.FinishedAt
 		j.FinishedAt = &f
 	}
 	return j
+}
+
+// payloadJSON returns a payload as text when it is valid UTF-8, else in
+// base64.
+func payloadJSON(p []byte) (text, b64 string) {
+	if utf8.Valid(p) {
+		return string(p), ""
+	}
+	return "", base64.StdEncoding.EncodeToString(p)
 }
 
 // listStates are the states `list` shows without --state, in order.
@@ -264,8 +279,13 @@ them to pending with a fresh delivery budget; purge deletes them.`,
 			}
 			for _, d := range dls {
 				if asJSON {
-					if err := enc.Encode(map[string]any{"id": d.ID, "queue": d.Queue, "key": d.Key, "reason": d.Reason, "deliveries": d.Deliveries,
-						"last_error": d.LastError, "dead_at": d.DeadAt, "payload": string(d.Payload)}); err != nil {
+					text, b64 := payloadJSON(d.Payload)
+					out := map[string]any{"id": d.ID, "queue": d.Queue, "key": d.Key, "reason": d.Reason, "deliveries": d.Deliveries,
+						"last_error": d.LastError, "dead_at": d.DeadAt, "payload": text}
+					if b64 != "" {
+						out["payload_base64"] = b64
+					}
+					if err := enc.Encode(out); err != nil {
 						return err
 					}
 				} else {

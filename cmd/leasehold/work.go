@@ -177,7 +177,16 @@ func (a *app) work(ctx context.Context, cfg worker.Config, f workFlags, argv []s
 	runCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	wd, err := worker.NewWatchdog(worker.WatchdogConfig{Logger: a.log,
-		OnStall: func([]worker.Stall) { stop(errStalled) }})
+		OnStall: func([]worker.Stall) {
+			stop(errStalled)
+			// The hard stop releases the leases and ends the process; if it
+			// cannot (the stall is in the stop's path too), the process
+			// ends anyway, so that an orchestrator restarts it.
+			clock.System().AfterFunc(f.shutdownTimeout+2*killGrace+10*time.Second, func() {
+				a.log.Error("stalled worker did not stop; exiting")
+				os.Exit(exitFailure)
+			})
+		}})
 	if err != nil {
 		return err
 	}
