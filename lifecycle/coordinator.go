@@ -25,20 +25,24 @@ type Coordinator struct {
 	// Clock times RepeatWindow. Default: the system clock.
 	Clock clock.Clock
 
-	mu       sync.Mutex
-	level    int // 0 none, 1 triggered, 2 escalated
-	next     int
-	graceful map[int]func()
-	hard     map[int]func()
-	order    []int
-	done     chan struct{}
-	escal    chan struct{}
+	mu        sync.Mutex
+	level     int // 0 none, 1 triggered, 2 escalated
+	next      int
+	callbacks []callback // in registration order
+	done      chan struct{}
+	escal     chan struct{}
+}
+
+// callback is a registered function and the trigger level it runs at.
+type callback struct {
+	id, level int
+	f         func()
 }
 
 // NewCoordinator returns a coordinator that handles no signals until Listen
 // is called.
 func NewCoordinator() *Coordinator {
-	return &Coordinator{graceful: map[int]func(){}, hard: map[int]func(){}, done: make(chan struct{}), escal: make(chan struct{})}
+	return &Coordinator{done: make(chan struct{}), escal: make(chan struct{})}
 }
 
 // Registration is a registered callback.
@@ -54,29 +58,26 @@ func (r Registration) Unregister() {
 	}
 	r.c.mu.Lock()
 	defer r.c.mu.Unlock()
-	delete(r.c.graceful, r.id)
-	delete(r.c.hard, r.id)
-	r.c.order = slices.DeleteFunc(r.c.order, func(id int) bool { return id == r.id })
+	r.c.callbacks = slices.DeleteFunc(r.c.callbacks, func(cb callback) bool { return cb.id == r.id })
 }
 
 // Register adds a callback for the graceful shutdown. When shutdown has
 // already been triggered it is called at once, before Register returns.
 func (c *Coordinator) Register(f func()) Registration {
-	return c.register(c.graceful, f, 1)
+	return c.register(f, 1)
 }
 
 // OnEscalate adds a callback for the hard stop that a second trigger
 // requests. When that has already happened it is called at once.
 func (c *Coordinator) OnEscalate(f func()) Registration {
-	return c.register(c.hard, f, 2)
+	return c.register(f, 2)
 }
 
-func (c *Coordinator) register(m map[int]func(), f func(), level int) Registration {
+func (c *Coordinator) register(f func(), level int) Registration {
 	c.mu.Lock()
 	c.next++
 	id := c.next
-	m[id] = f
-	c.order = append(c.order, id)
+	c.callbacks = append(c.callbacks, callback{id: id, level: level, f: f})
 	now := c.level >= level
 	c.mu.Unlock()
 	if now {
@@ -94,14 +95,14 @@ func (c *Coordinator) Trigger() {
 		return
 	}
 	c.level++
-	m, ch := c.graceful, c.done
+	ch := c.done
 	if c.level == 2 {
-		m, ch = c.hard, c.escal
+		ch = c.escal
 	}
 	var calls []func()
-	for _, id := range c.order {
-		if f, ok := m[id]; ok {
-			calls = append(calls, f)
+	for _, cb := range c.callbacks {
+		if cb.level == c.level {
+			calls = append(calls, cb.f)
 		}
 	}
 	close(ch)

@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/runstate"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/worker"
 )
@@ -127,7 +128,7 @@ func TestShutdownTimeoutReleasesLeases(t *testing.T) {
 		if err := <-ran; !errors.Is(err, worker.ErrShutdown) || !errors.Is(err, worker.ErrAbandoned) {
 			t.Fatalf("run = %v, want ErrShutdown and ErrAbandoned", err)
 		}
-		if c, _ := causes.Load(ids[0]); !errors.Is(c.(error), worker.ErrShutdown) {
+		if c, _ := causes.Load(ids[0]); c == nil || !errors.Is(c.(error), worker.ErrShutdown) {
 			t.Fatalf("handler cause %v, want ErrShutdown", c)
 		}
 		// Both leases are released at once: the messages are pending again,
@@ -206,8 +207,8 @@ func TestShutdownBeforeRunAndTwice(t *testing.T) {
 		// A second Run is refused.
 		w2, ran := runWorker(t, st, worker.Config{Handler: worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil })})
 		synctest.Wait()
-		if err := w2.Run(context.Background()); err == nil {
-			t.Fatal("second Run: no error")
+		if err := w2.Run(context.Background()); !errors.Is(err, runstate.ErrAlreadyRun) {
+			t.Fatalf("second Run = %v, want ErrAlreadyRun", err)
 		}
 		for range 2 {
 			wg.Go(func() {

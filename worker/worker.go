@@ -34,7 +34,6 @@ type Worker struct {
 	hard     chan struct{} // closed when the drain must end now
 	hardStop atomic.Bool   // handlers had to be cancelled
 	draining atomic.Bool   // claiming has stopped, for good
-	paused   atomic.Bool   // Drain: claiming has stopped, Run goes on
 	pauseOne sync.Once
 	pause    chan struct{} // closed by Drain
 }
@@ -49,11 +48,10 @@ const (
 
 type job struct {
 	ops context.Context // of the store calls that settle the message
-	// handled, completion and log are set when the job is handed to the
+	// handled and completion are set when the job is handed to the
 	// completer.
 	handled    *Message
 	completion store.Completion
-	log        *msgLog
 	msg        *mailbox.Message
 	hold       *hold
 	ctx        context.Context
@@ -101,17 +99,24 @@ func (w *Worker) Running() bool { return w.state.Running() }
 
 // Draining reports whether the worker has stopped claiming: Shutdown or
 // Drain was called, or Run is ending.
-func (w *Worker) Draining() bool { return w.draining.Load() || w.paused.Load() }
+func (w *Worker) Draining() bool { return w.draining.Load() || w.paused() }
+
+// paused reports whether Drain was called.
+func (w *Worker) paused() bool {
+	select {
+	case <-w.pause:
+		return true
+	default:
+		return false
+	}
+}
 
 // Drain stops claiming but keeps Run going: running handlers finish and
 // their leases are kept, and the process stays up (for a deployment that
 // takes the worker out of rotation before stopping it). Readiness fails
 // from then on.
 func (w *Worker) Drain() {
-	w.pauseOne.Do(func() {
-		w.paused.Store(true)
-		close(w.pause)
-	})
+	w.pauseOne.Do(func() { close(w.pause) })
 }
 
 // Ready reports whether the worker should be given work: nil unless it is
@@ -332,7 +337,7 @@ func (l *loop) claim(claims, receives context.Context) error {
 			}
 			continue
 		}
-		if w.paused.Load() || w.cfg.Saturated != nil && w.cfg.Saturated(claims) {
+		if w.paused() || w.cfg.Saturated != nil && w.cfg.Saturated(claims) {
 			if !l.pause(claims, w.cfg.PollInterval) {
 				return nil
 			}
@@ -358,9 +363,9 @@ func (l *loop) claim(claims, receives context.Context) error {
 		}
 		failures = 0
 		for _, msg := range msgs {
-			// paused is set before receives is cancelled, so a Drain that
-			// raced with this receive is seen here.
-			if receives.Err() != nil || w.paused.Load() || w.draining.Load() {
+			// Drain closes pause before receives is cancelled, so a Drain
+			// that raced with this receive is seen here.
+			if receives.Err() != nil || w.paused() || w.draining.Load() {
 				w.unreceive(msg)
 				continue
 			}
@@ -505,7 +510,7 @@ func (w *Worker) process(j *job) bool {
 	if !j.state.CompareAndSwap(jobRunning, jobFinishing) {
 		return false // a hard stop released the lease
 	}
-	log := &msgLog{w: w, msg: msg}
+	log := &msgLog{w: w, msg: msg} // stays on the stack unless it logs
 	switch {
 	case lost:
 		log.Warn("lease lost while the handler ran; not completing", "handler_error", err)
@@ -528,7 +533,7 @@ func (w *Worker) process(j *job) bool {
 			w.complete(opCtx, log, msg, nil)
 			return false
 		}
-		j.handled, j.completion, j.log = msg, w.completion(msg, nil), log
+		j.handled, j.completion = msg, w.completion(msg, nil)
 		return true
 	}
 	return false
@@ -555,7 +560,8 @@ func (w *Worker) complete(ctx context.Context, log *msgLog, msg *Message, failur
 	}
 	if errors.Is(err, store.ErrInvalid) && failure == nil {
 		// The store refuses the completion itself (a reply too large, say):
-		// retrying cannot help, so the message is dead-lettered with why.
+		// retrying cannot help, so the message fails for good, with why
+		// (for a request, in its error reply).
 		w.fail(ctx, log, msg, Permanent(fmt.Errorf("cannot complete: %w", err)), "")
 		return
 	}
@@ -623,8 +629,8 @@ func (l *loop) completer() {
 		if errors.Is(err, store.ErrInvalid) {
 			// One bad completion must not sink the batch: each goes alone.
 			for _, j := range batch {
-				w.complete(l.ops, j.log, j.handled, nil)
-				j.handled, j.completion, j.log = nil, store.Completion{}, nil
+				w.complete(l.ops, &msgLog{w: w, msg: j.handled}, j.handled, nil)
+				j.handled, j.completion = nil, store.Completion{}
 				l.done <- j
 			}
 			continue
@@ -634,8 +640,8 @@ func (l *loop) completer() {
 			if e == nil {
 				e = errs[i]
 			}
-			w.completed(l.ops, j.log, e)
-			j.handled, j.completion, j.log = nil, store.Completion{}, nil
+			w.completed(l.ops, &msgLog{w: w, msg: j.handled}, e)
+			j.handled, j.completion = nil, store.Completion{}
 			l.done <- j
 		}
 	}

@@ -212,8 +212,10 @@ func TestKeeperKeepsLongHandlerAlive(t *testing.T) {
 		if got := b.list(queue, store.Completed)[0].Deliveries; got != 1 {
 			t.Fatalf("deliveries = %d, want 1", got)
 		}
-		if n := b.store.extendCalls.Load(); n < 25 {
-			t.Fatalf("extend calls = %d over 10 leases at a third of the lease, want about 30", n)
+		// A tick every second while the 30 s handler runs; the one at 30 s
+		// races with its end.
+		if n := b.store.extendCalls.Load(); n != 29 && n != 30 {
+			t.Fatalf("extend calls = %d over 30 s at one a second, want 29 or 30", n)
 		}
 	})
 }

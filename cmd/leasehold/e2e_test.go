@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/leasehold/leasehold/internal/pgtest"
+	"github.com/leasehold/leasehold/internal/testproc"
 )
 
 // bin is the leasehold binary built for these tests.
@@ -334,12 +334,12 @@ esac
 
 // startWork starts `leasehold work` and waits until its handler has begun
 // a message, which the script reports by creating the file started.
-func startWork(t *testing.T, dir, db string, body string) (*exec.Cmd, *syncBuffer) {
+func startWork(t *testing.T, dir, db string, body string) (*exec.Cmd, *testproc.SyncBuffer) {
 	t.Helper()
 	handler := script(t, dir, body)
 	cmd := exec.Command(bin, "--db", db, "work", "--queue", "sig", "--shutdown-timeout", "20s", "--", handler)
 	cmd.Dir, cmd.Env = dir, append(os.Environ(), "LEASEHOLD_DB=")
-	stderr := &syncBuffer{}
+	stderr := &testproc.SyncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -361,24 +361,6 @@ func startWork(t *testing.T, dir, db string, body string) (*exec.Cmd, *syncBuffe
 		}
 		time.Sleep(20 * time.Millisecond) // polling a real process's side effect
 	}
-}
-
-// syncBuffer is a buffer that a process writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestSIGTERMFinishesInFlightWork(t *testing.T) {

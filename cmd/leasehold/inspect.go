@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/worker"
 )
 
 // statsJSON is one queue's line of `stats --json`.
@@ -345,7 +346,7 @@ for deployments that want one elsewhere, or a one-off run with --once.`,
 				return err
 			}
 			defer st.Close()
-			r, err := newReaper(st, every, a.log)
+			r, err := worker.NewReaper(worker.ReaperConfig{Store: st, Interval: every, Logger: a.log})
 			if err != nil {
 				return err
 			}

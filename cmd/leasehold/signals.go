@@ -2,17 +2,10 @@ package main
 
 import (
 	"context"
-	"log/slog"
 	"time"
 
 	"github.com/leasehold/leasehold/lifecycle"
-	"github.com/leasehold/leasehold/store"
-	"github.com/leasehold/leasehold/worker"
 )
-
-func newReaper(st store.Store, every time.Duration, log *slog.Logger) (*worker.Reaper, error) {
-	return worker.NewReaper(worker.ReaperConfig{Store: st, Interval: every, Logger: log})
-}
 
 // runUntilSignal runs a loop until SIGTERM or SIGINT; a second signal
 // stops it at once.

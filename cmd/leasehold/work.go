@@ -12,7 +12,6 @@ import (
 	"os/signal"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -302,17 +301,29 @@ func (h *scriptHandler) Handle(ctx context.Context, m *worker.Message) error {
 	}
 	p.started()
 	group := cmd.Process.Pid
-	var killTimer atomic.Pointer[clockTimer]
+	// Stopped (lease lost, max processing time, shutdown): SIGTERM to the
+	// group, SIGKILL after killGrace, unless the script has exited by then.
+	var (
+		mu     sync.Mutex
+		exited bool
+		kill   clock.Timer
+	)
 	stop := context.AfterFunc(ctx, func() {
-		_ = syscall.Kill(-group, syscall.SIGTERM)
-		t := clockTimer{clock.System().AfterFunc(killGrace, func() { _ = syscall.Kill(-group, syscall.SIGKILL) })}
-		killTimer.Store(&t)
+		mu.Lock()
+		defer mu.Unlock()
+		if !exited {
+			_ = syscall.Kill(-group, syscall.SIGTERM)
+			kill = clock.System().AfterFunc(killGrace, func() { _ = syscall.Kill(-group, syscall.SIGKILL) })
+		}
 	})
 	err = cmd.Wait()
 	stop()
-	if t := killTimer.Load(); t != nil {
-		t.Stop()
+	mu.Lock()
+	exited = true
+	if kill != nil {
+		kill.Stop()
 	}
+	mu.Unlock()
 	// Nothing the script started outlives its message.
 	_ = syscall.Kill(-group, syscall.SIGKILL)
 	p.wait()
@@ -341,8 +352,6 @@ func (h *scriptHandler) Handle(ctx context.Context, m *worker.Message) error {
 	}
 	return failure
 }
-
-type clockTimer struct{ clock.Timer }
 
 // pipes are a script's standard streams: the ends the script gets, closed
 // in this process once it has started, and goroutines that feed and drain

@@ -184,11 +184,7 @@ func (s *Store) Queues(ctx context.Context) ([]string, error) {
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
-	return queryQueues(ctx, s.db, `SELECT DISTINCT queue FROM leasehold_messages ORDER BY queue`)
-}
-
-func queryQueues(ctx context.Context, db *sql.DB, query string) ([]string, error) {
-	rows, err := db.QueryContext(ctx, query)
+	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT queue FROM leasehold_messages ORDER BY queue`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store: queues: %w", err)
 	}
