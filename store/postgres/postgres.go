@@ -136,7 +136,7 @@ func (s *Store) DeleteQueue(ctx context.Context, queue string) (int, error) {
 	if s.closed.Load() {
 		return 0, store.ErrClosed
 	}
-	tag, err := s.pool.Exec(ctx, expand(`DELETE FROM {s}.messages WHERE queue = $1`, s.schema), queue)
+	tag, err := s.pool.Exec(ctx, expand(`DELETE FROM {s}.messages WHERE queue = $1`, s.schema), replan, queue)
 	if err != nil {
 		return 0, fmt.Errorf("postgres store: delete queue: %w", err)
 	}
@@ -148,7 +148,7 @@ func (s *Store) Queues(ctx context.Context) ([]string, error) {
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
-	rows, err := s.pool.Query(ctx, expand(`SELECT DISTINCT queue FROM {s}.messages ORDER BY queue`, s.schema))
+	rows, err := s.pool.Query(ctx, expand(`SELECT DISTINCT queue FROM {s}.messages ORDER BY queue`, s.schema), replan)
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: queues: %w", err)
 	}
@@ -224,6 +224,16 @@ func (s *Store) listenOnce(ctx context.Context, ready func()) error {
 		s.Notify(n.Payload)
 	}
 }
+
+// replan makes PostgreSQL plan a statement at every execution: pgx sends it
+// as the unnamed statement, whose plan is never reused. The best plan for the
+// messages table depends on its size, and a plan cached while the table was
+// small (a new table, or one that VACUUM truncated after its queue drained)
+// keeps its sequential scans as the table grows again: claims and
+// completions would read every row, completed ones included, until an
+// ANALYZE. Planning costs tens of microseconds per statement, and statements
+// come in batches.
+const replan = pgx.QueryExecModeCacheDescribe
 
 // now is the first argument of every statement: the injected clock's time,
 // or NULL, which the statements read as the database's now().
@@ -483,7 +493,7 @@ func (s *Store) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, err
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
-	rows, err := s.pool.Query(ctx, s.sql.claim, s.now(), c.Queue, c.Max, c.WorkerID, micros(c.LeaseDuration))
+	rows, err := s.pool.Query(ctx, s.sql.claim, replan, s.now(), c.Queue, c.Max, c.WorkerID, micros(c.LeaseDuration))
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: claim: %w", err)
 	}
@@ -529,7 +539,7 @@ func (s *Store) Extend(ctx context.Context, leases []store.Lease, extension time
 		return store.Extended{}, store.ErrClosed
 	}
 	ids, fences := leaseArrays(len(leases), func(i int) store.Lease { return leases[i] })
-	rows, err := s.pool.Query(ctx, s.sql.extend, s.now(), ids, fences, micros(extension))
+	rows, err := s.pool.Query(ctx, s.sql.extend, replan, s.now(), ids, fences, micros(extension))
 	if err != nil {
 		return store.Extended{}, fmt.Errorf("postgres store: extend: %w", err)
 	}
@@ -564,7 +574,7 @@ func (s *Store) promote(ctx context.Context, tx pgx.Tx, keys [][2]string) error 
 		return err
 	}
 	for _, k := range keys {
-		if _, err := tx.Exec(ctx, s.sql.promote, k[0], k[1]); err != nil {
+		if _, err := tx.Exec(ctx, s.sql.promote, replan, k[0], k[1]); err != nil {
 			return err
 		}
 	}
@@ -582,7 +592,7 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) ([]error, e
 	err = s.inTx(ctx, "complete", func(tx pgx.Tx) error {
 		wake = wake[:0]
 		ids, fences := leaseArrays(len(cs), func(i int) store.Lease { return cs[i].Lease })
-		rows, err := tx.Query(ctx, s.sql.complete, s.now(), ids, fences)
+		rows, err := tx.Query(ctx, s.sql.complete, replan, s.now(), ids, fences)
 		if err != nil {
 			return err
 		}
@@ -662,7 +672,7 @@ func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
 		var deliveries, max int32
 		var queue string
 		var key *string
-		err := tx.QueryRow(ctx, s.sql.current, s.now(), f.MessageID, f.FencingToken).Scan(&deliveries, &max, &queue, &key)
+		err := tx.QueryRow(ctx, s.sql.current, replan, s.now(), f.MessageID, f.FencingToken).Scan(&deliveries, &max, &queue, &key)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.LeaseLost(f.Lease)
 		}
@@ -671,12 +681,12 @@ func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
 		}
 		dead = f.Permanent || deliveries >= max
 		if !dead {
-			if _, err := tx.Exec(ctx, s.sql.retry, s.now(), f.MessageID, micros(f.RetryDelay), f.Error); err != nil {
+			if _, err := tx.Exec(ctx, s.sql.retry, replan, s.now(), f.MessageID, micros(f.RetryDelay), f.Error); err != nil {
 				return err
 			}
 			return s.notify(ctx, s.pgxRunner(tx), []string{queue}, &wake)
 		}
-		if _, err := tx.Exec(ctx, s.sql.kill, s.now(), f.MessageID, string(f.Reason), f.Error); err != nil {
+		if _, err := tx.Exec(ctx, s.sql.kill, replan, s.now(), f.MessageID, string(f.Reason), f.Error); err != nil {
 			return err
 		}
 		if key == nil {
@@ -704,7 +714,7 @@ func (s *Store) Release(ctx context.Context, r store.Release) error {
 	err := s.inTx(ctx, "release", func(tx pgx.Tx) error {
 		wake = wake[:0]
 		var queue string
-		err := tx.QueryRow(ctx, s.sql.release, s.now(), r.MessageID, r.FencingToken, micros(r.Delay)).Scan(&queue)
+		err := tx.QueryRow(ctx, s.sql.release, replan, s.now(), r.MessageID, r.FencingToken, micros(r.Delay)).Scan(&queue)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.LeaseLost(r.Lease)
 		}
@@ -723,7 +733,7 @@ func (s *Store) Reap(ctx context.Context) ([]store.Recovered, error) {
 	var wake []string
 	err := s.inTx(ctx, "reap", func(tx pgx.Tx) error {
 		out, wake = out[:0], wake[:0]
-		rows, err := tx.Query(ctx, s.sql.reap, s.now())
+		rows, err := tx.Query(ctx, s.sql.reap, replan, s.now())
 		if err != nil {
 			return err
 		}
@@ -759,7 +769,7 @@ func (s *Store) Reap(ctx context.Context) ([]store.Recovered, error) {
 // deadIDs returns the ids to redrive or purge, locked: the given ones, each
 // checked to be a dead message of the queue, or all of the queue's.
 func (s *Store) deadIDs(ctx context.Context, tx pgx.Tx, queue string, ids []int64) ([]int64, []*string, error) {
-	rows, err := tx.Query(ctx, s.sql.deadRows, queue, ids, len(ids) == 0)
+	rows, err := tx.Query(ctx, s.sql.deadRows, replan, queue, ids, len(ids) == 0)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -812,7 +822,7 @@ func (s *Store) Redrive(ctx context.Context, queue string, ids []int64) (int, er
 			return err
 		}
 		for _, id := range got {
-			if _, err := tx.Exec(ctx, s.sql.redrive, s.now(), id); err != nil {
+			if _, err := tx.Exec(ctx, s.sql.redrive, replan, s.now(), id); err != nil {
 				return err
 			}
 		}
@@ -839,7 +849,7 @@ func (s *Store) Purge(ctx context.Context, queue string, ids []int64) (int, erro
 		if err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, s.sql.purge, got)
+		tag, err := tx.Exec(ctx, s.sql.purge, replan, got)
 		n = int(tag.RowsAffected())
 		return err
 	})
@@ -855,7 +865,7 @@ func (s *Store) Stats(ctx context.Context, queue string) (store.Stats, error) {
 		return store.Stats{}, store.ErrClosed
 	}
 	st := store.Stats{Queue: queue}
-	err := s.pool.QueryRow(ctx, s.sql.stats, s.now(), queue).Scan(
+	err := s.pool.QueryRow(ctx, s.sql.stats, replan, s.now(), queue).Scan(
 		&st.Pending, &st.Waiting, &st.Processing, &st.Completed, &st.Dead, &st.BlockedKeys, &st.OldestPendingAge)
 	if err != nil {
 		return store.Stats{}, fmt.Errorf("postgres store: stats: %w", err)
@@ -872,7 +882,7 @@ func (s *Store) List(ctx context.Context, f store.ListFilter) ([]store.Info, err
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
-	rows, err := s.pool.Query(ctx, s.sql.list[f.State], f.Queue, f.AfterID, limit)
+	rows, err := s.pool.Query(ctx, s.sql.list[f.State], replan, f.Queue, f.AfterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: list: %w", err)
 	}
@@ -908,7 +918,7 @@ func (s *Store) DeleteCompleted(ctx context.Context, retention time.Duration, li
 	if s.closed.Load() {
 		return 0, store.ErrClosed
 	}
-	tag, err := s.pool.Exec(ctx, s.sql.deleteCompleted, s.now(), micros(retention), micros(s.opts.DedupWindow), limit)
+	tag, err := s.pool.Exec(ctx, s.sql.deleteCompleted, replan, s.now(), micros(retention), micros(s.opts.DedupWindow), limit)
 	if err != nil {
 		return 0, fmt.Errorf("postgres store: delete completed: %w", err)
 	}

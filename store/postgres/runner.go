@@ -29,12 +29,12 @@ type pgxRunner struct {
 }
 
 func (r pgxRunner) exec(ctx context.Context, sql string, args ...any) error {
-	_, err := r.tx.Exec(ctx, sql, args...)
+	_, err := r.tx.Exec(ctx, sql, append([]any{replan}, args...)...)
 	return err
 }
 
 func (r pgxRunner) queryRow(ctx context.Context, sql string, args []any, dest ...any) error {
-	return r.tx.QueryRow(ctx, sql, args...).Scan(dest...)
+	return r.tx.QueryRow(ctx, sql, append([]any{replan}, args...)...).Scan(dest...)
 }
 
 func (r pgxRunner) lock(ctx context.Context, names []string) error {
