@@ -37,12 +37,16 @@ func (r pgxRunner) queryRow(ctx context.Context, sql string, args []any, dest ..
 	return r.tx.QueryRow(ctx, sql, append([]any{replan}, args...)...).Scan(dest...)
 }
 
+// lock and notify do not read the messages table: their statements keep
+// the cached plan.
 func (r pgxRunner) lock(ctx context.Context, names []string) error {
-	return r.exec(ctx, r.st.lockKeys, names)
+	_, err := r.tx.Exec(ctx, r.st.lockKeys, names)
+	return err
 }
 
 func (r pgxRunner) notify(ctx context.Context, channel string, queues []string) error {
-	return r.exec(ctx, r.st.notify, channel, queues)
+	_, err := r.tx.Exec(ctx, r.st.notify, channel, queues)
+	return err
 }
 
 func (r pgxRunner) pgx() pgx.Tx { return r.tx }
