@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -79,4 +80,96 @@ func TestPlansFollowTableGrowth(t *testing.T) {
 	if after := seqScans(); after != before {
 		t.Fatalf("a claim and a completion on a table of 50,000 rows made %d sequential scans, want 0", after-before)
 	}
+}
+
+// TestLeaseChecksUseThePrimaryKey checks that statements naming leases find
+// their rows through the primary key, never through messages_processing:
+// that index keeps an entry for every lease taken since the last VACUUM, so
+// scanning its unexpired range would cost in proportion to recent history.
+func TestLeaseChecksUseThePrimaryKey(t *testing.T) {
+	ctx := context.Background()
+	setup := pgtest.Pool(t)
+	schema := pgtest.Schema(t, setup)
+	cfg, err := pgxpool.ParseConfig(pgtest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1 // see TestPlansFollowTableGrowth
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s := openLive(t, pool, schema)
+
+	// History: 20,000 messages that were leased and completed.
+	if _, err := setup.Exec(ctx, `INSERT INTO `+schema+`.messages
+		(queue, payload, state, deliveries, max_deliveries, fencing_token, enqueued_at, visible_at, locked_until)
+		SELECT 'old', '\x00', 2, 1, 5, 0, now(), now(), now() + interval '1 hour' FROM generate_series(1, 20000);
+		UPDATE `+schema+`.messages SET state = 3, finished_at = now()`); err != nil {
+		t.Fatal(err)
+	}
+	const n = 1000
+	msgs := make([]store.NewMessage, n)
+	for i := range msgs {
+		msgs[i] = store.NewMessage{Queue: "q", Payload: []byte("x")}
+	}
+	if _, err := s.Enqueue(ctx, msgs); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := s.Claim(ctx, store.Claim{Queue: "q", WorkerID: "w", Max: n, LeaseDuration: time.Hour})
+	if err != nil || len(ds) != n {
+		t.Fatalf("Claim = %d deliveries, %v; want %d", len(ds), err, n)
+	}
+	leases := make([]store.Lease, n)
+	for i, d := range ds {
+		leases[i] = d.Lease
+	}
+
+	scans := func() int64 {
+		t.Helper()
+		if _, err := pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		if err := pool.QueryRow(ctx, `SELECT idx_scan FROM pg_stat_user_indexes WHERE schemaname = $1 AND indexrelname = 'messages_processing'`, schema).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	check := func(op string, f func() error) {
+		t.Helper()
+		before := scans()
+		if err := f(); err != nil {
+			t.Fatalf("%s: %v", op, err)
+		}
+		if after := scans(); after != before {
+			t.Errorf("%s scanned messages_processing %d times, want 0", op, after-before)
+		}
+	}
+	check("Extend", func() error {
+		ext, err := s.Extend(ctx, leases, time.Hour)
+		if err == nil && len(ext.Lost) != 0 {
+			err = fmt.Errorf("lost %d leases", len(ext.Lost))
+		}
+		return err
+	})
+	check("Fail", func() error {
+		_, err := s.Fail(ctx, store.Failure{Lease: leases[0], Error: "boom"})
+		return err
+	})
+	check("Release", func() error { return s.Release(ctx, store.Release{Lease: leases[1]}) })
+	cs := make([]store.Completion, 0, n-2)
+	for _, l := range leases[2:] {
+		cs = append(cs, store.Completion{Lease: l})
+	}
+	check("Complete", func() error {
+		res, err := s.Complete(ctx, cs)
+		for _, e := range res {
+			if e != nil && err == nil {
+				err = e
+			}
+		}
+		return err
+	})
 }

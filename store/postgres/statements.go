@@ -19,6 +19,17 @@ const nowSQL = `COALESCE($1::timestamptz, now())`
 
 func us(param string) string { return param + ` * interval '1 microsecond'` }
 
+// held is the condition that the lease fence on row m is current: the row
+// is found through its primary key alone. "state + 0" keeps the planner off
+// messages_processing, whose predicate "state = 2" it would otherwise prove:
+// that index keeps an entry for every lease taken since the last VACUUM
+// (entries a bitmap scan never marks dead), so a scan of its unexpired
+// range costs in proportion to throughput times the lease duration, not to
+// the leases asked about.
+func held(m, id, fence string) string {
+	return m + `.id = ` + id + ` AND ` + m + `.fencing_token = ` + fence + ` AND ` + m + `.state + 0 = 2 AND ` + m + `.locked_until > ` + nowSQL
+}
+
 func newStatements(schema string) statements {
 	x := func(sql string) string { return expand(sql, schema) }
 	st := statements{
@@ -52,23 +63,23 @@ func newStatements(schema string) statements {
 		extend: x(`WITH u AS (
 				UPDATE {s}.messages m SET locked_until = ` + nowSQL + ` + ` + us("$4") + `
 				FROM unnest($2::bigint[], $3::bigint[]) AS l(id, fence)
-				WHERE m.id = l.id AND m.fencing_token = l.fence AND m.state = 2 AND m.locked_until > ` + nowSQL + `
+				WHERE ` + held("m", "l.id", "l.fence") + `
 				RETURNING m.id, m.fencing_token)
 			SELECT u.id, u.fencing_token, ` + nowSQL + ` + ` + us("$4") + ` FROM (SELECT 1) AS one LEFT JOIN u ON true`),
 		complete: x(`UPDATE {s}.messages m SET state = 3, finished_at = ` + nowSQL + `
 			FROM unnest($2::bigint[], $3::bigint[]) AS l(id, fence)
-			WHERE m.id = l.id AND m.fencing_token = l.fence AND m.state = 2 AND m.locked_until > ` + nowSQL + `
+			WHERE ` + held("m", "l.id", "l.fence") + `
 			RETURNING m.id, m.fencing_token, m.queue, m.key`),
 		promote: x(`UPDATE {s}.messages SET state = 0 WHERE id = (
 			SELECT id FROM {s}.messages WHERE queue = $1 AND key = $2 AND state = 1 ORDER BY id LIMIT 1)`),
-		current: x(`SELECT deliveries, max_deliveries, queue, key FROM {s}.messages
-			WHERE id = $2 AND fencing_token = $3 AND state = 2 AND locked_until > ` + nowSQL + `
+		current: x(`SELECT m.deliveries, m.max_deliveries, m.queue, m.key FROM {s}.messages m
+			WHERE ` + held("m", "$2", "$3") + `
 			FOR UPDATE`),
 		retry: x(`UPDATE {s}.messages SET state = 0, visible_at = ` + nowSQL + ` + ` + us("$3") + `, last_error = $4 WHERE id = $2`),
 		kill:  x(`UPDATE {s}.messages SET state = 4, dead_reason = $3, last_error = $4, finished_at = ` + nowSQL + ` WHERE id = $2`),
-		release: x(`UPDATE {s}.messages SET state = 0, visible_at = ` + nowSQL + ` + ` + us("$4") + `, deliveries = deliveries - 1
-			WHERE id = $2 AND fencing_token = $3 AND state = 2 AND locked_until > ` + nowSQL + `
-			RETURNING queue`),
+		release: x(`UPDATE {s}.messages m SET state = 0, visible_at = ` + nowSQL + ` + ` + us("$4") + `, deliveries = m.deliveries - 1
+			WHERE ` + held("m", "$2", "$3") + `
+			RETURNING m.queue`),
 		reap: x(`WITH r AS (
 				SELECT id FROM {s}.messages WHERE state = 2 AND locked_until <= ` + nowSQL + `
 				FOR UPDATE SKIP LOCKED)
