@@ -3,13 +3,17 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/leasehold/leasehold/clock/clocktest"
 	"github.com/leasehold/leasehold/internal/pgtest"
 	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/postgres"
 )
 
 // TestPlansFollowTableGrowth runs claims and completions many times on a
@@ -172,4 +176,75 @@ func TestLeaseChecksUseThePrimaryKey(t *testing.T) {
 		}
 		return err
 	})
+}
+
+// TestReapScansInLeaseOrder checks that the reaper reads messages_processing
+// with an ordered index scan, which marks the entries of finished leases
+// dead as it passes them. A bitmap scan never marks them, so until a VACUUM
+// every run would visit every lease that ended since the last one.
+func TestReapScansInLeaseOrder(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	schema := pgtest.Schema(t, pool)
+	// History: 20,000 leases that expired after their messages completed,
+	// and 10 expired leases to take back.
+	if _, err := pool.Exec(ctx, `INSERT INTO `+schema+`.messages
+		(queue, payload, state, deliveries, max_deliveries, fencing_token, enqueued_at, visible_at, locked_until)
+		SELECT 'q', '\x00', 2, 1, 5, 0, now(), now(), now() - interval '1 hour' FROM generate_series(1, 20010);
+		UPDATE `+schema+`.messages SET state = 3, finished_at = now() WHERE id <= (SELECT min(id) + 19999 FROM `+schema+`.messages)`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, postgres.ReapSettings); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := tx.Query(ctx, `EXPLAIN `+postgres.ReapSQL(schema), nil, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := strings.Join(lines, "\n")
+	if !strings.Contains(plan, "Index Scan using messages_processing") || strings.Contains(plan, "Bitmap") {
+		t.Fatalf("the reaper's plan does not read messages_processing in order:\n%s", plan)
+	}
+}
+
+// TestReapTakesBackEveryBatch checks that one Reap takes back more expired
+// leases than one reap statement does.
+func TestReapTakesBackEveryBatch(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	clk := clocktest.New()
+	s, err := postgres.Open(ctx, postgres.Config{Pool: pool, Schema: pgtest.Schema(t, pool), Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	const n = 2500 // more than two batches
+	msgs := make([]store.NewMessage, n)
+	for i := range msgs {
+		msgs[i] = store.NewMessage{Queue: "q", Payload: []byte("x")}
+	}
+	if _, err := s.Enqueue(ctx, msgs); err != nil {
+		t.Fatal(err)
+	}
+	if ds, err := s.Claim(ctx, store.Claim{Queue: "q", WorkerID: "w", Max: n, LeaseDuration: time.Minute}); err != nil || len(ds) != n {
+		t.Fatalf("Claim = %d deliveries, %v; want %d", len(ds), err, n)
+	}
+	clk.Advance(2 * time.Minute)
+	got, err := s.Reap(ctx)
+	if err != nil || len(got) != n {
+		t.Fatalf("Reap = %d recovered, %v; want %d", len(got), err, n)
+	}
+	st, err := s.Stats(ctx, "q")
+	if err != nil || st.Pending != n {
+		t.Fatalf("Stats = %+v, %v; want %d pending", st, err, n)
+	}
 }

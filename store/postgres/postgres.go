@@ -728,31 +728,44 @@ func (s *Store) Release(ctx context.Context, r store.Release) error {
 	return err
 }
 
+// reapBatch is how many expired leases one reap statement takes back; Reap
+// repeats it until a batch comes back short.
+const reapBatch = 1000
+
 // Reap implements store.Store.
 func (s *Store) Reap(ctx context.Context) ([]store.Recovered, error) {
 	var out []store.Recovered
 	var wake []string
 	err := s.inTx(ctx, "reap", func(tx pgx.Tx) error {
 		out, wake = out[:0], wake[:0]
-		rows, err := tx.Query(ctx, s.sql.reap, replan, s.now())
-		if err != nil {
-			return err
-		}
 		var keys [][2]string
 		var queues []string
 		var r store.Recovered
 		var key *string
 		var state int16
-		if _, err := pgx.ForEachRow(rows, []any{&r.ID, &r.Queue, &key, &state, &r.StuckFor}, func() error {
-			r.Dead = state == int16(store.Dead)
-			if r.Dead && key != nil {
-				keys = append(keys, [2]string{r.Queue, *key})
-			}
-			queues = append(queues, r.Queue)
-			out = append(out, r)
-			return nil
-		}); err != nil {
+		if _, err := tx.Exec(ctx, reapSettings); err != nil {
 			return err
+		}
+		for {
+			rows, err := tx.Query(ctx, s.sql.reap, replan, s.now(), reapBatch)
+			if err != nil {
+				return err
+			}
+			n, err := pgx.ForEachRow(rows, []any{&r.ID, &r.Queue, &key, &state, &r.StuckFor}, func() error {
+				r.Dead = state == int16(store.Dead)
+				if r.Dead && key != nil {
+					keys = append(keys, [2]string{r.Queue, *key})
+				}
+				queues = append(queues, r.Queue)
+				out = append(out, r)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			if n.RowsAffected() < reapBatch {
+				break
+			}
 		}
 		if err := s.promote(ctx, tx, keys); err != nil {
 			return err

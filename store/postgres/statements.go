@@ -30,6 +30,14 @@ func held(m, id, fence string) string {
 	return m + `.id = ` + id + ` AND ` + m + `.fencing_token = ` + fence + ` AND ` + m + `.state + 0 = 2 AND ` + m + `.locked_until > ` + nowSQL
 }
 
+// reapSettings starts the reaper's transaction. messages_processing keeps
+// an entry for every lease taken since the last VACUUM, and the entries of
+// leases that ended lie in the range the reaper reads. A plain index scan
+// marks them dead as it passes, so later runs skip them; a bitmap scan,
+// which the planner prefers when it expects few rows, never marks them, so
+// every run would visit every one of them again.
+const reapSettings = `SET LOCAL enable_bitmapscan = off`
+
 func newStatements(schema string) statements {
 	x := func(sql string) string { return expand(sql, schema) }
 	st := statements{
@@ -80,8 +88,11 @@ func newStatements(schema string) statements {
 		release: x(`UPDATE {s}.messages m SET state = 0, visible_at = ` + nowSQL + ` + ` + us("$4") + `, deliveries = m.deliveries - 1
 			WHERE ` + held("m", "$2", "$3") + `
 			RETURNING m.queue`),
+		// A batch at a time, in lease order, run after reapSettings.
 		reap: x(`WITH r AS (
 				SELECT id FROM {s}.messages WHERE state = 2 AND locked_until <= ` + nowSQL + `
+				ORDER BY locked_until
+				LIMIT $2
 				FOR UPDATE SKIP LOCKED)
 			UPDATE {s}.messages m SET
 				state = CASE WHEN m.deliveries >= m.max_deliveries THEN 4 ELSE 0 END,
