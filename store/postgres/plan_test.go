@@ -248,3 +248,87 @@ func TestReapTakesBackEveryBatch(t *testing.T) {
 		t.Fatalf("Stats = %+v, %v; want %d pending", st, err, n)
 	}
 }
+
+// TestPlansSurviveStaleStatistics gathers statistics at a bad moment, with
+// a backlog of pending messages and every lease expiry in the past, then
+// claims, extends and completes a batch. Planned as joins of the batch with
+// the table, these statements turn into scans of the whole table once the
+// statistics say so; they must not scan it.
+func TestPlansSurviveStaleStatistics(t *testing.T) {
+	ctx := context.Background()
+	setup := pgtest.Pool(t)
+	schema := pgtest.Schema(t, setup)
+	cfg, err := pgxpool.ParseConfig(pgtest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1 // see TestPlansFollowTableGrowth
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s := openLive(t, pool, schema)
+
+	if _, err := setup.Exec(ctx, `INSERT INTO `+schema+`.messages
+		(queue, payload, state, deliveries, max_deliveries, fencing_token, enqueued_at, visible_at, locked_until, finished_at)
+		SELECT 'q', '\x00', 3, 1, 5, 0, now(), now(), now() - interval '1 hour', now() FROM generate_series(1, 20000);
+		INSERT INTO `+schema+`.messages (queue, payload, state, max_deliveries, enqueued_at, visible_at)
+		SELECT 'q', '\x00', 0, 5, now() - interval '1 hour', now() - interval '1 hour' FROM generate_series(1, 20000);
+		ANALYZE `+schema+`.messages`); err != nil {
+		t.Fatal(err)
+	}
+	seqScans := func() int64 {
+		t.Helper()
+		if _, err := pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		if err := pool.QueryRow(ctx, `SELECT seq_scan FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = 'messages'`, schema).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	check := func(op string, f func() error) {
+		t.Helper()
+		before := seqScans()
+		if err := f(); err != nil {
+			t.Fatalf("%s: %v", op, err)
+		}
+		if after := seqScans(); after != before {
+			t.Errorf("%s scanned the whole table %d times, want 0", op, after-before)
+		}
+	}
+	const n = 1000
+	var leases []store.Lease
+	check("Claim", func() error {
+		ds, err := s.Claim(ctx, store.Claim{Queue: "q", WorkerID: "w", Max: n, LeaseDuration: time.Hour})
+		if err == nil && len(ds) != n {
+			err = fmt.Errorf("%d deliveries, want %d", len(ds), n)
+		}
+		for _, d := range ds {
+			leases = append(leases, d.Lease)
+		}
+		return err
+	})
+	check("Extend", func() error {
+		ext, err := s.Extend(ctx, leases, time.Hour)
+		if err == nil && len(ext.Lost) != 0 {
+			err = fmt.Errorf("lost %d leases", len(ext.Lost))
+		}
+		return err
+	})
+	check("Complete", func() error {
+		cs := make([]store.Completion, len(leases))
+		for i, l := range leases {
+			cs[i] = store.Completion{Lease: l}
+		}
+		res, err := s.Complete(ctx, cs)
+		for _, e := range res {
+			if e != nil && err == nil {
+				err = e
+			}
+		}
+		return err
+	})
+}

@@ -498,21 +498,33 @@ func (s *Store) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, err
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: claim: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Delivery, error) {
-		d := store.Delivery{Queue: c.Queue}
+	type claimed struct {
+		d       store.Delivery
+		visible time.Time
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (claimed, error) {
+		cl := claimed{d: store.Delivery{Queue: c.Queue}}
+		d := &cl.d
 		var key, reply, dedup *string
 		var attempt, max int32
-		err := r.Scan(&d.MessageID, &key, &d.Payload, &reply, &dedup, &attempt, &max, &d.EnqueuedAt, &d.FencingToken, &d.LeaseExpires)
+		err := r.Scan(&d.MessageID, &key, &d.Payload, &reply, &dedup, &attempt, &max, &d.EnqueuedAt, &d.FencingToken, &d.LeaseExpires, &cl.visible)
 		d.Key, d.ReplyTo, d.DedupID = deref(key), deref(reply), deref(dedup)
 		d.Attempt, d.MaxDeliveries = int(attempt), int(max)
 		d.EnqueuedAt, d.LeaseExpires = d.EnqueuedAt.UTC(), d.LeaseExpires.UTC()
-		return d, err
+		return cl, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: claim: %w", err)
 	}
-	slices.SortFunc(out, func(a, b store.Delivery) int { return cmp.Compare(a.FencingToken, b.FencingToken) })
-	return out, nil
+	// Oldest visible first, as the claim chose them.
+	slices.SortFunc(out, func(a, b claimed) int {
+		return cmp.Or(a.visible.Compare(b.visible), cmp.Compare(a.d.MessageID, b.d.MessageID))
+	})
+	ds := make([]store.Delivery, len(out))
+	for i := range out {
+		ds[i] = out[i].d
+	}
+	return ds, nil
 }
 
 func deref(p *string) string {

@@ -19,15 +19,34 @@ const nowSQL = `COALESCE($1::timestamptz, now())`
 
 func us(param string) string { return param + ` * interval '1 microsecond'` }
 
-// held is the condition that the lease fence on row m is current: the row
-// is found through its primary key alone. "state + 0" keeps the planner off
-// messages_processing, whose predicate "state = 2" it would otherwise prove:
-// that index keeps an entry for every lease taken since the last VACUUM
-// (entries a bitmap scan never marks dead), so a scan of its unexpired
-// range costs in proportion to throughput times the lease duration, not to
-// the leases asked about.
+// held is the condition that the lease fence on row m is current, for
+// statements that name one lease: the planner finds the row through the
+// primary key, the only index it can use. "state + 0" keeps it off
+// messages_processing, whose predicate "state = 2" it would otherwise
+// prove: that index keeps an entry for every lease taken since the last
+// VACUUM (entries a bitmap scan never marks dead), so a scan of its
+// unexpired range costs in proportion to throughput times the lease
+// duration, not to the leases asked about.
 func held(m, id, fence string) string {
 	return m + `.id = ` + id + ` AND ` + m + `.fencing_token = ` + fence + ` AND ` + m + `.state + 0 = 2 AND ` + m + `.locked_until > ` + nowSQL
+}
+
+// heldRows is the condition that row m is one of the leases in the arrays
+// ids ($2) and fences ($3), current. Each lease's row is looked up on its
+// own, through the primary key, and the rows are then fetched by their
+// physical address. A join of the arrays with the table would leave the
+// planner a choice between those lookups and a scan of the whole table
+// with a hash join, and with statistics gathered at the wrong moment (a
+// histogram of lease expiries all in the past, say) it picks the scan,
+// whose cost grows with the table. The second test of the fence and the
+// expiry on m is for a row that changed while the statement ran; tokens
+// come from one sequence, so a token of the batch on that row is a lease
+// of the batch.
+func heldRows() string {
+	return `m.ctid = ANY(ARRAY(
+				SELECT h.ctid FROM unnest($2::bigint[], $3::bigint[]) AS l(id, fence)
+				CROSS JOIN LATERAL (SELECT h.ctid FROM {s}.messages h WHERE ` + held("h", "l.id", "l.fence") + ` LIMIT 1) AS h))
+			AND m.fencing_token = ANY($3::bigint[]) AND m.state + 0 = 2 AND m.locked_until > ` + nowSQL
 }
 
 // reapSettings starts the reaper's transaction. messages_processing keeps
@@ -55,8 +74,11 @@ func newStatements(schema string) statements {
 			RETURNING id`),
 		dedupGet:   x(`SELECT id, enqueued_at > ` + nowSQL + ` - ` + us("$4") + ` FROM {s}.messages WHERE queue = $2 AND dedup_id = $3`),
 		dedupClear: x(`UPDATE {s}.messages SET dedup_id = NULL WHERE id = $1`),
+		// The locked rows are updated by their physical address, for the
+		// reason heldRows gives; a row whose locked version is newer than
+		// the statement's snapshot is left for the next claim.
 		claim: x(`WITH c AS (
-				SELECT id FROM {s}.messages
+				SELECT ctid FROM {s}.messages
 				WHERE queue = $2 AND state = 0 AND visible_at <= ` + nowSQL + `
 				ORDER BY visible_at, id
 				LIMIT $3
@@ -64,19 +86,17 @@ func newStatements(schema string) statements {
 			UPDATE {s}.messages m
 			SET state = 2, deliveries = m.deliveries + 1, fencing_token = nextval('{s}.fence'), worker_id = $4,
 				locked_until = ` + nowSQL + ` + ` + us("$5") + `
-			FROM c WHERE m.id = c.id
-			RETURNING m.id, m.key, m.payload, m.reply_to, m.dedup_id, m.deliveries, m.max_deliveries, m.enqueued_at, m.fencing_token, m.locked_until`),
+			WHERE m.ctid = ANY(ARRAY(SELECT ctid FROM c))
+			RETURNING m.id, m.key, m.payload, m.reply_to, m.dedup_id, m.deliveries, m.max_deliveries, m.enqueued_at, m.fencing_token, m.locked_until, m.visible_at`),
 		// One row per extended lease, or one row of NULLs when none was: the
 		// expiry is reported either way.
 		extend: x(`WITH u AS (
 				UPDATE {s}.messages m SET locked_until = ` + nowSQL + ` + ` + us("$4") + `
-				FROM unnest($2::bigint[], $3::bigint[]) AS l(id, fence)
-				WHERE ` + held("m", "l.id", "l.fence") + `
+				WHERE ` + heldRows() + `
 				RETURNING m.id, m.fencing_token)
 			SELECT u.id, u.fencing_token, ` + nowSQL + ` + ` + us("$4") + ` FROM (SELECT 1) AS one LEFT JOIN u ON true`),
 		complete: x(`UPDATE {s}.messages m SET state = 3, finished_at = ` + nowSQL + `
-			FROM unnest($2::bigint[], $3::bigint[]) AS l(id, fence)
-			WHERE ` + held("m", "l.id", "l.fence") + `
+			WHERE ` + heldRows() + `
 			RETURNING m.id, m.fencing_token, m.queue, m.key`),
 		promote: x(`UPDATE {s}.messages SET state = 0 WHERE id = (
 			SELECT id FROM {s}.messages WHERE queue = $1 AND key = $2 AND state = 1 ORDER BY id LIMIT 1)`),
