@@ -23,22 +23,8 @@ import (
 // every row, completed ones included.
 func TestPlansFollowTableGrowth(t *testing.T) {
 	ctx := context.Background()
-	setup := pgtest.Pool(t)
-	schema := pgtest.Schema(t, setup)
-	// One connection: the store's statements and the statistics reads
-	// below run on the same server process, whose counters are flushed on
-	// request.
-	cfg, err := pgxpool.ParseConfig(pgtest.DSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 1
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	s := openLive(t, pool, schema)
+	f := newPlanFixture(t)
+	s := f.s
 
 	cycle := func() {
 		t.Helper()
@@ -54,36 +40,24 @@ func TestPlansFollowTableGrowth(t *testing.T) {
 			t.Fatalf("Complete = %v, %v", res, err)
 		}
 	}
-	seqScans := func() int64 {
-		t.Helper()
-		if _, err := pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
-			t.Fatal(err)
-		}
-		var n int64
-		if err := pool.QueryRow(ctx, `SELECT seq_scan FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = 'messages'`, schema).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
 
 	// A vacuumed empty table is what a drained queue leaves: the planner
 	// then knows the table is empty, where a new table's size is a guess.
-	if _, err := setup.Exec(ctx, `VACUUM `+schema+`.messages`); err != nil {
+	if _, err := f.setup.Exec(ctx, `VACUUM `+f.schema+`.messages`); err != nil {
 		t.Fatal(err)
 	}
 	for range 20 {
 		cycle()
 	}
-	if _, err := setup.Exec(ctx, `INSERT INTO `+schema+`.messages
+	if _, err := f.setup.Exec(ctx, `INSERT INTO `+f.schema+`.messages
 		(queue, payload, state, deliveries, max_deliveries, fencing_token, enqueued_at, visible_at, locked_until, finished_at)
 		SELECT 'q', '\x00', 3, 1, 5, 0, now(), now(), now(), now() FROM generate_series(1, 50000)`); err != nil {
 		t.Fatal(err)
 	}
-	before := seqScans()
-	cycle()
-	if after := seqScans(); after != before {
-		t.Fatalf("a claim and a completion on a table of 50,000 rows made %d sequential scans, want 0", after-before)
-	}
+	f.unchanged(t, seqScansQuery, "sequential scans", "a claim and a completion on a table of 50,000 rows", func() error {
+		cycle()
+		return nil
+	})
 }
 
 // TestLeaseChecksUseThePrimaryKey checks that statements naming leases find
@@ -92,25 +66,14 @@ func TestPlansFollowTableGrowth(t *testing.T) {
 // scanning its unexpired range would cost in proportion to recent history.
 func TestLeaseChecksUseThePrimaryKey(t *testing.T) {
 	ctx := context.Background()
-	setup := pgtest.Pool(t)
-	schema := pgtest.Schema(t, setup)
-	cfg, err := pgxpool.ParseConfig(pgtest.DSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 1 // see TestPlansFollowTableGrowth
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	s := openLive(t, pool, schema)
+	f := newPlanFixture(t)
+	s := f.s
 
 	// History: 20,000 messages that were leased and completed.
-	if _, err := setup.Exec(ctx, `INSERT INTO `+schema+`.messages
+	if _, err := f.setup.Exec(ctx, `INSERT INTO `+f.schema+`.messages
 		(queue, payload, state, deliveries, max_deliveries, fencing_token, enqueued_at, visible_at, locked_until)
 		SELECT 'old', '\x00', 2, 1, 5, 0, now(), now(), now() + interval '1 hour' FROM generate_series(1, 20000);
-		UPDATE `+schema+`.messages SET state = 3, finished_at = now()`); err != nil {
+		UPDATE `+f.schema+`.messages SET state = 3, finished_at = now()`); err != nil {
 		t.Fatal(err)
 	}
 	const n = 1000
@@ -130,52 +93,17 @@ func TestLeaseChecksUseThePrimaryKey(t *testing.T) {
 		leases[i] = d.Lease
 	}
 
-	scans := func() int64 {
+	check := func(op string, fn func() error) {
 		t.Helper()
-		if _, err := pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
-			t.Fatal(err)
-		}
-		var n int64
-		if err := pool.QueryRow(ctx, `SELECT idx_scan FROM pg_stat_user_indexes WHERE schemaname = $1 AND indexrelname = 'messages_processing'`, schema).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
+		f.unchanged(t, processingScansQuery, "scans of messages_processing", op, fn)
 	}
-	check := func(op string, f func() error) {
-		t.Helper()
-		before := scans()
-		if err := f(); err != nil {
-			t.Fatalf("%s: %v", op, err)
-		}
-		if after := scans(); after != before {
-			t.Errorf("%s scanned messages_processing %d times, want 0", op, after-before)
-		}
-	}
-	check("Extend", func() error {
-		ext, err := s.Extend(ctx, leases, time.Hour)
-		if err == nil && len(ext.Lost) != 0 {
-			err = fmt.Errorf("lost %d leases", len(ext.Lost))
-		}
-		return err
-	})
+	check("Extend", func() error { return extendAll(s, leases) })
 	check("Fail", func() error {
 		_, err := s.Fail(ctx, store.Failure{Lease: leases[0], Error: "boom"})
 		return err
 	})
 	check("Release", func() error { return s.Release(ctx, store.Release{Lease: leases[1]}) })
-	cs := make([]store.Completion, 0, n-2)
-	for _, l := range leases[2:] {
-		cs = append(cs, store.Completion{Lease: l})
-	}
-	check("Complete", func() error {
-		res, err := s.Complete(ctx, cs)
-		for _, e := range res {
-			if e != nil && err == nil {
-				err = e
-			}
-		}
-		return err
-	})
+	check("Complete", func() error { return completeAll(s, leases[2:]) })
 }
 
 // TestReapScansInLeaseOrder checks that the reaper reads messages_processing
@@ -256,48 +184,20 @@ func TestReapTakesBackEveryBatch(t *testing.T) {
 // statistics say so; they must not scan it.
 func TestPlansSurviveStaleStatistics(t *testing.T) {
 	ctx := context.Background()
-	setup := pgtest.Pool(t)
-	schema := pgtest.Schema(t, setup)
-	cfg, err := pgxpool.ParseConfig(pgtest.DSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 1 // see TestPlansFollowTableGrowth
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	s := openLive(t, pool, schema)
+	f := newPlanFixture(t)
+	s := f.s
 
-	if _, err := setup.Exec(ctx, `INSERT INTO `+schema+`.messages
+	if _, err := f.setup.Exec(ctx, `INSERT INTO `+f.schema+`.messages
 		(queue, payload, state, deliveries, max_deliveries, fencing_token, enqueued_at, visible_at, locked_until, finished_at)
 		SELECT 'q', '\x00', 3, 1, 5, 0, now(), now(), now() - interval '1 hour', now() FROM generate_series(1, 20000);
-		INSERT INTO `+schema+`.messages (queue, payload, state, max_deliveries, enqueued_at, visible_at)
+		INSERT INTO `+f.schema+`.messages (queue, payload, state, max_deliveries, enqueued_at, visible_at)
 		SELECT 'q', '\x00', 0, 5, now() - interval '1 hour', now() - interval '1 hour' FROM generate_series(1, 20000);
-		ANALYZE `+schema+`.messages`); err != nil {
+		ANALYZE `+f.schema+`.messages`); err != nil {
 		t.Fatal(err)
 	}
-	seqScans := func() int64 {
+	check := func(op string, fn func() error) {
 		t.Helper()
-		if _, err := pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
-			t.Fatal(err)
-		}
-		var n int64
-		if err := pool.QueryRow(ctx, `SELECT seq_scan FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = 'messages'`, schema).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	check := func(op string, f func() error) {
-		t.Helper()
-		before := seqScans()
-		if err := f(); err != nil {
-			t.Fatalf("%s: %v", op, err)
-		}
-		if after := seqScans(); after != before {
-			t.Errorf("%s scanned the whole table %d times, want 0", op, after-before)
-		}
+		f.unchanged(t, seqScansQuery, "scans of the whole table", op, fn)
 	}
 	const n = 1000
 	var leases []store.Lease
@@ -311,24 +211,89 @@ func TestPlansSurviveStaleStatistics(t *testing.T) {
 		}
 		return err
 	})
-	check("Extend", func() error {
-		ext, err := s.Extend(ctx, leases, time.Hour)
-		if err == nil && len(ext.Lost) != 0 {
-			err = fmt.Errorf("lost %d leases", len(ext.Lost))
+	check("Extend", func() error { return extendAll(s, leases) })
+	check("Complete", func() error { return completeAll(s, leases) })
+}
+
+// planFixture is a store on a pool of one connection, so that its
+// statements and the statistics reads of counter run on the same server
+// process, whose counters are flushed on request; setup is a second pool
+// for preparing the table.
+type planFixture struct {
+	setup, pool *pgxpool.Pool
+	schema      string
+	s           *postgres.Store
+}
+
+func newPlanFixture(t *testing.T) planFixture {
+	t.Helper()
+	setup := pgtest.Pool(t)
+	schema := pgtest.Schema(t, setup)
+	cfg, err := pgxpool.ParseConfig(pgtest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return planFixture{setup: setup, pool: pool, schema: schema, s: openLive(t, pool, schema)}
+}
+
+// counter reads one statistics counter of the schema's tables or indexes,
+// as a query whose $1 is the schema.
+func (f planFixture) counter(t *testing.T, query string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := f.pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	if err := f.pool.QueryRow(ctx, query, f.schema).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+const (
+	seqScansQuery        = `SELECT seq_scan FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = 'messages'`
+	processingScansQuery = `SELECT idx_scan FROM pg_stat_user_indexes WHERE schemaname = $1 AND indexrelname = 'messages_processing'`
+)
+
+// unchanged runs op and fails the test if it changed the counter.
+func (f planFixture) unchanged(t *testing.T, query, what, op string, fn func() error) {
+	t.Helper()
+	before := f.counter(t, query)
+	if err := fn(); err != nil {
+		t.Fatalf("%s: %v", op, err)
+	}
+	if after := f.counter(t, query); after != before {
+		t.Errorf("%s made %d %s, want 0", op, after-before, what)
+	}
+}
+
+// completeAll completes leases in one call and returns the first error.
+func completeAll(s *postgres.Store, leases []store.Lease) error {
+	cs := make([]store.Completion, len(leases))
+	for i, l := range leases {
+		cs[i] = store.Completion{Lease: l}
+	}
+	res, err := s.Complete(context.Background(), cs)
+	for _, e := range res {
+		if e != nil && err == nil {
+			err = e
 		}
-		return err
-	})
-	check("Complete", func() error {
-		cs := make([]store.Completion, len(leases))
-		for i, l := range leases {
-			cs[i] = store.Completion{Lease: l}
-		}
-		res, err := s.Complete(ctx, cs)
-		for _, e := range res {
-			if e != nil && err == nil {
-				err = e
-			}
-		}
-		return err
-	})
+	}
+	return err
+}
+
+// extendAll extends leases and reports any that were lost.
+func extendAll(s *postgres.Store, leases []store.Lease) error {
+	ext, err := s.Extend(context.Background(), leases, time.Hour)
+	if err == nil && len(ext.Lost) != 0 {
+		err = fmt.Errorf("lost %d leases", len(ext.Lost))
+	}
+	return err
 }
