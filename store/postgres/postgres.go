@@ -498,33 +498,21 @@ func (s *Store) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, err
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: claim: %w", err)
 	}
-	type claimed struct {
-		d       store.Delivery
-		visible time.Time
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (claimed, error) {
-		cl := claimed{d: store.Delivery{Queue: c.Queue}}
-		d := &cl.d
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Delivery, error) {
+		d := store.Delivery{Queue: c.Queue}
 		var key, reply, dedup *string
 		var attempt, max int32
-		err := r.Scan(&d.MessageID, &key, &d.Payload, &reply, &dedup, &attempt, &max, &d.EnqueuedAt, &d.FencingToken, &d.LeaseExpires, &cl.visible)
+		err := r.Scan(&d.MessageID, &key, &d.Payload, &reply, &dedup, &attempt, &max, &d.EnqueuedAt, &d.FencingToken, &d.LeaseExpires)
 		d.Key, d.ReplyTo, d.DedupID = deref(key), deref(reply), deref(dedup)
 		d.Attempt, d.MaxDeliveries = int(attempt), int(max)
 		d.EnqueuedAt, d.LeaseExpires = d.EnqueuedAt.UTC(), d.LeaseExpires.UTC()
-		return cl, err
+		return d, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: claim: %w", err)
 	}
-	// Oldest visible first, as the claim chose them.
-	slices.SortFunc(out, func(a, b claimed) int {
-		return cmp.Or(a.visible.Compare(b.visible), cmp.Compare(a.d.MessageID, b.d.MessageID))
-	})
-	ds := make([]store.Delivery, len(out))
-	for i := range out {
-		ds[i] = out[i].d
-	}
-	return ds, nil
+	slices.SortFunc(out, func(a, b store.Delivery) int { return cmp.Compare(a.FencingToken, b.FencingToken) })
+	return out, nil
 }
 
 func deref(p *string) string {
@@ -740,44 +728,31 @@ func (s *Store) Release(ctx context.Context, r store.Release) error {
 	return err
 }
 
-// reapBatch is how many expired leases one reap statement takes back; Reap
-// repeats it until a batch comes back short.
-const reapBatch = 1000
-
 // Reap implements store.Store.
 func (s *Store) Reap(ctx context.Context) ([]store.Recovered, error) {
 	var out []store.Recovered
 	var wake []string
 	err := s.inTx(ctx, "reap", func(tx pgx.Tx) error {
 		out, wake = out[:0], wake[:0]
+		rows, err := tx.Query(ctx, s.sql.reap, replan, s.now())
+		if err != nil {
+			return err
+		}
 		var keys [][2]string
 		var queues []string
 		var r store.Recovered
 		var key *string
 		var state int16
-		if _, err := tx.Exec(ctx, reapSettings); err != nil {
+		if _, err := pgx.ForEachRow(rows, []any{&r.ID, &r.Queue, &key, &state, &r.StuckFor}, func() error {
+			r.Dead = state == int16(store.Dead)
+			if r.Dead && key != nil {
+				keys = append(keys, [2]string{r.Queue, *key})
+			}
+			queues = append(queues, r.Queue)
+			out = append(out, r)
+			return nil
+		}); err != nil {
 			return err
-		}
-		for {
-			rows, err := tx.Query(ctx, s.sql.reap, replan, s.now(), reapBatch)
-			if err != nil {
-				return err
-			}
-			n, err := pgx.ForEachRow(rows, []any{&r.ID, &r.Queue, &key, &state, &r.StuckFor}, func() error {
-				r.Dead = state == int16(store.Dead)
-				if r.Dead && key != nil {
-					keys = append(keys, [2]string{r.Queue, *key})
-				}
-				queues = append(queues, r.Queue)
-				out = append(out, r)
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			if n.RowsAffected() < reapBatch {
-				break
-			}
 		}
 		if err := s.promote(ctx, tx, keys); err != nil {
 			return err

@@ -33,29 +33,23 @@ func held(m, id, fence string) string {
 
 // heldRows is the condition that row m is one of the leases in the arrays
 // ids ($2) and fences ($3), current. Each lease's row is looked up on its
-// own, through the primary key, and the rows are then fetched by their
-// physical address. A join of the arrays with the table would leave the
+// own, through the primary key, and the ids found are handed to the update
+// as one array. A join of the arrays with the table would leave the
 // planner a choice between those lookups and a scan of the whole table
 // with a hash join, and with statistics gathered at the wrong moment (a
 // histogram of lease expiries all in the past, say) it picks the scan,
-// whose cost grows with the table. The second test of the fence and the
-// expiry on m is for a row that changed while the statement ran; tokens
-// come from one sequence, so a token of the batch on that row is a lease
-// of the batch.
+// whose cost grows with the table. An array computed in the statement has
+// a length the planner does not know and guesses small, so the update
+// reads its rows through the primary key whatever the statistics say. The
+// second test of the fence and the expiry on m is for a row that changed
+// while the statement ran; tokens come from one sequence, so a token of
+// the batch on that row is a lease of the batch.
 func heldRows() string {
-	return `m.ctid = ANY(ARRAY(
-				SELECT h.ctid FROM unnest($2::bigint[], $3::bigint[]) AS l(id, fence)
-				CROSS JOIN LATERAL (SELECT h.ctid FROM {s}.messages h WHERE ` + held("h", "l.id", "l.fence") + ` LIMIT 1) AS h))
+	return `m.id = ANY(ARRAY(
+				SELECT h.id FROM unnest($2::bigint[], $3::bigint[]) AS l(id, fence)
+				CROSS JOIN LATERAL (SELECT h.id FROM {s}.messages h WHERE ` + held("h", "l.id", "l.fence") + ` LIMIT 1) AS h))
 			AND m.fencing_token = ANY($3::bigint[]) AND m.state + 0 = 2 AND m.locked_until > ` + nowSQL
 }
-
-// reapSettings starts the reaper's transaction. messages_processing keeps
-// an entry for every lease taken since the last VACUUM, and the entries of
-// leases that ended lie in the range the reaper reads. A plain index scan
-// marks them dead as it passes, so later runs skip them; a bitmap scan,
-// which the planner prefers when it expects few rows, never marks them, so
-// every run would visit every one of them again.
-const reapSettings = `SET LOCAL enable_bitmapscan = off`
 
 func newStatements(schema string) statements {
 	x := func(sql string) string { return expand(sql, schema) }
@@ -74,11 +68,12 @@ func newStatements(schema string) statements {
 			RETURNING id`),
 		dedupGet:   x(`SELECT id, enqueued_at > ` + nowSQL + ` - ` + us("$4") + ` FROM {s}.messages WHERE queue = $2 AND dedup_id = $3`),
 		dedupClear: x(`UPDATE {s}.messages SET dedup_id = NULL WHERE id = $1`),
-		// The locked rows are updated by their physical address, for the
-		// reason heldRows gives; a row whose locked version is newer than
-		// the statement's snapshot is left for the next claim.
+		// The claim still joins its locked rows to the table, so stale
+		// statistics could make the planner trade its lookups for a table
+		// scan. Handing the locked ids over as an array, as heldRows does,
+		// has not yet been shown to keep claims linearizable.
 		claim: x(`WITH c AS (
-				SELECT ctid FROM {s}.messages
+				SELECT id FROM {s}.messages
 				WHERE queue = $2 AND state = 0 AND visible_at <= ` + nowSQL + `
 				ORDER BY visible_at, id
 				LIMIT $3
@@ -86,8 +81,8 @@ func newStatements(schema string) statements {
 			UPDATE {s}.messages m
 			SET state = 2, deliveries = m.deliveries + 1, fencing_token = nextval('{s}.fence'), worker_id = $4,
 				locked_until = ` + nowSQL + ` + ` + us("$5") + `
-			WHERE m.ctid = ANY(ARRAY(SELECT ctid FROM c))
-			RETURNING m.id, m.key, m.payload, m.reply_to, m.dedup_id, m.deliveries, m.max_deliveries, m.enqueued_at, m.fencing_token, m.locked_until, m.visible_at`),
+			FROM c WHERE m.id = c.id
+			RETURNING m.id, m.key, m.payload, m.reply_to, m.dedup_id, m.deliveries, m.max_deliveries, m.enqueued_at, m.fencing_token, m.locked_until`),
 		// One row per extended lease, or one row of NULLs when none was: the
 		// expiry is reported either way.
 		extend: x(`WITH u AS (
@@ -108,11 +103,8 @@ func newStatements(schema string) statements {
 		release: x(`UPDATE {s}.messages m SET state = 0, visible_at = ` + nowSQL + ` + ` + us("$4") + `, deliveries = m.deliveries - 1
 			WHERE ` + held("m", "$2", "$3") + `
 			RETURNING m.queue`),
-		// A batch at a time, in lease order, run after reapSettings.
 		reap: x(`WITH r AS (
 				SELECT id FROM {s}.messages WHERE state = 2 AND locked_until <= ` + nowSQL + `
-				ORDER BY locked_until
-				LIMIT $2
 				FOR UPDATE SKIP LOCKED)
 			UPDATE {s}.messages m SET
 				state = CASE WHEN m.deliveries >= m.max_deliveries THEN 4 ELSE 0 END,
