@@ -74,22 +74,8 @@ func TestLeaseChecksUseThePrimaryKey(t *testing.T) {
 		UPDATE `+f.schema+`.messages SET state = 3, finished_at = now()`); err != nil {
 		t.Fatal(err)
 	}
-	const n = 1000
-	msgs := make([]store.NewMessage, n)
-	for i := range msgs {
-		msgs[i] = store.NewMessage{Queue: "q", Payload: []byte("x")}
-	}
-	if _, err := s.Enqueue(ctx, msgs); err != nil {
-		t.Fatal(err)
-	}
-	ds, err := s.Claim(ctx, store.Claim{Queue: "q", WorkerID: "w", Max: n, LeaseDuration: time.Hour})
-	if err != nil || len(ds) != n {
-		t.Fatalf("Claim = %d deliveries, %v; want %d", len(ds), err, n)
-	}
-	leases := make([]store.Lease, n)
-	for i, d := range ds {
-		leases[i] = d.Lease
-	}
+	enqueueN(t, s, 1000)
+	leases := claimN(t, s, 1000, time.Hour)
 
 	check := func(op string, fn func() error) {
 		t.Helper()
@@ -116,16 +102,8 @@ func TestReapTakesBackEveryExpiredLease(t *testing.T) {
 	}
 	t.Cleanup(func() { s.Close() })
 	const n = 2500
-	msgs := make([]store.NewMessage, n)
-	for i := range msgs {
-		msgs[i] = store.NewMessage{Queue: "q", Payload: []byte("x")}
-	}
-	if _, err := s.Enqueue(ctx, msgs); err != nil {
-		t.Fatal(err)
-	}
-	if ds, err := s.Claim(ctx, store.Claim{Queue: "q", WorkerID: "w", Max: n, LeaseDuration: time.Minute}); err != nil || len(ds) != n {
-		t.Fatalf("Claim = %d deliveries, %v; want %d", len(ds), err, n)
-	}
+	enqueueN(t, s, n)
+	claimN(t, s, n, time.Minute)
 	clk.Advance(2 * time.Minute)
 	got, err := s.Reap(ctx)
 	if err != nil || len(got) != n {
@@ -161,15 +139,7 @@ func TestPlansSurviveStaleStatistics(t *testing.T) {
 	}
 	// The claim is not checked: it still joins its rows to the table (see
 	// its statement).
-	const n = 1000
-	ds, err := s.Claim(ctx, store.Claim{Queue: "q", WorkerID: "w", Max: n, LeaseDuration: time.Hour})
-	if err != nil || len(ds) != n {
-		t.Fatalf("Claim = %d deliveries, %v; want %d", len(ds), err, n)
-	}
-	leases := make([]store.Lease, n)
-	for i, d := range ds {
-		leases[i] = d.Lease
-	}
+	leases := claimN(t, s, 1000, time.Hour)
 	check("Extend", func() error { return extendAll(s, leases) })
 	check("Complete", func() error { return completeAll(s, leases) })
 }
@@ -255,4 +225,30 @@ func extendAll(s *postgres.Store, leases []store.Lease) error {
 		err = fmt.Errorf("lost %d leases", len(ext.Lost))
 	}
 	return err
+}
+
+// enqueueN enqueues n messages on queue "q".
+func enqueueN(t *testing.T, s *postgres.Store, n int) {
+	t.Helper()
+	msgs := make([]store.NewMessage, n)
+	for i := range msgs {
+		msgs[i] = store.NewMessage{Queue: "q", Payload: []byte("x")}
+	}
+	if _, err := s.Enqueue(context.Background(), msgs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// claimN claims exactly n messages of queue "q" and returns their leases.
+func claimN(t *testing.T, s *postgres.Store, n int, lease time.Duration) []store.Lease {
+	t.Helper()
+	ds, err := s.Claim(context.Background(), store.Claim{Queue: "q", WorkerID: "w", Max: n, LeaseDuration: lease})
+	if err != nil || len(ds) != n {
+		t.Fatalf("Claim = %d deliveries, %v; want %d", len(ds), err, n)
+	}
+	leases := make([]store.Lease, n)
+	for i, d := range ds {
+		leases[i] = d.Lease
+	}
+	return leases
 }
