@@ -286,7 +286,9 @@ type Store interface {
 	Enqueue(ctx context.Context, msgs []NewMessage) ([]Enqueued, error)
 	// Claim leases up to c.Max visible pending messages of a queue, oldest
 	// visible first, counting a delivery for each and minting a new lease.
-	// It never blocks waiting for messages; see Wakeup.
+	// It never blocks waiting for messages; see Wakeup. A backend may pass
+	// over a message that another operation holds locked at that moment
+	// (PostgreSQL's SKIP LOCKED); a later claim gets it.
 	Claim(ctx context.Context, c Claim) ([]Delivery, error)
 	// Extend sets the expiry of every given lease that is still current to
 	// now+extension. The result lists the leases that are lost.

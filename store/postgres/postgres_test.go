@@ -21,7 +21,7 @@ func TestConformance(t *testing.T) {
 		}
 		t.Cleanup(func() { s.Close() })
 		return s
-	})
+	}, storetest.ClaimsSkipLocked())
 }
 
 func TestSchemaChecks(t *testing.T) {

@@ -55,6 +55,10 @@ type linInput struct {
 	kind  opKind
 	token int64         // extend, complete
 	d     time.Duration // advance
+	// contended marks a claim that ran while another operation on the
+	// part's message was under way, and so may have found it locked. It is
+	// filled in once the history is complete.
+	contended bool
 }
 
 // linOutput is its result.
@@ -82,88 +86,114 @@ const (
 // time: a claim takes a pending message and mints a larger token; extend
 // complete and release succeed only under the current, unexpired lease; the
 // reaper returns an expired lease's message to pending, and only such a one.
-var leaseModel = porcupine.Model{
-	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
-		byPart := map[int][]porcupine.Operation{}
-		for _, op := range history {
-			p := op.Input.(linInput).part
-			byPart[p] = append(byPart[p], op)
-		}
-		out := make([][]porcupine.Operation, 0, len(byPart))
-		for _, ops := range byPart {
-			out = append(out, ops)
-		}
-		return out
-	},
-	Init: func() any { return leaseState{state: store.Pending} },
-	Step: func(s, in, out any) (bool, any) {
-		st, i, o := s.(leaseState), in.(linInput), out.(linOutput)
-		live := st.state == store.Processing && st.now < st.expires
-		switch i.kind {
-		case opClaim:
-			if st.state != store.Pending {
+// With skipLocked, a contended claim may also find nothing.
+func leaseModel(skipLocked bool) porcupine.Model {
+	return porcupine.Model{
+		Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
+			byPart := map[int][]porcupine.Operation{}
+			for _, op := range history {
+				p := op.Input.(linInput).part
+				byPart[p] = append(byPart[p], op)
+			}
+			out := make([][]porcupine.Operation, 0, len(byPart))
+			for _, ops := range byPart {
+				out = append(out, ops)
+			}
+			return out
+		},
+		Init: func() any { return leaseState{state: store.Pending} },
+		Step: func(s, in, out any) (bool, any) {
+			st, i, o := s.(leaseState), in.(linInput), out.(linOutput)
+			live := st.state == store.Processing && st.now < st.expires
+			switch i.kind {
+			case opClaim:
+				if st.state != store.Pending {
+					return !o.ok, st
+				}
+				if !o.ok && skipLocked && i.contended {
+					return true, st
+				}
+				if !o.ok || o.token <= st.last {
+					return false, st
+				}
+				st.state, st.token, st.last, st.expires = store.Processing, o.token, o.token, st.now+linLease
+				return true, st
+			case opExtend:
+				if live && i.token == st.token {
+					if !o.ok {
+						return false, st
+					}
+					st.expires = st.now + linExtend
+					return true, st
+				}
 				return !o.ok, st
-			}
-			if !o.ok || o.token <= st.last {
+			case opComplete:
+				if live && i.token == st.token {
+					if !o.ok {
+						return false, st
+					}
+					st.state = store.Completed
+					return true, st
+				}
+				return !o.ok, st
+			case opRelease:
+				if live && i.token == st.token {
+					if !o.ok {
+						return false, st
+					}
+					st.state = store.Pending
+					return true, st
+				}
+				return !o.ok, st
+			case opReap:
+				// A reaper skips rows another reaper is recovering (SKIP
+				// LOCKED), so recovering nothing is always allowed; what is
+				// checked is that it never takes back a live lease.
+				if !o.ok {
+					return true, st
+				}
+				if st.state == store.Processing && st.now >= st.expires {
+					st.state = store.Pending
+					return true, st
+				}
 				return false, st
-			}
-			st.state, st.token, st.last, st.expires = store.Processing, o.token, o.token, st.now+linLease
-			return true, st
-		case opExtend:
-			if live && i.token == st.token {
-				if !o.ok {
-					return false, st
-				}
-				st.expires = st.now + linExtend
-				return true, st
-			}
-			return !o.ok, st
-		case opComplete:
-			if live && i.token == st.token {
-				if !o.ok {
-					return false, st
-				}
-				st.state = store.Completed
-				return true, st
-			}
-			return !o.ok, st
-		case opRelease:
-			if live && i.token == st.token {
-				if !o.ok {
-					return false, st
-				}
-				st.state = store.Pending
-				return true, st
-			}
-			return !o.ok, st
-		case opReap:
-			// A reaper skips rows another reaper is recovering (SKIP
-			// LOCKED), so recovering nothing is always allowed; what is
-			// checked is that it never takes back a live lease.
-			if !o.ok {
-				return true, st
-			}
-			if st.state == store.Processing && st.now >= st.expires {
-				st.state = store.Pending
+			case opAdvance:
+				st.now += i.d
 				return true, st
 			}
 			return false, st
-		case opAdvance:
-			st.now += i.d
-			return true, st
+		},
+		DescribeOperation: func(in, out any) string {
+			i, o := in.(linInput), out.(linOutput)
+			return fmt.Sprintf("%s(%d, %v, contended %v) -> %v %d", opNames[i.kind], i.token, i.d, i.contended, o.ok, o.token)
+		},
+	}
+}
+
+// markContended sets contended on every claim whose interval overlaps that
+// of another operation on the same message, other than a clock step (which
+// touches no store).
+func markContended(history []porcupine.Operation) {
+	for i := range history {
+		in := history[i].Input.(linInput)
+		if in.kind != opClaim {
+			continue
 		}
-		return false, st
-	},
-	DescribeOperation: func(in, out any) string {
-		i, o := in.(linInput), out.(linOutput)
-		return fmt.Sprintf("%s(%d, %v) -> %v %d", opNames[i.kind], i.token, i.d, o.ok, o.token)
-	},
+		for j, other := range history {
+			o := other.Input.(linInput)
+			if j != i && o.part == in.part && o.kind != opAdvance && other.Call < history[i].Return && history[i].Call < other.Return {
+				in.contended = true
+				break
+			}
+		}
+		history[i].Input = in
+	}
 }
 
 // testLinearizable records histories of concurrent claims, extensions,
 // completions, reaps and clock steps, each part on a store of its own with
 // one message, and checks them against the model of a fenced lease.
-func testLinearizable(t *testing.T, f Factory) {
+func testLinearizable(t *testing.T, f Factory, o options) {
 	t.Parallel()
 	const (
 		parts   = 4
@@ -225,7 +255,8 @@ func testLinearizable(t *testing.T, f Factory) {
 	if t.Failed() {
 		return
 	}
-	res, _ := porcupine.CheckOperationsVerbose(leaseModel, history, time.Minute)
+	markContended(history)
+	res, _ := porcupine.CheckOperationsVerbose(leaseModel(o.claimsSkipLocked), history, time.Minute)
 	if res != porcupine.Ok {
 		t.Fatalf("the history of %d operations is not linearizable as a fenced lease (result %s)", len(history), res)
 	}
