@@ -511,7 +511,6 @@ func (s *Store) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, err
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: claim: %w", err)
 	}
-	slices.SortFunc(out, func(a, b store.Delivery) int { return cmp.Compare(a.FencingToken, b.FencingToken) })
 	return out, nil
 }
 

@@ -68,21 +68,26 @@ func newStatements(schema string) statements {
 			RETURNING id`),
 		dedupGet:   x(`SELECT id, enqueued_at > ` + nowSQL + ` - ` + us("$4") + ` FROM {s}.messages WHERE queue = $2 AND dedup_id = $3`),
 		dedupClear: x(`UPDATE {s}.messages SET dedup_id = NULL WHERE id = $1`),
-		// The claim still joins its locked rows to the table, so stale
-		// statistics could make the planner trade its lookups for a table
-		// scan. Handing the locked ids over as an array, as heldRows does,
-		// has not yet been shown to keep claims linearizable.
-		claim: x(`WITH c AS (
-				SELECT id FROM {s}.messages
-				WHERE queue = $2 AND state = 0 AND visible_at <= ` + nowSQL + `
-				ORDER BY visible_at, id
-				LIMIT $3
-				FOR UPDATE SKIP LOCKED)
-			UPDATE {s}.messages m
-			SET state = 2, deliveries = m.deliveries + 1, fencing_token = nextval('{s}.fence'), worker_id = $4,
-				locked_until = ` + nowSQL + ` + ` + us("$5") + `
-			FROM c WHERE m.id = c.id
-			RETURNING m.id, m.key, m.payload, m.reply_to, m.dedup_id, m.deliveries, m.max_deliveries, m.enqueued_at, m.fencing_token, m.locked_until`),
+		// The rows are chosen and locked in a subquery whose ids reach the
+		// update as one array, read through the primary key whatever the
+		// statistics say (see heldRows); a join of the locked rows with the
+		// table could be planned as a scan of the whole table. The rows are
+		// locked, so the update needs no second test of their state. The
+		// update takes them in id order, so the batch is sorted afterwards,
+		// oldest visible first.
+		claim: x(`WITH u AS (
+				UPDATE {s}.messages m
+				SET state = 2, deliveries = m.deliveries + 1, fencing_token = nextval('{s}.fence'), worker_id = $4,
+					locked_until = ` + nowSQL + ` + ` + us("$5") + `
+				WHERE m.id = ANY(ARRAY(
+					SELECT id FROM {s}.messages
+					WHERE queue = $2 AND state = 0 AND visible_at <= ` + nowSQL + `
+					ORDER BY visible_at, id
+					LIMIT $3
+					FOR UPDATE SKIP LOCKED))
+				RETURNING m.id, m.key, m.payload, m.reply_to, m.dedup_id, m.deliveries, m.max_deliveries, m.enqueued_at, m.fencing_token, m.locked_until, m.visible_at)
+			SELECT id, key, payload, reply_to, dedup_id, deliveries, max_deliveries, enqueued_at, fencing_token, locked_until
+			FROM u ORDER BY visible_at, id`),
 		// One row per extended lease, or one row of NULLs when none was: the
 		// expiry is reported either way.
 		extend: x(`WITH u AS (

@@ -440,6 +440,11 @@ func testClaimOrderAndBatchLimit(t *testing.T, f Factory) {
 	sameIDs(t, "first claim", got, want[:3])
 	got = ids(b.claim(3))
 	sameIDs(t, "second claim", got, want[3:])
+	// Within a batch too, the oldest visible comes first, whatever the ids.
+	late := b.enqueue(store.NewMessage{Payload: []byte("late"), Delay: 2 * time.Second})[0]
+	early := b.send("early")
+	b.clk.Advance(3 * time.Second)
+	sameIDs(t, "claim of a delayed and an undelayed message", ids(b.claim(2)), []int64{early, late})
 	// Other queues are untouched.
 	other, err := b.s.Claim(b.ctx, store.Claim{Queue: "other", WorkerID: "w", Max: 10, LeaseDuration: lease})
 	if err != nil || len(other) != 0 {
