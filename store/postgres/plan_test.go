@@ -115,6 +115,35 @@ func TestReapTakesBackEveryExpiredLease(t *testing.T) {
 	}
 }
 
+// TestReapReadsItsIndexInOrder checks that the reaper reads
+// messages_processing with an ordered index scan, the kind that marks the
+// entries of ended leases dead as it passes them, even where the
+// statistics favour another plan: here every row of the table is an
+// expired lease. A bitmap scan fetches no row through the index's own
+// counter; a sequential scan reads the whole table.
+func TestReapReadsItsIndexInOrder(t *testing.T) {
+	ctx := context.Background()
+	f := newPlanFixture(t)
+	const n = 5000
+	if _, err := f.setup.Exec(ctx, `INSERT INTO `+f.schema+`.messages
+		(queue, payload, state, deliveries, max_deliveries, fencing_token, enqueued_at, visible_at, locked_until)
+		SELECT 'q', '\x00', 2, 1, 5, 0, now(), now(), now() - interval '1 hour' FROM generate_series(1, `+fmt.Sprint(n)+`);
+		ANALYZE `+f.schema+`.messages`); err != nil {
+		t.Fatal(err)
+	}
+	before := f.counter(t, processingFetchesQuery)
+	f.unchanged(t, seqScansQuery, "scans of the whole table", "Reap", func() error {
+		got, err := f.s.Reap(ctx)
+		if err == nil && len(got) != n {
+			err = fmt.Errorf("recovered %d, want %d", len(got), n)
+		}
+		return err
+	})
+	if fetched := f.counter(t, processingFetchesQuery) - before; fetched < n {
+		t.Errorf("Reap fetched %d rows through messages_processing in order, want %d", fetched, n)
+	}
+}
+
 // TestPlansSurviveStaleStatistics gathers statistics at a bad moment, with
 // a backlog of pending messages and every lease expiry in the past, then
 // extends and completes a batch. Planned as joins of the batch with
@@ -191,6 +220,9 @@ func (f planFixture) counter(t *testing.T, query string) int64 {
 const (
 	seqScansQuery        = `SELECT seq_scan FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = 'messages'`
 	processingScansQuery = `SELECT idx_scan FROM pg_stat_user_indexes WHERE schemaname = $1 AND indexrelname = 'messages_processing'`
+	// Rows fetched by plain index scans of messages_processing; bitmap
+	// scans are not counted here.
+	processingFetchesQuery = `SELECT idx_tup_fetch FROM pg_stat_user_indexes WHERE schemaname = $1 AND indexrelname = 'messages_processing'`
 )
 
 // unchanged runs op and fails the test if it changed the counter.

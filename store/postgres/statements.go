@@ -108,16 +108,17 @@ func newStatements(schema string) statements {
 		release: x(`UPDATE {s}.messages m SET state = 0, visible_at = ` + nowSQL + ` + ` + us("$4") + `, deliveries = m.deliveries - 1
 			WHERE ` + held("m", "$2", "$3") + `
 			RETURNING m.queue`),
-		reap: x(`WITH r AS (
-				SELECT id FROM {s}.messages WHERE state = 2 AND locked_until <= ` + nowSQL + `
-				FOR UPDATE SKIP LOCKED)
-			UPDATE {s}.messages m SET
+		// The reaper reads messages_processing in order (see Reap), and its
+		// ids reach the update as one array, as the claim's do.
+		reap: x(`UPDATE {s}.messages m SET
 				state = CASE WHEN m.deliveries >= m.max_deliveries THEN 4 ELSE 0 END,
 				visible_at = ` + nowSQL + `,
 				dead_reason = CASE WHEN m.deliveries >= m.max_deliveries THEN 'lease_expired' ELSE m.dead_reason END,
 				last_error = CASE WHEN m.deliveries >= m.max_deliveries THEN 'lease expired' ELSE m.last_error END,
 				finished_at = CASE WHEN m.deliveries >= m.max_deliveries THEN ` + nowSQL + ` END
-			FROM r WHERE m.id = r.id
+			WHERE m.id = ANY(ARRAY(
+				SELECT id FROM {s}.messages WHERE state = 2 AND locked_until <= ` + nowSQL + `
+				FOR UPDATE SKIP LOCKED))
 			RETURNING m.id, m.queue, m.key, m.state, ` + nowSQL + ` - m.locked_until`),
 		deadRows: x(`SELECT id, key FROM {s}.messages
 			WHERE queue = $1 AND state = 4 AND ($3 OR id = ANY($2::bigint[]))
