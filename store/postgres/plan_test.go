@@ -146,9 +146,9 @@ func TestReapReadsItsIndexInOrder(t *testing.T) {
 
 // TestPlansSurviveStaleStatistics gathers statistics at a bad moment, with
 // a backlog of pending messages and every lease expiry in the past, then
-// extends and completes a batch. Planned as joins of the batch with
-// the table, these statements turn into scans of the whole table once the
-// statistics say so; they must not scan it.
+// claims, extends and completes a batch. Planned as joins of the batch
+// with the table, these statements turn into scans of the whole table once
+// the statistics say so; they must not scan it.
 func TestPlansSurviveStaleStatistics(t *testing.T) {
 	ctx := context.Background()
 	f := newPlanFixture(t)
