@@ -89,85 +89,83 @@ const (
 // With skipLocked, a contended claim may also find nothing.
 func leaseModel(skipLocked bool) porcupine.Model {
 	return porcupine.Model{
-		Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
-			byPart := map[int][]porcupine.Operation{}
-			for _, op := range history {
-				p := op.Input.(linInput).part
-				byPart[p] = append(byPart[p], op)
-			}
-			out := make([][]porcupine.Operation, 0, len(byPart))
-			for _, ops := range byPart {
-				out = append(out, ops)
-			}
-			return out
-		},
-		Init: func() any { return leaseState{state: store.Pending} },
+		Partition: partitionByMessage,
+		Init:      func() any { return leaseState{state: store.Pending} },
 		Step: func(s, in, out any) (bool, any) {
-			st, i, o := s.(leaseState), in.(linInput), out.(linOutput)
-			live := st.state == store.Processing && st.now < st.expires
-			switch i.kind {
-			case opClaim:
-				if st.state != store.Pending {
-					return !o.ok, st
-				}
-				if !o.ok && skipLocked && i.contended {
-					return true, st
-				}
-				if !o.ok || o.token <= st.last {
-					return false, st
-				}
-				st.state, st.token, st.last, st.expires = store.Processing, o.token, o.token, st.now+linLease
-				return true, st
-			case opExtend:
-				if live && i.token == st.token {
-					if !o.ok {
-						return false, st
-					}
-					st.expires = st.now + linExtend
-					return true, st
-				}
-				return !o.ok, st
-			case opComplete:
-				if live && i.token == st.token {
-					if !o.ok {
-						return false, st
-					}
-					st.state = store.Completed
-					return true, st
-				}
-				return !o.ok, st
-			case opRelease:
-				if live && i.token == st.token {
-					if !o.ok {
-						return false, st
-					}
-					st.state = store.Pending
-					return true, st
-				}
-				return !o.ok, st
-			case opReap:
-				// A reaper skips rows another reaper is recovering (SKIP
-				// LOCKED), so recovering nothing is always allowed; what is
-				// checked is that it never takes back a live lease.
-				if !o.ok {
-					return true, st
-				}
-				if st.state == store.Processing && st.now >= st.expires {
-					st.state = store.Pending
-					return true, st
-				}
-				return false, st
-			case opAdvance:
-				st.now += i.d
-				return true, st
-			}
-			return false, st
+			return leaseStep(skipLocked, s.(leaseState), in.(linInput), out.(linOutput))
 		},
 		DescribeOperation: func(in, out any) string {
 			i, o := in.(linInput), out.(linOutput)
 			return fmt.Sprintf("%s(%d, %v, contended %v) -> %v %d", opNames[i.kind], i.token, i.d, i.contended, o.ok, o.token)
 		},
 	}
+}
+
+// partitionByMessage splits a history into its parts, one per message.
+func partitionByMessage(history []porcupine.Operation) [][]porcupine.Operation {
+	byPart := map[int][]porcupine.Operation{}
+	for _, op := range history {
+		p := op.Input.(linInput).part
+		byPart[p] = append(byPart[p], op)
+	}
+	out := make([][]porcupine.Operation, 0, len(byPart))
+	for _, ops := range byPart {
+		out = append(out, ops)
+	}
+	return out
+}
+
+// leaseStep is the model's transition: whether operation i could have
+// returned o in state st, and the state after it.
+func leaseStep(skipLocked bool, st leaseState, i linInput, o linOutput) (bool, leaseState) {
+	switch i.kind {
+	case opClaim:
+		if st.state != store.Pending {
+			return !o.ok, st
+		}
+		if !o.ok && skipLocked && i.contended {
+			return true, st
+		}
+		if !o.ok || o.token <= st.last {
+			return false, st
+		}
+		st.state, st.token, st.last, st.expires = store.Processing, o.token, o.token, st.now+linLease
+		return true, st
+	case opExtend, opComplete, opRelease:
+		// These succeed exactly under the current, unexpired lease.
+		live := st.state == store.Processing && st.now < st.expires
+		if !live || i.token != st.token {
+			return !o.ok, st
+		}
+		if !o.ok {
+			return false, st
+		}
+		switch i.kind {
+		case opExtend:
+			st.expires = st.now + linExtend
+		case opComplete:
+			st.state = store.Completed
+		case opRelease:
+			st.state = store.Pending
+		}
+		return true, st
+	case opReap:
+		// A reaper skips rows another reaper is recovering (SKIP
+		// LOCKED), so recovering nothing is always allowed; what is
+		// checked is that it never takes back a live lease.
+		if !o.ok {
+			return true, st
+		}
+		if st.state == store.Processing && st.now >= st.expires {
+			st.state = store.Pending
+			return true, st
+		}
+		return false, st
+	case opAdvance:
+		st.now += i.d
+		return true, st
+	}
+	return false, st
 }
 
 // markContended sets contended on every claim whose interval overlaps that
