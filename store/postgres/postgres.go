@@ -316,12 +316,17 @@ func (s *Store) notify(ctx context.Context, r runner, queues []string, wake *[]s
 	if len(queues) == 0 {
 		return nil
 	}
-	slices.Sort(queues)
-	queues = slices.Compact(queues)
+	queues = distinct(queues)
 	if wake != nil {
 		*wake = append(*wake, queues...)
 	}
 	return r.notify(ctx, s.channel, queues)
+}
+
+// distinct sorts names and drops repeats, in place.
+func distinct(names []string) []string {
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 // wake wakes this process's receivers of the queues.
@@ -335,12 +340,26 @@ func (s *Store) wake(queues []string) {
 func (s *Store) Enqueue(ctx context.Context, msgs []store.NewMessage) ([]store.Enqueued, error) {
 	var out []store.Enqueued
 	var wake []string
-	err := s.inTx(ctx, "enqueue", func(tx pgx.Tx) error {
-		var err error
-		wake = wake[:0]
-		out, err = s.enqueueTx(ctx, s.pgxRunner(tx), msgs, &wake)
-		return err
-	})
+	var err error
+	if len(enqueueLocks(nil, msgs)) == 0 {
+		// Without keys or dedup ids nothing needs a lock: the insert and
+		// its notification go in one round trip, as one implicit
+		// transaction, where BEGIN and COMMIT would take two more.
+		if s.closed.Load() {
+			return nil, store.ErrClosed
+		}
+		out, err = s.insertBulk(ctx, s.pool, msgs, &wake)
+		if err != nil && !errors.Is(err, store.ErrInvalid) {
+			err = fmt.Errorf("postgres store: enqueue: %w", err)
+		}
+	} else {
+		err = s.inTx(ctx, "enqueue", func(tx pgx.Tx) error {
+			var err error
+			wake = wake[:0]
+			out, err = s.enqueueTx(ctx, s.pgxRunner(tx), msgs, &wake)
+			return err
+		})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -388,37 +407,42 @@ func (s *Store) enqueueIn(ctx context.Context, r runner, msgs []store.NewMessage
 }
 
 func (s *Store) enqueueTx(ctx context.Context, r runner, msgs []store.NewMessage, wake *[]string) ([]store.Enqueued, error) {
+	locks := enqueueLocks(nil, msgs)
+	if tx := r.pgx(); tx != nil && len(locks) == 0 {
+		return s.insertBulk(ctx, tx, msgs, wake)
+	}
 	msgs, err := store.CheckNewMessages(msgs, s.opts)
 	if err != nil {
 		return nil, err
 	}
-	locks := enqueueLocks(nil, msgs)
-	queues := make([]string, 0, 1)
-	for _, m := range msgs {
-		queues = append(queues, m.Queue)
+	if err := s.lockKeys(ctx, r, locks); err != nil {
+		return nil, err
 	}
-	var out []store.Enqueued
-	if tx := r.pgx(); tx != nil && len(locks) == 0 {
-		out, err = s.insertBulk(ctx, tx, msgs)
-	} else {
-		if err := s.lockKeys(ctx, r, locks); err != nil {
+	out := make([]store.Enqueued, len(msgs))
+	queues := make([]string, 0, 1)
+	for i := range msgs {
+		if out[i], err = s.insertOne(ctx, r, &msgs[i]); err != nil {
 			return nil, err
 		}
-		out = make([]store.Enqueued, len(msgs))
-		for i := range msgs {
-			if out[i], err = s.insertOne(ctx, r, &msgs[i]); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if err != nil {
-		return nil, err
+		queues = append(queues, msgs[i].Queue)
 	}
 	return out, s.notify(ctx, r, queues, wake)
 }
 
-// insertBulk inserts messages without keys or dedup ids in one statement.
-func (s *Store) insertBulk(ctx context.Context, tx pgx.Tx, msgs []store.NewMessage) ([]store.Enqueued, error) {
+// batcher sends statements in one round trip: a pool runs them in one
+// implicit transaction, a transaction inside itself.
+type batcher interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// insertBulk inserts messages without keys or dedup ids in one statement and
+// sends the notification of their queues in the same round trip; it adds
+// the queues to wake as notify does.
+func (s *Store) insertBulk(ctx context.Context, to batcher, msgs []store.NewMessage, wake *[]string) ([]store.Enqueued, error) {
+	msgs, err := store.CheckNewMessages(msgs, s.opts)
+	if err != nil {
+		return nil, err
+	}
 	n := len(msgs)
 	queues, replies := make([]string, n), make([]*string, n)
 	payloads, maxes, delays := make([][]byte, n), make([]int32, n), make([]int64, n)
@@ -431,16 +455,27 @@ func (s *Store) insertBulk(ctx context.Context, tx pgx.Tx, msgs []store.NewMessa
 			replies[i] = &msgs[i].ReplyTo
 		}
 	}
-	rows, err := tx.Query(ctx, s.sql.insertBulk, s.now(), queues, replies, payloads, maxes, delays)
-	if err != nil {
-		return nil, err
+	b := &pgx.Batch{}
+	b.Queue(s.sql.insertBulk, s.now(), queues, replies, payloads, maxes, delays)
+	woken := distinct(slices.Clone(queues))
+	b.Queue(s.sql.notify, s.channel, woken)
+	br := to.SendBatch(ctx, b)
+	var ids []int64
+	rows, err := br.Query()
+	if err == nil {
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return nil, err
 	}
 	if len(ids) != n {
 		return nil, fmt.Errorf("inserted %d rows for %d messages", len(ids), n)
+	}
+	if wake != nil {
+		*wake = append(*wake, woken...)
 	}
 	// Identities are drawn in insertion order, which follows the input.
 	slices.Sort(ids)
