@@ -205,7 +205,8 @@ type Release struct {
 type Extended struct {
 	// Lost lists the leases that could not be extended: they are lost.
 	Lost []Lease
-	// Expires is the new expiry of the extended leases.
+	// Expires is the new expiry of the extended leases; the earliest one
+	// when the backend renewed them in several transactions.
 	Expires time.Time
 }
 
@@ -279,8 +280,8 @@ type ListFilter struct {
 
 // Store is a durable queue of messages under fenced leases. Implementations
 // are safe for concurrent use. Operations on many messages run in one
-// statement or transaction. Every operation that returns an error other than
-// a per-message result changed nothing.
+// statement or transaction, except Extend. Every operation that returns an
+// error other than a per-message result changed nothing, except Extend.
 type Store interface {
 	// Enqueue adds messages, all or none. The results are in input order.
 	Enqueue(ctx context.Context, msgs []NewMessage) ([]Enqueued, error)
@@ -291,7 +292,11 @@ type Store interface {
 	// (PostgreSQL's SKIP LOCKED); a later claim gets it.
 	Claim(ctx context.Context, c Claim) ([]Delivery, error)
 	// Extend sets the expiry of every given lease that is still current to
-	// now+extension. The result lists the leases that are lost.
+	// now+extension. The result lists the leases that are lost, and the
+	// earliest new expiry. A backend may renew the leases in several
+	// transactions, so that each holds its rows for less time: an error
+	// may then come after some leases were renewed. Renewing a current
+	// lease early does no harm, and a retry is safe.
 	Extend(ctx context.Context, leases []Lease, extension time.Duration) (Extended, error)
 	// Complete finishes messages, each fenced on its own. The result holds
 	// one entry per completion: nil, or an error wrapping ErrLeaseLost.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -263,5 +264,42 @@ func TestSchemaNameLeavesRoomForTheChannel(t *testing.T) {
 	}
 	if err := postgres.CheckSchema(ok + "a"); !errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("CheckSchema(54 bytes) = %v, want ErrInvalid", err)
+	}
+}
+
+// TestExtendManyLeases renews more leases than one extension statement
+// takes: every current lease is renewed, exactly the finished ones are
+// reported lost, whichever statement they fell in, and the expiry reported
+// is the earliest one set.
+func TestExtendManyLeases(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	schema := pgtest.Schema(t, pool)
+	s := openLive(t, pool, schema)
+	const n = 1234
+	enqueueN(t, s, n)
+	leases := claimN(t, s, n, time.Minute)
+	finished := []store.Lease{leases[0], leases[600], leases[n-1]}
+	if err := completeAll(s, finished); err != nil {
+		t.Fatal(err)
+	}
+	ext, err := s.Extend(ctx, leases, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ext.Lost, finished) {
+		t.Errorf("Lost = %v, want %v", ext.Lost, finished)
+	}
+	var renewed int
+	var earliest time.Time
+	if err := pool.QueryRow(ctx, `SELECT count(*), min(locked_until) FROM `+schema+`.messages
+		WHERE state = 2 AND locked_until > now() + interval '59 minutes'`).Scan(&renewed, &earliest); err != nil {
+		t.Fatal(err)
+	}
+	if renewed != n-len(finished) {
+		t.Errorf("%d leases run about an hour, want %d", renewed, n-len(finished))
+	}
+	if !ext.Expires.Equal(earliest) {
+		t.Errorf("Expires = %v, want the earliest expiry %v", ext.Expires, earliest)
 	}
 }
