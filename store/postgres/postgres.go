@@ -265,15 +265,21 @@ func (s *Store) inTx(ctx context.Context, what string, fn func(tx pgx.Tx) error)
 	}
 	defer tx.Rollback(ctx)
 	if err := fn(tx); err != nil {
-		if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalid) {
-			return err
-		}
-		return fmt.Errorf("postgres store: %s: %w", what, err)
+		return failed(what, err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("postgres store: %s: commit: %w", what, err)
 	}
 	return nil
+}
+
+// failed names the operation in an error, except in those callers branch
+// on, which pass as they are.
+func failed(what string, err error) error {
+	if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalid) {
+		return err
+	}
+	return fmt.Errorf("postgres store: %s: %w", what, err)
 }
 
 func micros(d time.Duration) int64 { return d.Microseconds() }
@@ -306,6 +312,13 @@ func enqueueLocks(names []string, msgs []store.NewMessage) []string {
 	}
 	return names
 }
+
+// needsLocks reports whether enqueueing msgs takes locks: whether any
+// message has a key or a dedup id.
+func needsLocks(msgs []store.NewMessage) bool {
+	return slices.ContainsFunc(msgs, func(m store.NewMessage) bool { return m.Key != "" || m.DedupID != "" })
+}
+
 func dedupLock(queue, id string) string { return "d\x1f" + queue + "\x1f" + id }
 
 // notify wakes receivers of the queues in other processes once tx commits,
@@ -341,16 +354,15 @@ func (s *Store) Enqueue(ctx context.Context, msgs []store.NewMessage) ([]store.E
 	var out []store.Enqueued
 	var wake []string
 	var err error
-	if len(enqueueLocks(nil, msgs)) == 0 {
+	if !needsLocks(msgs) {
 		// Without keys or dedup ids nothing needs a lock: the insert and
 		// its notification go in one round trip, as one implicit
 		// transaction, where BEGIN and COMMIT would take two more.
 		if s.closed.Load() {
 			return nil, store.ErrClosed
 		}
-		out, err = s.insertBulk(ctx, s.pool, msgs, &wake)
-		if err != nil && !errors.Is(err, store.ErrInvalid) {
-			err = fmt.Errorf("postgres store: enqueue: %w", err)
+		if out, err = s.insertBulk(ctx, s.pool, msgs, &wake); err != nil {
+			err = failed("enqueue", err)
 		}
 	} else {
 		err = s.inTx(ctx, "enqueue", func(tx pgx.Tx) error {
@@ -387,7 +399,7 @@ func (s *Store) EnqueueSQLTx(ctx context.Context, tx *sql.Tx, msgs []store.NewMe
 }
 
 func (s *Store) enqueueIn(ctx context.Context, r runner, msgs []store.NewMessage) ([]store.Enqueued, error) {
-	if len(enqueueLocks(nil, msgs)) > 0 {
+	if needsLocks(msgs) {
 		// Per-key order and dedup rely on each statement seeing what
 		// committed before the key's lock was granted: a snapshot taken
 		// earlier could line a message up behind a head already gone.
@@ -407,15 +419,14 @@ func (s *Store) enqueueIn(ctx context.Context, r runner, msgs []store.NewMessage
 }
 
 func (s *Store) enqueueTx(ctx context.Context, r runner, msgs []store.NewMessage, wake *[]string) ([]store.Enqueued, error) {
-	locks := enqueueLocks(nil, msgs)
-	if tx := r.pgx(); tx != nil && len(locks) == 0 {
+	if tx := r.pgx(); tx != nil && !needsLocks(msgs) {
 		return s.insertBulk(ctx, tx, msgs, wake)
 	}
 	msgs, err := store.CheckNewMessages(msgs, s.opts)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.lockKeys(ctx, r, locks); err != nil {
+	if err := s.lockKeys(ctx, r, enqueueLocks(nil, msgs)); err != nil {
 		return nil, err
 	}
 	out := make([]store.Enqueued, len(msgs))
