@@ -13,6 +13,8 @@
 //   - it returns an error: the message is retried after a backoff delay, or
 //     dead-lettered once its deliveries are used up;
 //   - it returns an error marked with Permanent: dead-lettered at once;
+//   - it returns an error marked with NotStarted: given back without
+//     counting the delivery, visible again after the first retry delay;
 //   - it panics: the panic is logged with its stack and counts as a failure.
 //
 // A message that names a ReplyTo queue gets a reply there (see Reply) in the

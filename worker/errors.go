@@ -49,6 +49,33 @@ func IsPermanent(err error) bool {
 	return errors.As(err, &p)
 }
 
+// NotStartedError marks a handler error that says the work never began: the
+// program the handler runs could not be started, say. Such a failure is not
+// the message's fault, so the message is given back without counting its
+// delivery and becomes visible again after the first retry delay. A
+// handler that returns it for every message keeps them all from
+// progressing without ever dead-lettering them: whoever runs it must notice
+// and stop (the command's script worker exits after a few in a row).
+type NotStartedError struct{ Err error }
+
+func (e *NotStartedError) Error() string { return "not started: " + e.Err.Error() }
+func (e *NotStartedError) Unwrap() error { return e.Err }
+
+// NotStarted marks err as a failure to begin the work. A nil err stays nil.
+func NotStarted(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &NotStartedError{Err: err}
+}
+
+// IsNotStarted reports whether err, or an error it wraps, was marked by
+// NotStarted.
+func IsNotStarted(err error) bool {
+	var n *NotStartedError
+	return errors.As(err, &n)
+}
+
 // PanicError is the failure a recovered handler panic becomes.
 type PanicError struct {
 	Value any

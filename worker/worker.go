@@ -524,6 +524,13 @@ func (w *Worker) process(j *job) bool {
 		} else {
 			log.Info("handler stopped by shutdown; message released", "handler_error", err)
 		}
+	case IsNotStarted(err):
+		delay := w.cfg.Backoff.Delay(1)
+		if rerr := w.cfg.Store.Release(opCtx, store.Release{Lease: msg.Lease, Uncount: true, Delay: delay}); rerr != nil {
+			log.Warn("could not give back a message whose handler did not start; it returns when its lease expires", "error", err, "store_error", rerr)
+		} else {
+			log.Warn("handler did not start; message given back without counting the delivery", "error", err, "retry_in", delay)
+		}
 	case err != nil:
 		w.fail(opCtx, log, msg, err, "")
 	default:

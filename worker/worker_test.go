@@ -582,3 +582,36 @@ func TestOversizedReplyBecomesAnErrorReply(t *testing.T) {
 		}
 	})
 }
+
+func TestNotStartedGivesBackWithoutCounting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int64
+		var mu sync.Mutex
+		var attempts []int
+		b := start(t, worker.Config{LeaseDuration: 3 * time.Second,
+			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+				mu.Lock()
+				attempts = append(attempts, m.Attempt)
+				mu.Unlock()
+				if calls.Add(1) <= 5 {
+					return worker.NotStarted(errors.New("exec: no such file"))
+				}
+				return nil
+			})})
+		b.enqueue(store.NewMessage{Payload: []byte("x"), MaxDeliveries: 2})
+		b.wait(time.Minute, "the message completed", b.completed(1))
+		done := b.list(queue, store.Completed)[0]
+		// Five starts failed on a message allowed two deliveries: none of
+		// them counted.
+		if done.Deliveries != 1 || len(b.list(queue, store.Dead)) != 0 {
+			t.Fatalf("after five failed starts: %+v", done)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, a := range attempts {
+			if a != 1 {
+				t.Fatalf("attempts %v, want every one the first", attempts)
+			}
+		}
+	})
+}
