@@ -223,10 +223,17 @@ func CheckCompletions(cs []Completion, o Options) ([]*NewMessage, error) {
 }
 
 // CheckFailure validates a failure and returns it with its error text cut to
-// MaxErrorLength and its reason filled in.
-func CheckFailure(f Failure) (Failure, error) {
+// MaxErrorLength, its reason filled in and its reply, if any, checked.
+func CheckFailure(f Failure, o Options) (Failure, error) {
 	if f.RetryDelay < 0 {
 		return f, invalid("retry delay is %s, must not be negative", f.RetryDelay)
+	}
+	if f.Reply != nil {
+		r, err := CheckNewMessages([]NewMessage{*f.Reply}, o)
+		if err != nil {
+			return f, fmt.Errorf("reply to %s: %w", f.Lease, err)
+		}
+		f.Reply = &r[0]
 	}
 	f.Error = TruncateError(f.Error)
 	if f.Reason == "" {

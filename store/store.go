@@ -175,6 +175,10 @@ type Failure struct {
 	Lease
 	// Error is recorded on the message. Long texts are cut to MaxErrorLength.
 	Error string
+	// Reply, when not nil, is enqueued in the same transaction when the
+	// failure dead-letters the message, and only then: a request that
+	// failed for good is answered with its error.
+	Reply *NewMessage
 	// RetryDelay is how long the message stays invisible before its next
 	// delivery. Must not be negative.
 	RetryDelay time.Duration

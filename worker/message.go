@@ -55,6 +55,16 @@ type Reply struct {
 	Error string `json:"error,omitempty"`
 }
 
+// replyEnvelope is the length of the largest reply around its output: the
+// JSON of the highest request id with an empty output.
+const replyEnvelope = len(`{"request_id":9223372036854775807,"output":""}`)
+
+// MaxReplyOutput is the most output a reply can carry on a store with the
+// default payload limit: the reply's JSON carries the output in base64,
+// four bytes for every three, so a handler's output may be about three
+// quarters of the limit. Larger output makes the completion fail for good.
+const MaxReplyOutput = (store.DefaultPayloadLimit - replyEnvelope) / 4 * 3
+
 // DecodeReply parses a reply message's payload.
 func DecodeReply(payload []byte) (Reply, error) {
 	var r Reply

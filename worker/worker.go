@@ -537,10 +537,10 @@ func (w *Worker) process(j *job) bool {
 		if w.cfg.Concurrency == 1 {
 			// One slot, one completion at a time: nothing to batch, so
 			// skip the handoff.
-			w.complete(opCtx, log, msg, nil)
+			w.complete(opCtx, log, msg)
 			return false
 		}
-		j.handled, j.completion = msg, w.completion(msg, nil)
+		j.handled, j.completion = msg, w.completion(msg)
 		return true
 	}
 	return false
@@ -558,14 +558,13 @@ func (w *Worker) call(ctx context.Context, msg *Message) (err error) {
 	return w.cfg.Handler.Handle(ctx, msg)
 }
 
-// complete completes msg, sending the reply when it names a ReplyTo queue;
-// failure, when not nil, is the reply's error.
-func (w *Worker) complete(ctx context.Context, log *msgLog, msg *Message, failure error) {
-	errs, err := w.cfg.Store.Complete(ctx, []store.Completion{w.completion(msg, failure)})
+// complete completes msg, sending the reply when it names a ReplyTo queue.
+func (w *Worker) complete(ctx context.Context, log *msgLog, msg *Message) {
+	errs, err := w.cfg.Store.Complete(ctx, []store.Completion{w.completion(msg)})
 	if err == nil {
 		err = errs[0]
 	}
-	if errors.Is(err, store.ErrInvalid) && failure == nil {
+	if errors.Is(err, store.ErrInvalid) {
 		// The store refuses the completion itself (a reply too large, say):
 		// retrying cannot help, so the message fails for good, with why
 		// (for a request, in its error reply).
@@ -576,14 +575,12 @@ func (w *Worker) complete(ctx context.Context, log *msgLog, msg *Message, failur
 }
 
 // completion is the store's completion of msg, with its reply when it names
-// a ReplyTo queue; failure, when not nil, is the reply's error.
-func (w *Worker) completion(msg *Message, failure error) store.Completion {
+// a ReplyTo queue.
+func (w *Worker) completion(msg *Message) store.Completion {
 	c := store.Completion{Lease: msg.Lease}
 	if msg.ReplyTo != "" {
 		r := Reply{RequestID: msg.MessageID}
-		if failure != nil {
-			r.Error = failure.Error()
-		} else if msg.hasReply {
+		if msg.hasReply {
 			r.Output = msg.reply
 		}
 		c.Reply = &store.NewMessage{Queue: msg.ReplyTo, Payload: encodeReply(r)}
@@ -636,7 +633,7 @@ func (l *loop) completer() {
 		if errors.Is(err, store.ErrInvalid) {
 			// One bad completion must not sink the batch: each goes alone.
 			for _, j := range batch {
-				w.complete(l.ops, &msgLog{w: w, msg: j.handled}, j.handled, nil)
+				w.complete(l.ops, &msgLog{w: w, msg: j.handled}, j.handled)
 				j.handled, j.completion = nil, store.Completion{}
 				l.done <- j
 			}
@@ -675,19 +672,17 @@ func (m *msgLog) Warn(msg string, args ...any)  { m.logger().Warn(msg, args...) 
 func (m *msgLog) Error(msg string, args ...any) { m.logger().Error(msg, args...) }
 
 // fail records a failed delivery: retried after a backoff delay, or
-// dead-lettered when permanent or out of deliveries. A request whose
-// failure is final is completed with the error as its reply instead, so the
+// dead-lettered when permanent or out of deliveries. A request that is
+// dead-lettered is answered with its error in the same transaction, so the
 // requester hears of it.
 func (w *Worker) fail(ctx context.Context, log *msgLog, msg *Message, err error, reason store.DeadReason) {
 	permanent := IsPermanent(err)
-	final := permanent || msg.Attempt >= msg.MaxDeliveries
-	if msg.ReplyTo != "" && final {
-		log.Warn("request failed for good; replying with the error", "error", err)
-		w.complete(ctx, log, msg, err)
-		return
+	f := store.Failure{Lease: msg.Lease, Error: err.Error(), RetryDelay: w.cfg.Backoff.Delay(msg.Attempt), Permanent: permanent, Reason: reason}
+	if msg.ReplyTo != "" {
+		f.Reply = &store.NewMessage{Queue: msg.ReplyTo, Payload: encodeReply(Reply{RequestID: msg.MessageID, Error: err.Error()})}
 	}
-	delay := w.cfg.Backoff.Delay(msg.Attempt)
-	dead, ferr := w.cfg.Store.Fail(ctx, store.Failure{Lease: msg.Lease, Error: err.Error(), RetryDelay: delay, Permanent: permanent, Reason: reason})
+	delay := f.RetryDelay
+	dead, ferr := w.cfg.Store.Fail(ctx, f)
 	switch {
 	case ferr != nil:
 		log.Warn("could not record the failure; the message will be delivered again", "error", err, "store_error", ferr)

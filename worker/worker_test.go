@@ -461,7 +461,14 @@ func TestRequestReply(t *testing.T) {
 			})})
 		ids := b.enqueue(store.NewMessage{Payload: []byte("hi"), ReplyTo: "replies"},
 			store.NewMessage{Payload: []byte("bad"), ReplyTo: "replies"})
-		b.wait(10*time.Second, "both requests completed", b.completed(2))
+		b.wait(10*time.Second, "one request completed, one dead", func() bool {
+			return b.completed(1)() && len(b.list(queue, store.Dead)) == 1
+		})
+		// The failed request is a dead letter with its error, and its
+		// requester hears of it.
+		if d := b.list(queue, store.Dead)[0]; d.ID != ids[1] || d.DeadReason != store.ReasonPermanent || !strings.Contains(d.LastError, "cannot parse bad") {
+			t.Fatalf("the failed request: %+v", d)
+		}
 		replies := b.list("replies", store.Pending)
 		if len(replies) != 2 {
 			t.Fatalf("replies = %d, want 2", len(replies))
@@ -558,7 +565,12 @@ func TestOversizedReplyBecomesAnErrorReply(t *testing.T) {
 		})})
 		// Enqueued together so that their completions can share a batch.
 		ids := b.enqueue(store.NewMessage{Payload: []byte("big"), ReplyTo: "replies"}, store.NewMessage{Payload: []byte("small"), ReplyTo: "replies"})
-		b.wait(10*time.Second, "both requests completed", b.completed(2))
+		b.wait(10*time.Second, "one request completed, one dead", func() bool {
+			return b.completed(1)() && len(b.list(queue, store.Dead)) == 1
+		})
+		if d := b.list(queue, store.Dead)[0]; d.ID != ids[0] || !strings.Contains(d.LastError, "cannot complete") {
+			t.Fatalf("the oversized request: %+v", d)
+		}
 		got := map[int64]worker.Reply{}
 		for _, r := range b.list("replies", store.Pending) {
 			rep, err := worker.DecodeReply(r.Payload)
@@ -575,7 +587,7 @@ func TestOversizedReplyBecomesAnErrorReply(t *testing.T) {
 		if r := got[ids[1]]; r.Error != "" {
 			t.Fatalf("reply to the small request: %+v", r)
 		}
-		for _, in := range b.list(queue, store.Completed) {
+		for _, in := range append(b.list(queue, store.Completed), b.list(queue, store.Dead)...) {
 			if in.Deliveries != 1 {
 				t.Fatalf("message %d took %d deliveries, want 1", in.ID, in.Deliveries)
 			}

@@ -85,12 +85,16 @@ func jsonLines(t *testing.T, s string) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	sc := bufio.NewScanner(strings.NewReader(s))
+	sc.Buffer(nil, 8<<20) // a line holds a payload of up to 1 MiB, escaped
 	for sc.Scan() {
 		var m map[string]any
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
 			t.Fatalf("not JSON: %q: %v", sc.Text(), err)
 		}
 		out = append(out, m)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("read JSON lines: %v", err)
 	}
 	return out
 }

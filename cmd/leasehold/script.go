@@ -3,67 +3,127 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/leasehold/leasehold/clock"
-	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/worker"
+)
+
+const (
+	// exitDataErr (EX_DATAERR) from a script dead-letters its message at
+	// once.
+	exitDataErr = 65
+	// killGrace is how long a script has between SIGTERM and SIGKILL.
+	killGrace = 5 * time.Second
+	// pipeGrace is how long a script's output may stay open after the
+	// script exited, held by something it started, before it is closed.
+	pipeGrace = 2 * time.Second
+	// stderrTail is how much of a failed script's stderr is recorded.
+	stderrTail = 2048
+	// maxLine is the longest line of a script's output passed through in
+	// one piece; a longer one is split, and the split is logged.
+	maxLine = 64 << 10
+	// maxStartFailures is how many starts in a row may fail before the
+	// worker concludes that the command cannot run and stops.
+	maxStartFailures = 3
 )
 
 // scriptHandler runs a command per message.
 type scriptHandler struct {
 	argv           []string
-	stdout, stderr io.Writer
+	stdout, stderr io.Writer // shared by every script: one Write per call is kept whole
+	log            *slog.Logger
+	// broken is called once, when maxStartFailures starts in a row failed.
+	broken     func(error)
+	failedRuns atomic.Int32
+	brokenOnce sync.Once
 }
 
-func (h *scriptHandler) Handle(ctx context.Context, m *worker.Message) error {
-	cmd := exec.Command(h.argv[0], h.argv[1:]...)
-	// Its own process group: a terminal's Ctrl-C reaches only leasehold,
-	// which decides, and stopping the script stops everything it started.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Env = append(os.Environ(),
+// scriptEnv is the environment of a message's script: the worker's own,
+// without leasehold's settings (the database's address may hold a
+// password) or PGPASSWORD, plus the message's variables.
+func scriptEnv(environ []string, m *worker.Message) []string {
+	env := make([]string, 0, len(environ)+5)
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "LEASEHOLD_") || name == "PGPASSWORD" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env,
 		"LEASEHOLD_MESSAGE_ID="+strconv.FormatInt(m.MessageID, 10),
 		"LEASEHOLD_QUEUE="+m.Queue,
 		"LEASEHOLD_KEY="+m.Key,
 		"LEASEHOLD_ATTEMPT="+strconv.Itoa(m.Attempt),
 		"LEASEHOLD_FENCING_TOKEN="+strconv.FormatInt(m.FencingToken, 10),
 	)
-	// The pipes are the handler's own, not os/exec's, so that Wait returns
-	// when the script exits even if something it started holds them open:
-	// that something is killed with the group below.
+}
+
+func (h *scriptHandler) Handle(ctx context.Context, m *worker.Message) error {
+	name := h.argv[0]
 	var p pipes
 	defer p.closeAll()
 	stdin, err := p.input(m.Payload)
 	if err != nil {
-		return err
+		return worker.NotStarted(err)
 	}
-	cmd.Stdin = stdin
 	tail := &tailBuffer{max: stderrTail}
-	if cmd.Stderr, err = p.output(io.MultiWriter(h.stderr, tail)); err != nil {
-		return err
+	errLines := &lineWriter{w: h.stderr}
+	stderr, err := p.output(io.MultiWriter(errLines, tail))
+	if err != nil {
+		return worker.NotStarted(err)
 	}
-	reply := &limitedBuffer{max: store.DefaultPayloadLimit}
-	out := h.stdout
+	var reply *limitedBuffer
+	outLines := &lineWriter{w: h.stdout}
+	var out io.Writer = outLines
 	if m.ReplyTo != "" {
+		reply = &limitedBuffer{max: worker.MaxReplyOutput}
 		out = reply
 	}
-	if cmd.Stdout, err = p.output(out); err != nil {
-		return err
+	stdout, err := p.output(out)
+	if err != nil {
+		return worker.NotStarted(err)
 	}
+	lifeR, lifeW, err := p.pipe(false)
+	if err != nil {
+		return worker.NotStarted(err)
+	}
+	reportR, reportW, err := p.pipe(true)
+	if err != nil {
+		return worker.NotStarted(err)
+	}
+	// The script runs under a supervisor (see supervise.go) in a process
+	// group of its own: a terminal's Ctrl-C reaches only leasehold, which
+	// decides.
+	cmd := exec.Command(selfExe, append([]string{superviseArg}, h.argv...)...)
+	cmd.Args[0] = "leasehold"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Env = scriptEnv(os.Environ(), m)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	cmd.ExtraFiles = []*os.File{lifeR, reportW}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", h.argv[0], err)
+		return h.startFailed(fmt.Errorf("start %s: %w", name, err))
 	}
+	report := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(io.LimitReader(reportR, 4096))
+		report <- string(b)
+	}()
 	p.started()
-	group := cmd.Process.Pid
 	// Stopped (lease lost, max processing time, shutdown): SIGTERM to the
-	// group, SIGKILL after killGrace, unless the script has exited by then.
+	// script, and everything it started is killed killGrace later unless
+	// the script has exited by then.
 	var (
 		mu     sync.Mutex
 		exited bool
@@ -73,11 +133,12 @@ func (h *scriptHandler) Handle(ctx context.Context, m *worker.Message) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if !exited {
-			_ = syscall.Kill(-group, syscall.SIGTERM)
-			kill = clock.System().AfterFunc(killGrace, func() { _ = syscall.Kill(-group, syscall.SIGKILL) })
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			kill = clock.System().AfterFunc(killGrace, func() { _ = lifeW.Close() })
 		}
 	})
-	err = cmd.Wait()
+	waitErr := cmd.Wait()
+	rep := <-report // the supervisor held its only write end
 	stop()
 	mu.Lock()
 	exited = true
@@ -85,52 +146,84 @@ func (h *scriptHandler) Handle(ctx context.Context, m *worker.Message) error {
 		kill.Stop()
 	}
 	mu.Unlock()
-	// Nothing the script started outlives its message.
-	_ = syscall.Kill(-group, syscall.SIGKILL)
-	p.wait()
-	if ctx.Err() != nil {
-		return fmt.Errorf("%s stopped: %w", h.argv[0], context.Cause(ctx))
+	p.drain(pipeGrace)
+	for _, lw := range []*lineWriter{outLines, errLines} {
+		lw.flush()
+		if lw.split {
+			h.log.Warn("a line of the script's output was longer than the limit and was split", "message_id", m.MessageID,
+				"limit_bytes", maxLine)
+		}
 	}
-	if err == nil {
-		if m.ReplyTo != "" {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s stopped: %w", name, context.Cause(ctx))
+	}
+	ended, ok := parseReport(rep)
+	switch {
+	case !ok:
+		return fmt.Errorf("run %s: the supervising process failed: %v", name, waitErr)
+	case ended.startErr != "":
+		return h.startFailed(fmt.Errorf("start %s: %s", name, ended.startErr))
+	}
+	h.failedRuns.Store(0)
+	if ended.status.Exited() && ended.status.ExitStatus() == 0 {
+		if reply != nil {
 			if reply.over {
-				return worker.Permanent(fmt.Errorf("%s: reply is larger than the payload limit of %d bytes", h.argv[0], store.DefaultPayloadLimit))
+				return worker.Permanent(fmt.Errorf("%s: reply over %d bytes", name, worker.MaxReplyOutput))
 			}
-			m.SetReply(reply.Bytes())
+			m.SetReply(reply.buf)
 		}
 		return nil
 	}
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) {
-		return fmt.Errorf("run %s: %w", h.argv[0], err)
-	}
-	failure := fmt.Errorf("%s: %s", h.argv[0], exit)
+	failure := fmt.Errorf("%s: %s", name, ended)
 	if t := bytes.TrimSpace(tail.Bytes()); len(t) > 0 {
 		failure = fmt.Errorf("%w: %s", failure, t)
 	}
-	if exit.ExitCode() == exitDataErr {
+	if ended.status.Exited() && ended.status.ExitStatus() == exitDataErr {
 		return worker.Permanent(failure)
 	}
 	return failure
 }
 
-// pipes are a script's standard streams: the ends the script gets, closed
-// in this process once it has started, and goroutines that feed and drain
-// the other ends.
+// startFailed counts a start that failed, stops the worker when too many
+// failed in a row, and returns err marked as not started: the message goes
+// back without using up a delivery.
+func (h *scriptHandler) startFailed(err error) error {
+	if h.failedRuns.Add(1) >= maxStartFailures && h.broken != nil {
+		h.brokenOnce.Do(func() { h.broken(err) })
+	}
+	return worker.NotStarted(err)
+}
+
+// pipes are a script's standard streams and its supervisor's control
+// pipes: the ends the supervisor gets, closed in this process once it has
+// started, and goroutines that feed and drain the other ends.
 type pipes struct {
-	child []*os.File // the script's ends
+	child []*os.File // the supervisor's ends
 	own   []*os.File // this process's ends
 	wg    sync.WaitGroup
 	work  []func()
 }
 
+// pipe returns a new pipe; the supervisor gets its write end when
+// childWrites, else its read end.
+func (p *pipes) pipe(childWrites bool) (r, w *os.File, err error) {
+	if r, w, err = os.Pipe(); err != nil {
+		return nil, nil, err
+	}
+	if childWrites {
+		p.child, p.own = append(p.child, w), append(p.own, r)
+	} else {
+		p.child, p.own = append(p.child, r), append(p.own, w)
+	}
+	return r, w, nil
+}
+
 // input returns a pipe the script reads payload from.
 func (p *pipes) input(payload []byte) (*os.File, error) {
-	r, w, err := os.Pipe()
+	r, w, err := p.pipe(false)
 	if err != nil {
 		return nil, err
 	}
-	p.child, p.own = append(p.child, r), append(p.own, w)
 	p.work = append(p.work, func() {
 		_, _ = w.Write(payload) // a script need not read its input
 		_ = w.Close()
@@ -140,16 +233,15 @@ func (p *pipes) input(payload []byte) (*os.File, error) {
 
 // output returns a pipe whose contents are copied to dst.
 func (p *pipes) output(dst io.Writer) (*os.File, error) {
-	r, w, err := os.Pipe()
+	r, w, err := p.pipe(true)
 	if err != nil {
 		return nil, err
 	}
-	p.child, p.own = append(p.child, w), append(p.own, r)
 	p.work = append(p.work, func() { _, _ = io.Copy(dst, r) })
 	return w, nil
 }
 
-// started closes the script's ends here and starts the copying.
+// started closes the supervisor's ends here and starts the copying.
 func (p *pipes) started() {
 	for _, f := range p.child {
 		_ = f.Close()
@@ -160,9 +252,24 @@ func (p *pipes) started() {
 	}
 }
 
-// wait waits for the copying to end: when every holder of the script's
-// ends has exited.
-func (p *pipes) wait() { p.wg.Wait() }
+// drain waits for the copying to end, which it does when every holder of
+// the script's ends has exited, but at most grace: then this process's
+// ends are closed, which ends it.
+func (p *pipes) drain(grace time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		p.wg.Wait()
+		close(done)
+	}()
+	t := clock.System().NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C():
+		p.closeAll()
+		<-done
+	}
+}
 
 func (p *pipes) closeAll() {
 	for _, f := range p.child {
@@ -173,20 +280,21 @@ func (p *pipes) closeAll() {
 	}
 }
 
-// limitedBuffer keeps up to max bytes and notes whether more came.
+// limitedBuffer keeps up to max bytes and notes whether more came. It has
+// only Write, so that every copy into it goes through the limit.
 type limitedBuffer struct {
-	bytes.Buffer
+	buf  []byte
 	max  int
 	over bool
 }
 
 func (b *limitedBuffer) Write(p []byte) (int, error) {
 	n := len(p) // everything is taken, so that the script never blocks
-	if room := b.max - b.Len(); n > room {
+	if room := b.max - len(b.buf); n > room {
 		b.over = true
 		p = p[:max(room, 0)]
 	}
-	_, _ = b.Buffer.Write(p)
+	b.buf = append(b.buf, p...)
 	return n, nil
 }
 
@@ -205,6 +313,38 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 }
 
 func (t *tailBuffer) Bytes() []byte { return t.buf }
+
+// lineWriter passes one script's output to a writer shared with other
+// scripts in whole lines, so that lines of concurrent scripts never mix. A
+// line longer than maxLine is passed on in pieces of maxLine bytes, each
+// ended with a newline, and split is set.
+type lineWriter struct {
+	w     io.Writer
+	buf   []byte
+	split bool
+}
+
+func (l *lineWriter) Write(p []byte) (int, error) {
+	l.buf = append(l.buf, p...)
+	if i := bytes.LastIndexByte(l.buf, '\n'); i >= 0 {
+		_, _ = l.w.Write(l.buf[:i+1])
+		l.buf = append(l.buf[:0], l.buf[i+1:]...)
+	}
+	for len(l.buf) >= maxLine {
+		l.split = true
+		_, _ = l.w.Write(append(l.buf[:maxLine:maxLine], '\n'))
+		l.buf = append(l.buf[:0], l.buf[maxLine:]...)
+	}
+	return len(p), nil
+}
+
+// flush passes on an unfinished last line, with a newline.
+func (l *lineWriter) flush() {
+	if len(l.buf) > 0 {
+		_, _ = l.w.Write(append(l.buf, '\n'))
+		l.buf = nil
+	}
+}
 
 // lockedWriter serialises writes from concurrent scripts to the worker's
 // own output. Write errors are swallowed: a reader of that output that goes

@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -19,18 +22,8 @@ import (
 	"github.com/leasehold/leasehold/worker"
 )
 
-// Script exit statuses with a meaning.
-const (
-	// exitDataErr (EX_DATAERR) from a script dead-letters its message at
-	// once.
-	exitDataErr = 65
-	// killGrace is how long a script has between SIGTERM and SIGKILL.
-	killGrace = 5 * time.Second
-	// stderrTail is how much of a failed script's stderr is recorded.
-	stderrTail = 2048
-	// drainPoll is how often --drain looks at the queue.
-	drainPoll = 250 * time.Millisecond
-)
+// drainPoll is how often --drain looks at the queue.
+const drainPoll = 250 * time.Millisecond
 
 var errStalled = errors.New("watchdog: the worker loop stalled")
 
@@ -54,17 +47,32 @@ func (a *app) workCommand() *cobra.Command {
 		Long: `work claims messages of the queue and runs CMD once per message, with the
 payload on standard input and these environment variables:
 LEASEHOLD_MESSAGE_ID, LEASEHOLD_QUEUE, LEASEHOLD_KEY, LEASEHOLD_ATTEMPT,
-LEASEHOLD_FENCING_TOKEN.
+LEASEHOLD_FENCING_TOKEN. CMD gets the worker's environment without
+leasehold's own settings (LEASEHOLD_DB and every other LEASEHOLD_ variable)
+and without PGPASSWORD, so a database password never reaches it.
 
 Exit 0 completes the message; exit 65 (EX_DATAERR) dead-letters it at once;
 any other status fails it: it is retried with backoff until its deliveries
 are used up, then dead-lettered, with the tail of CMD's standard error as the
 recorded error. For a message with a reply-to queue, CMD's standard output is
-the reply; otherwise it is passed through.
+the reply, at most ` + strconv.Itoa(worker.MaxReplyOutput) + ` bytes (more dead-letters the message
+with "reply over N bytes", and the reply says so); otherwise it is passed
+through, as is CMD's standard error, a whole line at a time so that lines of
+concurrent messages never mix (a line over 64 KiB is split, and a warning
+says so).
 
-The lease is kept alive while CMD runs. When it is lost, or the maximum
-processing time passes, CMD gets SIGTERM, then SIGKILL 5 s later, and the
-message is not completed by this worker. The reaper runs in-process.
+Everything CMD starts ends with it: when CMD exits, whatever it left running
+(daemons that called setsid included) is killed, and its output is closed
+at most 2 s later; when the worker dies by any means, kill -9 included, its
+commands and everything they started are killed at once. The lease is kept
+alive while CMD runs. When it is lost, or the maximum processing time
+passes, CMD gets SIGTERM, then SIGKILL 5 s later, and the message is not
+completed by this worker. The reaper runs in-process.
+
+A CMD that cannot be started (missing, not executable, a bad interpreter)
+is not the message's fault: the message goes back to the queue without
+using up a delivery, and once 3 starts in a row have failed the worker
+stops and exits 1.
 
 SIGTERM or SIGINT starts a graceful shutdown (exit 0 once everything in
 flight finished); a second signal stops at once, releasing the leases, and
@@ -156,7 +164,17 @@ func (a *app) work(ctx context.Context, cfg worker.Config, f workFlags, argv []s
 	}
 	defer st.Close()
 	cfg.Store, cfg.Logger = st, a.log
-	cfg.Handler = &scriptHandler{argv: argv, stdout: &lockedWriter{w: a.stdout}, stderr: &lockedWriter{w: a.stderr}}
+	var g *lifecycle.Group
+	var cannotStart error
+	var startMu sync.Mutex
+	cfg.Handler = &scriptHandler{argv: argv, stdout: &lockedWriter{w: a.stdout}, stderr: &lockedWriter{w: a.stderr}, log: a.log,
+		broken: func(err error) {
+			startMu.Lock()
+			cannotStart = err
+			startMu.Unlock()
+			a.log.Error("the command failed to start several times in a row; stopping", "error", err, "failed_starts", maxStartFailures)
+			go func() { _ = g.Shutdown(context.WithoutCancel(ctx)) }()
+		}}
 	// A hard stop waits for scripts to be killed (SIGTERM, then SIGKILL
 	// after killGrace) before it releases their leases, so that no script
 	// runs on after its message was handed to another worker.
@@ -189,7 +207,7 @@ func (a *app) work(ctx context.Context, cfg worker.Config, f workFlags, argv []s
 	if f.drain {
 		loops = append(loops, &drainWatch{st: st, queue: cfg.Queue, log: a.log})
 	}
-	g, err := lifecycle.NewGroup(lifecycle.GroupConfig{ShutdownTimeout: f.shutdownTimeout}, loops...)
+	g, err = lifecycle.NewGroup(lifecycle.GroupConfig{ShutdownTimeout: f.shutdownTimeout}, loops...)
 	if err != nil {
 		return err
 	}
@@ -207,6 +225,11 @@ func (a *app) work(ctx context.Context, cfg worker.Config, f workFlags, argv []s
 	})
 	a.log.Info("worker started", "worker_id", w.ID(), "queue", cfg.Queue, "concurrency", cfg.Concurrency, "db", a.dsn.String())
 	err = g.Run(runCtx)
+	startMu.Lock()
+	if cannotStart != nil {
+		err = errors.Join(fmt.Errorf("%w (%d times in a row; every message it was given was put back unchanged)", cannotStart, maxStartFailures), err)
+	}
+	startMu.Unlock()
 	if cause := context.Cause(runCtx); cause != nil && !errors.Is(cause, context.Canceled) {
 		err = errors.Join(cause, err)
 	}

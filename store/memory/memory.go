@@ -443,7 +443,7 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) ([]error, e
 
 // Fail implements store.Store.
 func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
-	f, err := store.CheckFailure(f)
+	f, err := store.CheckFailure(f, s.opts)
 	if err != nil {
 		return false, err
 	}
@@ -458,15 +458,19 @@ func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
 	}
 	m.lastError = f.Error
 	dead := f.Permanent || m.deliveries >= m.maxDeliv
+	woken := []store.NewMessage{{Queue: m.queue.name}}
 	if dead {
 		m.deadReason = f.Reason
 		s.finishLocked(m, store.Dead, now)
+		if f.Reply != nil {
+			s.enqueueLocked(f.Reply, now)
+			woken = append(woken, *f.Reply)
+		}
 	} else {
 		s.requeueLocked(m, now+int64(f.RetryDelay))
 	}
-	q := m.queue.name
 	s.mu.Unlock()
-	s.Notify(q)
+	s.notifyQueues(woken)
 	return dead, nil
 }
 

@@ -729,7 +729,7 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) ([]error, e
 
 // Fail implements store.Store.
 func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
-	f, err := store.CheckFailure(f)
+	f, err := store.CheckFailure(f, s.opts)
 	if err != nil {
 		return false, err
 	}
@@ -757,13 +757,35 @@ func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
 		if _, err := tx.Exec(ctx, s.sql.kill, replan, s.now(), f.MessageID, string(f.Reason), f.Error); err != nil {
 			return err
 		}
-		if key == nil {
+		var replies []store.NewMessage
+		if f.Reply != nil {
+			replies = []store.NewMessage{*f.Reply}
+		}
+		if key == nil && replies == nil {
 			return nil
 		}
-		if err := s.promote(ctx, tx, [][2]string{{queue, *key}}); err != nil {
+		// Every lock in one sorted call, as Complete takes them.
+		locks := enqueueLocks(nil, replies)
+		if key != nil {
+			locks = append(locks, keyLock(queue, *key))
+		}
+		if err := s.lockKeys(ctx, s.pgxRunner(tx), locks); err != nil {
 			return err
 		}
-		return s.notify(ctx, s.pgxRunner(tx), []string{queue}, &wake)
+		if key != nil {
+			if err := s.promote(ctx, tx, [][2]string{{queue, *key}}); err != nil {
+				return err
+			}
+			if err := s.notify(ctx, s.pgxRunner(tx), []string{queue}, &wake); err != nil {
+				return err
+			}
+		}
+		if replies != nil {
+			if _, err := s.enqueueTx(ctx, s.pgxRunner(tx), replies, &wake); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	s.wake(wake)
 	return dead, err

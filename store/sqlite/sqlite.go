@@ -522,7 +522,7 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) ([]error, e
 
 // Fail implements store.Store.
 func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
-	f, err := store.CheckFailure(f)
+	f, err := store.CheckFailure(f, s.opts)
 	if err != nil {
 		return false, err
 	}
@@ -544,6 +544,11 @@ func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
 				string(f.Reason), f.Error, now, f.MessageID); err != nil {
 				return fmt.Errorf("sqlite store: fail: %w", err)
 			}
+			if f.Reply != nil {
+				if _, err := s.enqueueOne(ctx, tx, tx.StmtContext(ctx, s.st.insert), f.Reply, now); err != nil {
+					return fmt.Errorf("sqlite store: fail: reply: %w", err)
+				}
+			}
 			return s.promote(ctx, tx, queue, key)
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE leasehold_messages SET state = 0, visible_at = ?, last_error = ? WHERE id = ?`,
@@ -554,6 +559,9 @@ func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
 		return false, err
 	}
 	s.Notify(queue)
+	if dead && f.Reply != nil {
+		s.Notify(f.Reply.Queue)
+	}
 	return dead, nil
 }
 

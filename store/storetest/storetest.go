@@ -101,6 +101,7 @@ func Run(t *testing.T, f Factory, opts ...Option) {
 		{"BatchExtendReportsLost", testBatchExtendReportsLost},
 		{"CompleteBatchPerMessage", testCompleteBatchPerMessage},
 		{"CompleteWithReply", testCompleteWithReply},
+		{"FailWithReply", testFailWithReply},
 		{"ConcurrentReceivers", testConcurrentReceivers},
 		{"BadInputChangesNothing", testBadInputChangesNothing},
 		{"StatsAndList", testStatsAndList},
@@ -522,6 +523,41 @@ func testFailRetriesThenDeadLetters(t *testing.T, f Factory) {
 	}
 	if in := b.info(d.MessageID); len(in.LastError) != store.MaxErrorLength || !strings.HasSuffix(in.LastError, "the end") {
 		t.Fatalf("recorded error of %d bytes ending %q", len(in.LastError), in.LastError[max(0, len(in.LastError)-10):])
+	}
+}
+
+// A failure's reply is sent when, and only when, the failure dead-letters
+// the message, in the same transaction; an invalid one changes nothing.
+func testFailWithReply(t *testing.T, f Factory) {
+	b := setup(t, f)
+	id := b.enqueue(store.NewMessage{Payload: []byte("req"), Key: "k", ReplyTo: "replies", MaxDeliveries: 2})[0]
+	next := b.enqueue(store.NewMessage{Payload: []byte("next"), Key: "k"})[0]
+	reply := func(s string) *store.NewMessage { return &store.NewMessage{Queue: "replies", Payload: []byte(s)} }
+	d := b.claimOne()
+	if dead, err := b.s.Fail(b.ctx, store.Failure{Lease: d.Lease, Error: "first", Reply: reply("not sent")}); err != nil || dead {
+		t.Fatalf("first Fail = %v, %v", dead, err)
+	}
+	if st, err := b.s.Stats(b.ctx, "replies"); err != nil || st.Pending != 0 {
+		t.Fatalf("a retried failure sent its reply: %+v, %v", st, err)
+	}
+	d = b.claimOne()
+	if _, err := b.s.Fail(b.ctx, store.Failure{Lease: d.Lease, Error: "bad", Reply: &store.NewMessage{Queue: ""}}); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("Fail with an invalid reply = %v", err)
+	}
+	b.wantState(id, store.Processing)
+	if dead, err := b.s.Fail(b.ctx, store.Failure{Lease: d.Lease, Error: "second", Reply: reply("sent")}); err != nil || !dead {
+		t.Fatalf("last Fail = %v, %v", dead, err)
+	}
+	if in := b.wantState(id, store.Dead); in.LastError != "second" {
+		t.Fatalf("dead request %+v", in)
+	}
+	rs, err := b.s.Claim(b.ctx, store.Claim{Queue: "replies", WorkerID: "w", Max: 10, LeaseDuration: lease})
+	if err != nil || len(rs) != 1 || string(rs[0].Payload) != "sent" {
+		t.Fatalf("reply claim = %+v, %v", rs, err)
+	}
+	// The key's next message moved up as with any dead head.
+	if d := b.claimOne(); d.MessageID != next {
+		t.Fatalf("claimed %d after the dead head, want %d", d.MessageID, next)
 	}
 }
 

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// A supervisor stands between the worker and each script. The worker runs
+// its own executable again with superviseArg first; that process starts
+// the script and outlives it, so that:
+//
+//   - when the worker dies by any means (kill -9 included), the supervisor
+//     sees the end of the life pipe, which only the worker held open, and
+//     kills everything the script started at once;
+//   - when the script exits, the supervisor kills whatever it left behind,
+//     daemons that left its process group included, so that they cannot
+//     hold the script's output open or run on after its message;
+//   - a script that cannot be started at all is told apart from one that
+//     ran and failed.
+//
+// On Linux the supervisor is a child subreaper: descendants orphaned by the
+// script become its children rather than init's, so it can find and kill
+// them even after setsid. A parent-death signal alone would reach the
+// script but not its children, and a cgroup needs privileges and a
+// delegated hierarchy that a worker rarely has.
+const superviseArg = "__leasehold_supervise"
+
+// Descriptors the supervisor inherits beyond the standard three.
+const (
+	// lifeFD is the read end of a pipe that the worker holds open while
+	// the script may run. Its end (the worker died, or wants the script
+	// gone now) kills the script and its descendants.
+	lifeFD = 3
+	// reportFD is the write end of a pipe on which the supervisor reports
+	// how the script ended: "status N" with its wait status, or
+	// "start: ERROR" when it could not be started.
+	reportFD = 4
+)
+
+// supervise runs argv as the script and returns the supervisor's exit
+// status. The standard streams are passed on to the script.
+func supervise(argv []string) int {
+	syscall.CloseOnExec(lifeFD)
+	syscall.CloseOnExec(reportFD)
+	life := os.NewFile(lifeFD, "life")
+	report := os.NewFile(reportFD, "report")
+	if life == nil || report == nil || len(argv) == 0 {
+		fmt.Fprintln(os.Stderr, "leasehold: the supervisor is started by leasehold work only")
+		return exitUsage
+	}
+	becomeSubreaper()
+	// The worker asks the script to stop with SIGTERM to the supervisor,
+	// which passes it on. Caught signals return to their defaults in the
+	// script.
+	terms := make(chan os.Signal, 1)
+	signal.Notify(terms, syscall.SIGTERM)
+	signal.Ignore(syscall.SIGINT)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.SysProcAttr = scriptAttr()
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(report, "start: %s", oneLine(err))
+		return exitFailure
+	}
+	// The script has the standard streams now; the supervisor must not
+	// keep them open past the script's descendants.
+	for _, f := range []*os.File{os.Stdin, os.Stdout, os.Stderr} {
+		_ = f.Close()
+	}
+	pid := cmd.Process.Pid
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	lost := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, life)
+		close(lost)
+	}()
+	for {
+		select {
+		case <-terms:
+			_ = syscall.Kill(-pid, syscall.SIGTERM)
+		case <-lost:
+			killDescendants(pid)
+			return exitFailure
+		case err := <-exited:
+			killDescendants(pid)
+			ws, ok := waitStatus(cmd.ProcessState, err)
+			if !ok {
+				fmt.Fprintf(report, "start: wait: %s", oneLine(err))
+				return exitFailure
+			}
+			fmt.Fprintf(report, "status %d", uint32(ws))
+			return exitOK
+		}
+	}
+}
+
+func waitStatus(ps *os.ProcessState, err error) (syscall.WaitStatus, bool) {
+	if ps == nil {
+		return 0, false
+	}
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	return ws, ok
+}
+
+// killDescendants kills the script's process group, then, until none is
+// left, every child of this process: descendants orphaned by the deaths
+// before become its children in turn.
+func killDescendants(script int) {
+	_ = syscall.Kill(-script, syscall.SIGKILL)
+	// Each round kills and reaps at least one generation; a bound keeps a
+	// fork bomb from holding the supervisor forever.
+	for range 1000 {
+		kids := children()
+		if len(kids) == 0 {
+			return
+		}
+		for _, k := range kids {
+			_ = syscall.Kill(k, syscall.SIGKILL)
+		}
+		for _, k := range kids {
+			var ws syscall.WaitStatus
+			_, _ = syscall.Wait4(k, &ws, 0, nil)
+		}
+	}
+}
+
+// scriptEnded is how a supervised script ended, as its supervisor reported.
+type scriptEnded struct {
+	status syscall.WaitStatus
+	// startErr is set when the script could not be started.
+	startErr string
+}
+
+// parseReport reads the supervisor's report; ok is false when there is
+// none, because the supervisor itself failed.
+func parseReport(s string) (scriptEnded, bool) {
+	if rest, ok := strings.CutPrefix(s, "start: "); ok {
+		return scriptEnded{startErr: rest}, true
+	}
+	if rest, ok := strings.CutPrefix(s, "status "); ok {
+		n, err := strconv.ParseUint(rest, 10, 32)
+		if err == nil {
+			return scriptEnded{status: syscall.WaitStatus(n)}, true
+		}
+	}
+	return scriptEnded{}, false
+}
+
+// String describes how a script that ran ended, in os/exec's words.
+func (e scriptEnded) String() string {
+	switch ws := e.status; {
+	case ws.Exited():
+		return "exit status " + strconv.Itoa(ws.ExitStatus())
+	case ws.Signaled():
+		return "signal: " + ws.Signal().String()
+	default:
+		return fmt.Sprintf("wait status %#x", uint32(ws))
+	}
+}
