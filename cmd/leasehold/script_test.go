@@ -301,7 +301,16 @@ func TestBrokenCommandDeadLettersNothing(t *testing.T) {
 				fmt.Fprintf(&in, "m%d\n", i)
 			}
 			leasehold(t, dir, in.String(), "--db", db, "enqueue", "--queue", "b", "--max-deliveries", "1").must(t)
-			err := cmd.Wait()
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			var err error
+			select {
+			case err = <-exited:
+			case <-time.After(time.Minute):
+				_ = cmd.Process.Kill()
+				<-exited
+				t.Fatalf("work went on with a command that cannot start\n%s", stderr)
+			}
 			var exit *exec.ExitError
 			if !errors.As(err, &exit) || exit.ExitCode() != 1 {
 				t.Fatalf("work with a command that cannot start: %v, want exit status 1\n%s", err, stderr)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -109,25 +110,29 @@ func waitStatus(ps *os.ProcessState, err error) (syscall.WaitStatus, bool) {
 	return ws, ok
 }
 
-// killDescendants kills the script's process group, then, until none is
-// left, every child of this process: descendants orphaned by the deaths
-// before become its children in turn.
+// killDescendants kills the script's process group, then every child of
+// this process until it has none: descendants orphaned by the deaths before
+// become its children in turn, so having no child means that nothing the
+// script started is left.
 func killDescendants(script int) {
 	_ = syscall.Kill(-script, syscall.SIGKILL)
-	// Each round kills and reaps at least one generation; a bound keeps a
-	// fork bomb from holding the supervisor forever.
-	for range 1000 {
-		kids := children()
-		if len(kids) == 0 {
+	// A bound keeps a fork bomb from holding the supervisor forever.
+	for range 10000 {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		switch {
+		case errors.Is(err, syscall.ECHILD):
+			return
+		case errors.Is(err, syscall.EINTR), pid > 0:
+			continue
+		case err != nil:
 			return
 		}
-		for _, k := range kids {
+		// Children that have not ended yet: kill them, wait for one.
+		for _, k := range children() {
 			_ = syscall.Kill(k, syscall.SIGKILL)
 		}
-		for _, k := range kids {
-			var ws syscall.WaitStatus
-			_, _ = syscall.Wait4(k, &ws, 0, nil)
-		}
+		_, _ = syscall.Wait4(-1, &ws, 0, nil)
 	}
 }
 

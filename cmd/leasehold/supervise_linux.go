@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,10 +25,14 @@ func scriptAttr() *syscall.SysProcAttr {
 // children lists this process's children, from /proc.
 func children() []int {
 	self := os.Getpid()
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	procs, _ := os.ReadDir("/proc")
 	var out []int
-	for _, p := range stats {
-		b, err := os.ReadFile(p)
+	for _, e := range procs {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
 		if err != nil {
 			continue // it ended meanwhile
 		}
@@ -45,9 +48,7 @@ func children() []int {
 			continue
 		}
 		if ppid, err := strconv.Atoi(f[1]); err == nil && ppid == self {
-			if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
-				out = append(out, pid)
-			}
+			out = append(out, pid)
 		}
 	}
 	return out
