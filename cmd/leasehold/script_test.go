@@ -238,7 +238,7 @@ func TestScriptEnvironmentHasNoSecrets(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "env.db")
 	leasehold(t, dir, "", "--db", db, "enqueue", "--queue", "env", "x").must(t)
-	handler := script(t, dir, "env > env.txt\n")
+	handler := script(t, dir, "env > env.txt\ngrep SigIgn /proc/$$/status > sigign.txt\n")
 	cmd := exec.Command(bin, "--log-level", "error", "work", "--queue", "env", "--drain", "--", handler)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "LEASEHOLD_DB="+db, "PGPASSWORD=hunter2", "LEASEHOLD_SECRET_ACCESS_KEY=k", "KEEP_ME=1")
@@ -254,6 +254,19 @@ func TestScriptEnvironmentHasNoSecrets(t *testing.T) {
 		if strings.Contains(env, leak) {
 			t.Fatalf("the script's environment holds %q:\n%s", leak, env)
 		}
+	}
+	// The worker ignores SIGPIPE for itself, and catches SIGINT; a script
+	// gets both signals' defaults.
+	ign, err := os.ReadFile(filepath.Join(dir, "sigign.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mask, err := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(string(ign), "SigIgn:")), 16, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bits := uint64(1)<<(syscall.SIGPIPE-1) | 1<<(syscall.SIGINT-1); mask&bits != 0 {
+		t.Fatalf("the script ignores SIGPIPE or SIGINT: SigIgn %#x", mask)
 	}
 	for _, want := range []string{"KEEP_ME=1", "LEASEHOLD_MESSAGE_ID=", "LEASEHOLD_QUEUE=env", "LEASEHOLD_ATTEMPT=1", "LEASEHOLD_FENCING_TOKEN="} {
 		if !strings.Contains(env, want) {

@@ -57,11 +57,11 @@ func supervise(argv []string) int {
 	}
 	becomeSubreaper()
 	// The worker asks the script to stop with SIGTERM to the supervisor,
-	// which passes it on. Caught signals return to their defaults in the
-	// script.
+	// which passes it on. Signals are caught, never ignored: caught ones
+	// return to their defaults in the script, ignored ones would stay
+	// ignored there.
 	terms := make(chan os.Signal, 1)
 	signal.Notify(terms, syscall.SIGTERM)
-	signal.Ignore(syscall.SIGINT)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = scriptAttr()
