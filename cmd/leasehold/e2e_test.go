@@ -440,26 +440,10 @@ func TestDemo(t *testing.T) {
 	}
 }
 
-// alive reports whether the process whose pid is in file runs: it exists
-// and is not a zombie waiting for init to reap it.
+// alive reports whether the process whose pid is in file runs.
 func alive(t *testing.T, file string) bool {
 	t.Helper()
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pid int
-	if _, err := fmt.Sscan(string(b), &pid); err != nil {
-		t.Fatalf("pid file %q: %v", b, err)
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the parenthesised command name.
-	s := string(stat)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+	return pidAlive(readPid(t, file))
 }
 
 func TestScriptChildrenDoNotOutliveTheirMessage(t *testing.T) {

@@ -128,12 +128,14 @@ func TestReplyLimitIsTheDocumentedOne(t *testing.T) {
 	}
 }
 
-// pidAlive reports whether pid runs: it exists and is not a zombie.
+// pidAlive reports whether pid runs: it exists and is not a zombie
+// waiting to be reaped.
 func pidAlive(pid int) bool {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return false
 	}
+	// The state follows the parenthesised command name.
 	s := string(stat)
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
