@@ -11,6 +11,14 @@ import (
 	"github.com/leasehold/leasehold/clock"
 )
 
+// DuplicateSignalWindow is how close behind a signal the same signal must
+// come to be taken for a second delivery of the first rather than a second
+// request: supervisors such as GNU timeout send SIGTERM to a process and to
+// its process group at once, which arrives twice within microseconds. A
+// person pressing Ctrl-C twice is far slower than this, so a second signal
+// 100 ms or more after the first always counts.
+const DuplicateSignalWindow = 50 * time.Millisecond
+
 // Coordinator turns shutdown requests into calls of registered callbacks
 // (spec 003's ShutdownCoordinator). The first Trigger (or signal) calls the
 // graceful callbacks; the second calls the hard-stop callbacks. Callbacks
@@ -18,9 +26,11 @@ import (
 // block: start the slow part in a goroutine. Safe for concurrent use.
 type Coordinator struct {
 	// RepeatWindow, when positive, makes Listen ignore a signal that comes
-	// within this long of the one before: some supervisors (GNU timeout,
-	// for one) deliver SIGTERM to a process and to its process group at
-	// once, which must not count as a second signal. Set it before Listen.
+	// within this long of the same signal before it: some supervisors (GNU
+	// timeout, for one) deliver SIGTERM to a process and to its process
+	// group at once, which must not count as a second signal. A different
+	// signal always counts. Keep it short (DuplicateSignalWindow) so that a
+	// person's second Ctrl-C is never absorbed. Set it before Listen.
 	RepeatWindow time.Duration
 	// Clock times RepeatWindow. Default: the system clock.
 	Clock clock.Clock
@@ -133,15 +143,15 @@ func (c *Coordinator) Listen(signals ...os.Signal) (stop func()) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		var last time.Duration
-		seen := false
+		var lastSig os.Signal
 		for {
 			select {
-			case <-ch:
+			case sig := <-ch:
 				now := clk.Monotonic()
-				if seen && c.RepeatWindow > 0 && now-last < c.RepeatWindow {
+				if sig == lastSig && c.RepeatWindow > 0 && now-last < c.RepeatWindow {
 					continue
 				}
-				seen, last = true, now
+				lastSig, last = sig, now
 				c.Trigger()
 			case <-quit:
 				return

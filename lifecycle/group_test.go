@@ -7,13 +7,16 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/leasehold/leasehold/clock/clocktest"
 	"github.com/leasehold/leasehold/internal/runstate"
 	"github.com/leasehold/leasehold/lifecycle"
 	"github.com/leasehold/leasehold/store"
@@ -269,4 +272,34 @@ func TestHealthHandlers(t *testing.T) {
 			t.Fatalf("readiness with a closed store: %d %s", code, body)
 		}
 	})
+}
+
+// A repeat of a signal counts as a second request once the duplicate
+// window has passed, and another signal counts at once.
+func TestCoordinatorDuplicateWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		second syscall.Signal
+		after  time.Duration
+	}{
+		{"same signal after the window", syscall.SIGUSR1, lifecycle.DuplicateSignalWindow},
+		{"another signal at once", syscall.SIGUSR2, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clocktest.New()
+			c := lifecycle.NewCoordinator()
+			c.Clock, c.RepeatWindow = clk, lifecycle.DuplicateSignalWindow
+			stop := c.Listen(syscall.SIGUSR1, syscall.SIGUSR2)
+			defer stop()
+			_ = syscall.Kill(os.Getpid(), syscall.SIGUSR1)
+			<-c.Triggered()
+			clk.Advance(tc.after)
+			_ = syscall.Kill(os.Getpid(), tc.second)
+			select {
+			case <-c.Escalated():
+			case <-time.After(10 * time.Second): // real signal delivery
+				t.Fatal("the second signal did not escalate")
+			}
+		})
+	}
 }

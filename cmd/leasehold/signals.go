@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"time"
 
 	"github.com/leasehold/leasehold/lifecycle"
 )
@@ -13,7 +12,7 @@ func (a *app) runUntilSignal(ctx context.Context, r lifecycle.Runnable) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	co := lifecycle.NewCoordinator()
-	co.RepeatWindow = time.Second // a supervisor's SIGTERM to process and group
+	co.RepeatWindow = lifecycle.DuplicateSignalWindow
 	unlisten := co.Listen()
 	defer unlisten()
 	co.Register(func() { go func() { _ = r.Shutdown(context.WithoutCancel(ctx)) }() })

@@ -212,7 +212,7 @@ func (a *app) work(ctx context.Context, cfg worker.Config, f workFlags, argv []s
 		return err
 	}
 	co := lifecycle.NewCoordinator()
-	co.RepeatWindow = time.Second // a supervisor's SIGTERM to process and group
+	co.RepeatWindow = lifecycle.DuplicateSignalWindow
 	unlisten := co.Listen()
 	defer unlisten()
 	co.Register(func() {
