@@ -15,7 +15,13 @@ import (
 	"github.com/leasehold/leasehold/store"
 )
 
-// Defaults, from spec 001 and DESIGN.md.
+// MinLeaseDuration is the shortest lease a Worker takes. Its lease keeper
+// renews leases every third of their duration at most, and a renewal is a
+// store round trip: a shorter lease can end before the renewal lands, and
+// the message is then delivered again while its handler still runs.
+const MinLeaseDuration = time.Second
+
+// Defaults.
 const (
 	DefaultConcurrency     = 10
 	DefaultLeaseDuration   = 30 * time.Second
@@ -136,6 +142,8 @@ func (c Config) resolve(needDeps bool) (resolved, error) {
 	}
 	if err := store.CheckLease(c.LeaseDuration); err != nil {
 		bad("LeaseDuration: %w", err)
+	} else if c.LeaseDuration < MinLeaseDuration {
+		bad("LeaseDuration is %s, must be at least %s: heartbeats every third of a shorter lease cannot keep it", c.LeaseDuration, MinLeaseDuration)
 	}
 	var r resolved
 	if c.LeaseExtender == nil {

@@ -193,6 +193,8 @@ func TestConfigErrors(t *testing.T) {
 			LeaseDuration: 10 * time.Second, ReapInterval: 10 * time.Second}, "Interval 10s must be below the lease duration 10s"},
 		{"concurrency", worker.Config{Store: st, Queue: queue, Handler: h, Concurrency: -1}, "Concurrency is -1"},
 		{"lease", worker.Config{Store: st, Queue: queue, Handler: h, LeaseDuration: -time.Second}, "LeaseDuration"},
+		{"lease too short to keep", worker.Config{Store: st, Queue: queue, Handler: h, LeaseDuration: 999 * time.Millisecond},
+			"LeaseDuration is 999ms, must be at least 1s"},
 		{"worker id", worker.Config{Store: st, Queue: queue, Handler: h, WorkerID: strings.Repeat("w", 300)}, "WorkerID: invalid argument: worker id is 300 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -129,6 +129,7 @@ func TestUsageErrors(t *testing.T) {
 		{"memory store outside bench", []string{"--db", "memory:", "enqueue", "--queue", "q", "x"}, "for bench only"},
 		{"explicit zero max processing", []string{"work", "--queue", "q", "--max-processing", "0", "--", "true"}, "--max-processing 0"},
 		{"huge lease", []string{"work", "--queue", "q", "--lease", "1000000h", "--", "true"}, "--lease 1000000h"},
+		{"lease too short to keep", []string{"work", "--queue", "q", "--lease", "1ms", "--", "true"}, "--lease 1ms: must be 1s to"},
 		{"zero max deliveries", []string{"enqueue", "--queue", "q", "--max-deliveries", "0", "x"}, "--max-deliveries 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -105,7 +105,7 @@ exits non-zero.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.queue, "queue", "", "queue to work (required)")
 	fl.IntVar(&f.concurrency, "concurrency", worker.DefaultConcurrency, "messages handled at once")
-	fl.DurationVar(&f.lease, "lease", worker.DefaultLeaseDuration, "lease duration")
+	fl.DurationVar(&f.lease, "lease", worker.DefaultLeaseDuration, "lease duration, at least 1s: heartbeats renew it every third of it")
 	fl.DurationVar(&f.heartbeat, "heartbeat", 0, "lease extension interval, at most a third of --lease (default a third of --lease: 10s)")
 	fl.DurationVar(&f.maxProcessing, "max-processing", 0, "longest run of CMD (default 3 x --lease)")
 	fl.DurationVar(&f.reapEvery, "reap-interval", 0, "reaper interval, below --lease (default 10s, or half of a shorter --lease)")
@@ -126,8 +126,8 @@ func (f workFlags) config(cmd *cobra.Command) (worker.Config, error) {
 			return worker.Config{}, usagef("%s %s: must not be negative", name, d)
 		}
 	}
-	if f.lease < store.MinLease || f.lease > maxLease {
-		return worker.Config{}, usagef("--lease %s: must be %s to %s", f.lease, store.MinLease, maxLease)
+	if f.lease < worker.MinLeaseDuration || f.lease > maxLease {
+		return worker.Config{}, usagef("--lease %s: must be %s to %s (heartbeats every third of a shorter lease cannot keep it)", f.lease, worker.MinLeaseDuration, maxLease)
 	}
 	if cmd.Flags().Changed("max-processing") && f.maxProcessing == 0 {
 		return worker.Config{}, usagef("--max-processing 0: must be positive (leave it out for 3 x --lease)")
