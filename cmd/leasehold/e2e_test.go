@@ -332,7 +332,7 @@ esac
 	if out := leasehold(t, dir, "", "--db", db, "dead", "redrive", "--queue", "codes").must(t).stdout; strings.TrimSpace(out) != "redrove 2" {
 		t.Fatalf("redrive: %q", out)
 	}
-	if out := leasehold(t, dir, "", "--db", db, "dead", "purge", "--queue", "codes").must(t).stdout; strings.TrimSpace(out) != "purged 0" {
+	if out := leasehold(t, dir, "", "--db", db, "dead", "purge", "--queue", "codes", "--all").must(t).stdout; strings.TrimSpace(out) != "purged 0" {
 		t.Fatalf("purge after redrive: %q", out)
 	}
 }

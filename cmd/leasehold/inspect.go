@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"text/tabwriter"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
@@ -76,7 +78,7 @@ message, and the keys blocked by an unfinished head.`,
 					}
 					continue
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", q, s.Pending, s.Waiting, s.Processing, s.Completed, s.Dead,
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", escape(q), s.Pending, s.Waiting, s.Processing, s.Completed, s.Dead,
 					s.BlockedKeys, s.OldestPendingAge.Round(time.Millisecond))
 			}
 			if tw != nil {
@@ -188,7 +190,7 @@ completed message the fencing token is that of the lease that completed it.`,
 								return err
 							}
 						} else {
-							fmt.Fprintf(tw, "%d\t%s\t%s\t%d/%d\t%d\t%s\t%s\n", in.ID, in.State, in.Key, in.Deliveries, in.MaxDeliveries,
+							fmt.Fprintf(tw, "%d\t%s\t%s\t%d/%d\t%d\t%s\t%s\n", in.ID, in.State, escape(in.Key), in.Deliveries, in.MaxDeliveries,
 								in.FencingToken, clip(in.LastError, 60), clip(string(in.Payload), 40))
 						}
 						after = in.ID
@@ -216,14 +218,27 @@ completed message the fencing token is that of the lease that completed it.`,
 	return cmd
 }
 
-// clip shortens s to n runes for a table cell, on one line.
+// clip shortens s to n runes for a table cell, escaped by escape.
 func clip(s string, n int) string {
-	r := []rune(strconv.Quote(s))
-	r = r[1 : len(r)-1]
+	r := []rune(escape(s))
 	if len(r) > n {
 		return string(r[:n-1]) + "…"
 	}
 	return string(r)
+}
+
+// escape makes user data safe for a terminal and a table cell: text with
+// control characters (tabs and newlines included) or invalid UTF-8 is
+// shown with Go's escapes, so that it can neither break the table nor
+// drive the terminal; other text is shown as it is.
+func escape(s string) string {
+	for _, r := range s {
+		if r == utf8.RuneError || !unicode.IsPrint(r) && r != ' ' {
+			q := strconv.Quote(s)
+			return q[1 : len(q)-1]
+		}
+	}
+	return s
 }
 
 func (a *app) deadCommand() *cobra.Command {
@@ -235,7 +250,8 @@ permanent error, deliveries used up, an expired last lease). redrive returns
 them to pending with a fresh delivery budget; purge deletes them.`,
 		Example: `  leasehold dead list --queue emails
   leasehold dead redrive --queue emails
-  leasehold dead purge --queue emails --id 17 --id 18`,
+  leasehold dead purge --queue emails --id 17 --id 18
+  leasehold dead purge --queue emails --all`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return usagef("missing subcommand: dead list, dead redrive or dead purge")
@@ -243,7 +259,7 @@ them to pending with a fresh delivery budget; purge deletes them.`,
 	}
 	var queue string
 	var ids []int64
-	var asJSON bool
+	var asJSON, all bool
 	sub := func(use, short string, act func(cmd *cobra.Command, st store.Store) error) *cobra.Command {
 		c := &cobra.Command{Use: use + " --queue Q", Short: short, Args: noArgs,
 			Example: "  leasehold dead " + use + " --queue emails",
@@ -251,16 +267,35 @@ them to pending with a fresh delivery budget; purge deletes them.`,
 				if err := requireQueue(queue); err != nil {
 					return err
 				}
+				seen := make(map[int64]bool, len(ids))
 				for _, id := range ids {
 					if id < 1 {
 						return usagef("--id %d: must be positive", id)
 					}
+					if seen[id] {
+						return usagef("--id %d: given twice", id)
+					}
+					seen[id] = true
 				}
-				st, err := a.open(c.Context())
+				if use == "purge" && len(ids) == 0 && !all {
+					return usagef("dead purge deletes dead letters for good: name them with --id, or pass --all for every one of the queue's")
+				}
+				if all && len(ids) > 0 {
+					return usagef("--all and --id exclude each other")
+				}
+				ctx := c.Context()
+				st, err := a.open(ctx)
 				if err != nil {
 					return err
 				}
 				defer st.Close()
+				queues, err := st.Queues(ctx)
+				if err != nil {
+					return err
+				}
+				if !slices.Contains(queues, queue) {
+					return fmt.Errorf("queue %s does not exist", escape(queue))
+				}
 				return act(c, st)
 			}}
 		c.Flags().StringVar(&queue, "queue", "", "queue name (required)")
@@ -290,7 +325,7 @@ them to pending with a fresh delivery budget; purge deletes them.`,
 						return err
 					}
 				} else {
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.DeadAt.Format(time.RFC3339), d.Reason, d.Deliveries, clip(d.LastError, 60), clip(string(d.Payload), 40))
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.DeadAt.Format(time.RFC3339), escape(string(d.Reason)), d.Deliveries, clip(d.LastError, 60), clip(string(d.Payload), 40))
 				}
 				after = d.ID
 			}
@@ -317,9 +352,9 @@ them to pending with a fresh delivery budget; purge deletes them.`,
 		fmt.Fprintf(a.stdout, "purged %d\n", n)
 		return nil
 	})
-	for _, c := range []*cobra.Command{redrive, purge} {
-		c.Flags().Int64SliceVar(&ids, "id", nil, "only these message ids (repeatable); default all of the queue's")
-	}
+	redrive.Flags().Int64SliceVar(&ids, "id", nil, "only these message ids (repeatable); default all of the queue's")
+	purge.Flags().Int64SliceVar(&ids, "id", nil, "only these message ids (repeatable)")
+	purge.Flags().BoolVar(&all, "all", false, "every dead letter of the queue")
 	cmd.AddCommand(list, redrive, purge)
 	return cmd
 }

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Control characters in user data cannot reach the terminal or break a
+// table's columns.
+func TestTablesEscapeControlCharacters(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := "sqlite:" + filepath.Join(dir, "esc.db")
+	queue := "q\x1b[31mred\tx"
+	leasehold(t, dir, "", "--db", db, "enqueue", "--queue", queue, "--key", "k\r\x07", "--max-deliveries", "1", "pay\x1b]0;title\x07").must(t)
+	script(t, dir, "printf 'bad\\033[2J\\tinput' >&2; exit 65\n")
+	leasehold(t, dir, "", "--db", db, "--log-level", "error", "work", "--queue", queue, "--drain", "--", "./handler.sh").must(t)
+	for _, args := range [][]string{{"stats"}, {"list", "--queue", queue}, {"dead", "list", "--queue", queue}} {
+		out := leasehold(t, dir, "", append([]string{"--db", db}, args...)...).must(t).stdout
+		if strings.ContainsAny(out, "\x1b\x07\r") {
+			t.Fatalf("%v printed control characters:\n%q", args, out)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			if strings.Contains(line, "\t") {
+				t.Fatalf("%v printed a tab inside a cell: %q", args, line)
+			}
+		}
+		if args[0] == "stats" && !strings.Contains(out, `q\x1b[31mred\tx`) {
+			t.Fatalf("stats does not show the queue name escaped:\n%s", out)
+		}
+		if args[0] == "list" && !strings.Contains(out, `k\r\a`) {
+			t.Fatalf("list does not show the key escaped:\n%s", out)
+		}
+		if args[0] == "dead" && !strings.Contains(out, `bad\x1b[2J\tinput`) {
+			t.Fatalf("dead list does not show the error escaped:\n%s", out)
+		}
+	}
+}
+
+func TestDeadPurgeAndRedriveRules(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := "sqlite:" + filepath.Join(dir, "purge.db")
+	leasehold(t, dir, "", "--db", db, "enqueue", "--queue", "p", "--max-deliveries", "1", "x").must(t)
+	handler := script(t, dir, "exit 65\n")
+	leasehold(t, dir, "", "--db", db, "--log-level", "error", "work", "--queue", "p", "--drain", "--", handler).must(t)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"dead", "purge", "--queue", "p"}, 2, "--all"},
+		{[]string{"dead", "purge", "--queue", "p", "--all", "--id", "1"}, 2, "--all and --id"},
+		{[]string{"dead", "purge", "--queue", "p", "--id", "1", "--id", "1"}, 2, "--id 1: given twice"},
+		{[]string{"dead", "redrive", "--queue", "p", "--id", "1,1"}, 2, "--id 1: given twice"},
+		{[]string{"dead", "purge", "--queue", "nope", "--all"}, 1, "queue nope does not exist"},
+		{[]string{"dead", "redrive", "--queue", "nope"}, 1, "queue nope does not exist"},
+		{[]string{"dead", "list", "--queue", "nope"}, 1, "queue nope does not exist"},
+	} {
+		r := leasehold(t, dir, "", append([]string{"--db", db}, tc.args...)...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.want) || strings.Count(r.stderr, "\n") != 1 {
+			t.Fatalf("%v: exit %d, stderr %q; want exit %d and one line naming %q", tc.args, r.code, r.stderr, tc.code, tc.want)
+		}
+	}
+	if out := leasehold(t, dir, "", "--db", db, "dead", "purge", "--queue", "p", "--all").must(t).stdout; strings.TrimSpace(out) != "purged 1" {
+		t.Fatalf("purge --all: %q", out)
+	}
+}
