@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,17 +21,26 @@ func (a *app) enqueueCommand() *cobra.Command {
 		queue, key, dedup, replyTo string
 		delay                      time.Duration
 		maxDeliveries              int
+		raw, nul                   bool
+		file                       string
 	)
 	cmd := &cobra.Command{
 		Use:   "enqueue --queue Q [flags] [PAYLOAD]",
 		Short: "Put messages on a queue",
-		Long: `enqueue puts one message with PAYLOAD on the queue or, without PAYLOAD, one
-message per line of standard input, sent in batches. It prints each
-message's id on its own line; a duplicate (same --dedup id within the dedup
-window) prints the id of the message already enqueued.`,
+		Long: `enqueue puts one message with PAYLOAD on the queue. Without PAYLOAD it reads
+standard input: plain, one message per line (line endings are not part of
+the payload; a payload cannot hold a newline); with --raw, all of standard
+input is one message, byte for byte; with -0, messages are separated by NUL
+bytes, so they may hold newlines or any other byte. --file PATH makes the
+file's contents one message. Lines and messages are sent in batches. It
+prints each message's id on its own line; a duplicate (same --dedup id
+within the dedup window) prints the id of the message already enqueued.`,
 		Example: `  leasehold enqueue --queue emails '{"to":"ann@example.com"}'
   leasehold enqueue --queue invoices --key customer-42 'invoice 7'
-  seq 1 1000 | leasehold enqueue --queue numbers`,
+  seq 1 1000 | leasehold enqueue --queue numbers
+  leasehold enqueue --queue images --file photo.png
+  gzip -c report.csv | leasehold enqueue --queue reports --raw
+  find . -name '*.log' -print0 | leasehold enqueue --queue logs -0`,
 		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireQueue(queue); err != nil {
@@ -51,16 +61,38 @@ window) prints the id of the message already enqueued.`,
 				}
 			}
 			base := store.NewMessage{Queue: queue, Key: key, DedupID: dedup, Delay: delay, MaxDeliveries: maxDeliveries, ReplyTo: replyTo}
+			sources := 0
+			for _, set := range []bool{len(args) == 1, raw, nul, file != ""} {
+				if set {
+					sources++
+				}
+			}
+			if sources > 1 {
+				return usagef("PAYLOAD, --raw, -0 and --file each name the messages: give one of them")
+			}
 			var payloads [][]byte
-			if len(args) == 1 {
+			var err error
+			switch {
+			case len(args) == 1:
 				payloads = [][]byte{[]byte(args[0])}
-			} else {
-				var err error
-				if payloads, err = readLines(a.stdin); err != nil {
+			case file != "":
+				var p []byte
+				if p, err = readPayloadFile(file); err != nil {
+					return err
+				}
+				payloads = [][]byte{p}
+			case raw:
+				var p []byte
+				if p, err = readAll(a.stdin, "standard input"); err != nil {
+					return err
+				}
+				payloads = [][]byte{p}
+			default:
+				if payloads, err = readMessages(a.stdin, nul); err != nil {
 					return err
 				}
 				if dedup != "" && len(payloads) > 1 {
-					return usagef("--dedup names one message, but standard input has %d lines", len(payloads))
+					return usagef("--dedup names one message, but standard input has %d", len(payloads))
 				}
 			}
 			msgs := make([]store.NewMessage, len(payloads))
@@ -103,23 +135,71 @@ window) prints the id of the message already enqueued.`,
 	f.DurationVar(&delay, "delay", 0, "keep the message invisible for this long")
 	f.IntVar(&maxDeliveries, "max-deliveries", 0, "deliveries before the message is dead-lettered (default 5)")
 	f.StringVar(&replyTo, "reply-to", "", "queue that receives the worker's reply")
+	f.BoolVar(&raw, "raw", false, "all of standard input is one message, byte for byte")
+	f.BoolVarP(&nul, "null", "0", false, "standard input holds messages ended by NUL bytes, not lines")
+	f.StringVar(&file, "file", "", "the contents of this file are one message")
 	return cmd
 }
 
 // readLines reads every line of r, without line endings. A line longer
 // than the payload limit is an error naming its number.
-func readLines(r io.Reader) ([][]byte, error) {
+func readLines(r io.Reader) ([][]byte, error) { return readMessages(r, false) }
+
+// readMessages reads every message of r: lines without their endings, or,
+// when nul is set, runs of bytes each ended by a NUL (the last may lack
+// it). A message longer than the payload limit is an error naming its
+// number.
+func readMessages(r io.Reader, nul bool) ([][]byte, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), store.DefaultPayloadLimit+2)
+	what := "line"
+	if nul {
+		what = "message"
+		sc.Split(scanNul)
+	}
 	var out [][]byte
 	for sc.Scan() {
 		out = append(out, bytes.Clone(sc.Bytes())) // ScanLines drops a CR before the newline
 	}
 	if err := sc.Err(); err != nil {
 		if err == bufio.ErrTooLong {
-			return nil, usagef("standard input line %d is longer than the payload limit of %d bytes", len(out)+1, store.DefaultPayloadLimit)
+			return nil, usagef("standard input %s %d is longer than the payload limit of %d bytes", what, len(out)+1, store.DefaultPayloadLimit)
 		}
 		return nil, fmt.Errorf("read standard input: %w", err)
 	}
 	return out, nil
+}
+
+// scanNul splits input at NUL bytes.
+func scanNul(data []byte, atEOF bool) (advance int, token []byte, err error) {
+	if i := bytes.IndexByte(data, 0); i >= 0 {
+		return i + 1, data[:i], nil
+	}
+	if atEOF && len(data) > 0 {
+		return len(data), data, nil
+	}
+	return 0, nil, nil
+}
+
+// readAll reads r whole as one payload, refusing more than the payload
+// limit without reading further.
+func readAll(r io.Reader, name string) ([]byte, error) {
+	p, err := io.ReadAll(io.LimitReader(r, store.DefaultPayloadLimit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	if len(p) > store.DefaultPayloadLimit {
+		return nil, usagef("%s is longer than the payload limit of %d bytes", name, store.DefaultPayloadLimit)
+	}
+	return p, nil
+}
+
+// readPayloadFile reads a --file payload.
+func readPayloadFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usagef("--file: %v", err)
+	}
+	defer f.Close()
+	return readAll(f, "--file "+path)
 }

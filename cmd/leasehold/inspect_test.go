@@ -1,7 +1,10 @@
 package main
 
 import (
+	"encoding/base64"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -65,5 +68,46 @@ func TestDeadPurgeAndRedriveRules(t *testing.T) {
 	}
 	if out := leasehold(t, dir, "", "--db", db, "dead", "purge", "--queue", "p", "--all").must(t).stdout; strings.TrimSpace(out) != "purged 1" {
 		t.Fatalf("purge --all: %q", out)
+	}
+}
+
+func TestEnqueueBinarySafePayloads(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := "sqlite:" + filepath.Join(dir, "raw.db")
+	bin := []byte("\x00\xff line one\r\nline two\n")
+	if err := os.WriteFile(filepath.Join(dir, "payload"), bin, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	leasehold(t, dir, "", "--db", db, "enqueue", "--queue", "raw", "--file", "payload").must(t)
+	leasehold(t, dir, string(bin), "--db", db, "enqueue", "--queue", "raw", "--raw").must(t)
+	leasehold(t, dir, "one\ntwo\x00three\x00", "--db", db, "enqueue", "--queue", "raw", "-0").must(t)
+	var got []string
+	for _, m := range jsonLines(t, leasehold(t, dir, "", "--db", db, "list", "--queue", "raw", "--json").must(t).stdout) {
+		p := m["payload"].(string)
+		if b64, ok := m["payload_base64"].(string); ok {
+			b, err := base64.StdEncoding.DecodeString(b64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p = string(b)
+		}
+		got = append(got, p)
+	}
+	want := []string{string(bin), string(bin), "one\ntwo", "three"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("payloads %q, want %q", got, want)
+	}
+	for _, args := range [][]string{
+		{"--raw", "x"}, {"--raw", "-0"}, {"--file", "payload", "--raw"}, {"--file", "missing"},
+	} {
+		r := leasehold(t, dir, "", append([]string{"--db", db, "enqueue", "--queue", "raw"}, args...)...)
+		if r.code != 2 || strings.Count(r.stderr, "\n") != 1 {
+			t.Fatalf("enqueue %v: exit %d, stderr %q; want a one-line usage error", args, r.code, r.stderr)
+		}
+	}
+	help := leasehold(t, dir, "", "enqueue", "--help").must(t).stdout
+	if !strings.Contains(help, "one message per line") {
+		t.Fatalf("enqueue --help does not say that plain standard input is a message per line:\n%s", help)
 	}
 }
