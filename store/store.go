@@ -18,6 +18,9 @@ var (
 	ErrNotFound = errors.New("message not found")
 	// ErrSchemaTooNew reports a database written by a newer leasehold.
 	ErrSchemaTooNew = errors.New("database schema is newer than this leasehold")
+	// ErrNotMigrated: the database holds no leasehold schema, or an older
+	// one, and the store was opened without the right to create it.
+	ErrNotMigrated = errors.New("not a leasehold database; run leasehold migrate")
 	// ErrClosed reports use of a closed store.
 	ErrClosed = errors.New("store closed")
 )

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -24,6 +25,9 @@ type dsn struct {
 	postgres string
 	// path is the SQLite file.
 	path string
+	// synchronous is the SQLite synchronous setting; empty for the
+	// default, full.
+	synchronous string
 }
 
 func (d dsn) String() string {
@@ -36,9 +40,11 @@ func (d dsn) String() string {
 	return "sqlite:" + d.path
 }
 
-// parseDSN reads a --db value: empty for the default SQLite file, a path,
-// sqlite:PATH, a postgres:// (or postgresql://) URL, or "memory:" for an
-// in-memory store that lives as long as the command (bench only).
+// parseDSN reads a --db value: empty for the default SQLite file, a path
+// or sqlite:PATH, either with ?synchronous=full|normal, a postgres:// (or
+// postgresql://) URL, a libpq keyword/value string ("host=db dbname=app"),
+// or "memory:" for an in-memory store that lives as long as the command
+// (bench only). A SQLite path is taken as it is: no percent-decoding.
 func parseDSN(s string) (dsn, error) {
 	switch {
 	case s == "":
@@ -48,6 +54,11 @@ func parseDSN(s string) (dsn, error) {
 	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
 		if _, err := pgxpool.ParseConfig(s); err != nil {
 			return dsn{}, fmt.Errorf("--db: malformed PostgreSQL URL: %v", err)
+		}
+		return dsn{postgres: s}, nil
+	case keywordDSN(s):
+		if _, err := pgxpool.ParseConfig(s); err != nil {
+			return dsn{}, fmt.Errorf("--db: malformed PostgreSQL keyword/value string: %v", err)
 		}
 		return dsn{postgres: s}, nil
 	case strings.HasPrefix(s, "sqlite:"):
@@ -60,24 +71,60 @@ func parseDSN(s string) (dsn, error) {
 	}
 }
 
-func sqlitePath(p string) (dsn, error) {
-	switch {
-	case p == "":
-		return dsn{}, fmt.Errorf("--db: sqlite: needs a file path")
-	case strings.ContainsAny(p, "?#\x00"):
-		return dsn{}, fmt.Errorf("--db: SQLite path %q must not contain '?', '#' or NUL", p)
+// keywordDSN reports whether s reads as libpq's keyword/value form: a
+// keyword=value pair and white space, or one pair of a connection keyword.
+func keywordDSN(s string) bool {
+	key, _, ok := strings.Cut(strings.TrimSpace(s), "=")
+	if !ok {
+		return false
 	}
-	return dsn{path: p}, nil
+	if strings.ContainsAny(s, " \t\n") {
+		return true
+	}
+	switch strings.TrimSpace(key) {
+	case "host", "hostaddr", "port", "dbname", "user", "password", "passfile", "service", "sslmode", "connect_timeout":
+		return true
+	}
+	return false
 }
 
-// openStore opens the database. A SQLite file is created and migrated; a
-// PostgreSQL database must have been migrated.
-func openStore(ctx context.Context, d dsn) (store.Store, error) {
+func sqlitePath(p string) (dsn, error) {
+	path, opts, _ := strings.Cut(p, "?")
+	d := dsn{path: path}
+	switch {
+	case path == "":
+		return dsn{}, fmt.Errorf("--db: sqlite: needs a file path")
+	case strings.ContainsRune(p, 0):
+		return dsn{}, fmt.Errorf("--db: SQLite path %q must not contain NUL", p)
+	}
+	if opts == "" {
+		return d, nil
+	}
+	q, err := url.ParseQuery(opts)
+	if err != nil {
+		return dsn{}, fmt.Errorf("--db: SQLite options %q: %v", opts, err)
+	}
+	for k, v := range q {
+		switch {
+		case k != "synchronous":
+			return dsn{}, fmt.Errorf("--db: unknown SQLite option %q: the only one is synchronous=full|normal", k)
+		case len(v) != 1 || (v[0] != "full" && v[0] != "normal"):
+			return dsn{}, fmt.Errorf("--db: synchronous=%s: want full or normal", strings.Join(v, ","))
+		}
+		d.synchronous = q.Get(k)
+	}
+	return d, nil
+}
+
+// openStore opens the database. A SQLite file is created and migrated,
+// unless readOnly, which opens an existing, migrated one without changing
+// it; a PostgreSQL database must have been migrated.
+func openStore(ctx context.Context, d dsn, readOnly bool) (store.Store, error) {
 	if d.memory {
 		return memory.New(memory.Config{})
 	}
 	if d.postgres != "" {
 		return postgres.Open(ctx, postgres.Config{DSN: d.postgres})
 	}
-	return sqlite.Open(ctx, sqlite.Config{Path: d.path})
+	return sqlite.Open(ctx, sqlite.Config{Path: d.path, Synchronous: d.synchronous, ReadOnly: readOnly})
 }

@@ -49,7 +49,7 @@ message, and the keys blocked by an unfinished head.`,
 				}
 			}
 			ctx := cmd.Context()
-			st, err := a.open(ctx)
+			st, err := a.openRead(ctx)
 			if err != nil {
 				return err
 			}
@@ -165,7 +165,7 @@ completed message the fencing token is that of the lease that completed it.`,
 				return usagef("--limit %d: must be at least 1", limit)
 			}
 			ctx := cmd.Context()
-			st, err := a.open(ctx)
+			st, err := a.openRead(ctx)
 			if err != nil {
 				return err
 			}
@@ -284,7 +284,11 @@ them to pending with a fresh delivery budget; purge deletes them.`,
 					return usagef("--all and --id exclude each other")
 				}
 				ctx := c.Context()
-				st, err := a.open(ctx)
+				open := a.open
+				if use == "list" {
+					open = a.openRead
+				}
+				st, err := open(ctx)
 				if err != nil {
 					return err
 				}

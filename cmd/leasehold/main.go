@@ -82,8 +82,17 @@ func (a *app) rootCommand() *cobra.Command {
 under a lease that is kept alive while it runs. A worker that dies loses its
 leases to the reaper; a worker that lost its lease cannot complete.
 
-The database is a SQLite file (default leasehold.db, created on first use) or
-a PostgreSQL server (postgres://...; run "leasehold migrate" once).`,
+The database is a SQLite file (default leasehold.db, created mode 0600 by the
+first command that writes) or a PostgreSQL server (a postgres:// URL or a
+libpq keyword/value string; run "leasehold migrate" once). A SQLite path is
+used as written, with no percent-decoding. SQLite syncs every commit to disk
+(synchronous=full); PATH?synchronous=normal syncs at checkpoints only, which
+writes faster but may lose the last acknowledged commits in a power failure
+(never in a crash of the process). Give a PostgreSQL password with
+PGPASSWORD or a password file (PGPASSFILE, default ~/.pgpass), not in the
+URL; connecting gives up after 10 s unless the DSN sets connect_timeout.
+Commands that only read (stats, list, dead list) never create or change a
+database.`,
 		Example: `  leasehold enqueue --queue emails '{"to":"ann@example.com"}'
   leasehold work --queue emails -- ./send-email.sh
   leasehold stats
@@ -98,7 +107,7 @@ a PostgreSQL server (postgres://...; run "leasehold migrate" once).`,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()
-	pf.StringVar(&a.dbFlag, "db", "", "database: a SQLite file path, sqlite:PATH or a postgres:// URL (env LEASEHOLD_DB; default leasehold.db)")
+	pf.StringVar(&a.dbFlag, "db", "", "database: a SQLite file path or sqlite:PATH, optionally with ?synchronous=normal, a postgres:// URL or a libpq 'host=... dbname=...' string (env LEASEHOLD_DB; default leasehold.db)")
 	pf.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	pf.StringVar(&a.logFormat, "log-format", "text", "log format: text or json")
 	root.AddCommand(a.migrateCommand(), a.enqueueCommand(), a.workCommand(), a.statsCommand(),
@@ -163,12 +172,19 @@ func validLevel(s string) bool {
 	return false
 }
 
-// open opens the database; a SQLite file is created and migrated.
-func (a *app) open(ctx context.Context) (store.Store, error) {
+// open opens the database for a command that writes; a SQLite file is
+// created and migrated.
+func (a *app) open(ctx context.Context) (store.Store, error) { return a.openFor(ctx, false) }
+
+// openRead opens the database for a command that only reads: nothing is
+// created or changed, and a database without the schema is an error.
+func (a *app) openRead(ctx context.Context) (store.Store, error) { return a.openFor(ctx, true) }
+
+func (a *app) openFor(ctx context.Context, readOnly bool) (store.Store, error) {
 	if a.dsn.memory && !a.memoryOK {
 		return nil, usagef("--db memory: is an in-memory store for bench only; it would lose everything at exit")
 	}
-	return openStore(ctx, a.dsn)
+	return openStore(ctx, a.dsn, readOnly)
 }
 
 // requireQueue checks a --queue value.

@@ -16,7 +16,9 @@ func (a *app) migrateCommand() *cobra.Command {
 		Short: "Create or upgrade the database schema",
 		Long: `migrate creates the schema, or upgrades it to this version of leasehold.
 Several processes may migrate at once. A SQLite file is also migrated
-automatically by every other command.`,
+automatically by the commands that write (enqueue, work, reap, dead redrive,
+dead purge); the commands that only read (stats, list, dead list) never
+change a database, and on one without the schema say so.`,
 		Example: `  leasehold migrate
   leasehold --db postgres://localhost/app migrate`,
 		Args: noArgs,
@@ -30,7 +32,11 @@ automatically by every other command.`,
 				fmt.Fprintf(a.stdout, "migrated %s\n", a.dsn)
 				return st.Close()
 			}
-			pool, err := pgxpool.New(ctx, a.dsn.postgres)
+			pc, err := postgres.PoolConfig(a.dsn.postgres)
+			if err != nil {
+				return err
+			}
+			pool, err := pgxpool.NewWithConfig(ctx, pc)
 			if err != nil {
 				return err
 			}

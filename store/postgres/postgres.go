@@ -70,6 +70,25 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
+// DefaultConnectTimeout bounds each connection attempt when the DSN does
+// not set connect_timeout.
+const DefaultConnectTimeout = 10 * time.Second
+
+// PoolConfig parses a DSN (a postgres:// URL or libpq's keyword/value form)
+// into a pool configuration, with DefaultConnectTimeout unless the DSN sets
+// a timeout of its own. A password may come from the DSN, PGPASSWORD or a
+// password file (PGPASSFILE, default ~/.pgpass), as libpq reads them.
+func PoolConfig(dsn string) (*pgxpool.Config, error) {
+	pc, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres store: %w: DSN: %v", store.ErrInvalid, err)
+	}
+	if pc.ConnConfig.ConnectTimeout == 0 {
+		pc.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
+	return pc, nil
+}
+
 // Open connects to the database and checks that the schema is at this
 // code's version (see Migrate). It starts a LISTEN connection that wakes
 // this process's long polls on every enqueue anywhere.
@@ -94,9 +113,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		if cfg.DSN == "" {
 			return nil, fmt.Errorf("postgres store: %w: neither Pool nor DSN is set", store.ErrInvalid)
 		}
-		pc, err := pgxpool.ParseConfig(cfg.DSN)
+		pc, err := PoolConfig(cfg.DSN)
 		if err != nil {
-			return nil, fmt.Errorf("postgres store: %w: DSN: %v", store.ErrInvalid, err)
+			return nil, err
 		}
 		if s.pool, err = pgxpool.NewWithConfig(ctx, pc); err != nil {
 			return nil, fmt.Errorf("postgres store: connect: %w", err)

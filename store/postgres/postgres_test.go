@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/internal/pgtest"
@@ -61,5 +62,26 @@ func TestSchemaChecks(t *testing.T) {
 	unmigrated := "lh_test_never_migrated"
 	if _, err := postgres.Open(ctx, postgres.Config{Pool: pool, Schema: unmigrated}); err == nil {
 		t.Fatal("Open of an unmigrated schema succeeded")
+	}
+}
+
+// Connecting gives up after 10 s unless the DSN says otherwise.
+func TestPoolConfigConnectTimeout(t *testing.T) {
+	for dsn, want := range map[string]time.Duration{
+		"postgres://u@db.example/app":                         postgres.DefaultConnectTimeout,
+		"postgres://u@db.example/app?connect_timeout=3":       3 * time.Second,
+		"host=db.example user=u dbname=app":                   postgres.DefaultConnectTimeout,
+		"host=db.example user=u dbname=app connect_timeout=2": 2 * time.Second,
+	} {
+		pc, err := postgres.PoolConfig(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := pc.ConnConfig.ConnectTimeout; got != want {
+			t.Fatalf("%s: connect timeout %s, want %s", dsn, got, want)
+		}
+	}
+	if _, err := postgres.PoolConfig("postgres://u@h:notaport/db"); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("a malformed DSN: %v, want ErrInvalid", err)
 	}
 }

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/leasehold/leasehold/store"
@@ -83,14 +85,25 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	}
 	tx, err := pool.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("postgres store: migrate: %w", err)
+		return fmt.Errorf("postgres store: migrate: %w", briefConnectError(err))
 	}
 	defer tx.Rollback(ctx)
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('leasehold migrate ' || $1, 0))`, schema); err != nil {
 		return fmt.Errorf("postgres store: migrate: lock: %w", err)
 	}
-	if _, err := tx.Exec(ctx, expand(`CREATE SCHEMA IF NOT EXISTS {s};
-		CREATE TABLE IF NOT EXISTS {s}.schema_version (version integer NOT NULL)`, schema)); err != nil {
+	// CREATE SCHEMA needs the right to create schemas in the database even
+	// when the schema exists, so a role that owns only its schema would be
+	// refused: create it only when it is missing.
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, schema).Scan(&exists); err != nil {
+		return fmt.Errorf("postgres store: migrate: %w", err)
+	}
+	if !exists {
+		if _, err := tx.Exec(ctx, expand(`CREATE SCHEMA {s}`, schema)); err != nil {
+			return fmt.Errorf("postgres store: migrate: %w", err)
+		}
+	}
+	if _, err := tx.Exec(ctx, expand(`CREATE TABLE IF NOT EXISTS {s}.schema_version (version integer NOT NULL)`, schema)); err != nil {
 		return fmt.Errorf("postgres store: migrate: %w", err)
 	}
 	v, err := readVersion(ctx, tx, schema)
@@ -139,7 +152,7 @@ func readVersion(ctx context.Context, q queryRower, schema string) (int, error) 
 func checkVersion(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	var exists bool
 	if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, quoteSchema(schema)+".schema_version").Scan(&exists); err != nil {
-		return fmt.Errorf("postgres store: %w", err)
+		return fmt.Errorf("postgres store: %w", briefConnectError(err))
 	}
 	v := 0
 	if exists {
@@ -151,8 +164,46 @@ func checkVersion(ctx context.Context, pool *pgxpool.Pool, schema string) error 
 	switch {
 	case v > len(migrations):
 		return tooNew(schema, v)
+	case v == 0:
+		return fmt.Errorf("postgres store: schema %q: %w", schema, store.ErrNotMigrated)
 	case v < len(migrations):
-		return fmt.Errorf("postgres store: schema %q is at version %d, this code needs %d: run `leasehold migrate` (or postgres.Migrate)", schema, v, len(migrations))
+		return fmt.Errorf("postgres store: schema %q is at version %d, this code needs %d: %w", schema, v, len(migrations), store.ErrNotMigrated)
 	}
 	return nil
+}
+
+// connectError is a failed connection told in one line.
+type connectError struct {
+	msg string
+	err error
+}
+
+func (e *connectError) Error() string { return e.msg }
+func (e *connectError) Unwrap() error { return e.err }
+
+// briefConnectError tells a failed connection in one line, each distinct
+// reason once: pgx lists every attempt on a line of its own, and with
+// sslmode=prefer a refused connection is tried twice, with the same reason.
+func briefConnectError(err error) error {
+	var ce *pgconn.ConnectError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	var reasons []string
+	add := func(e error) {
+		for _, line := range strings.Split(e.Error(), "\n") {
+			if line = strings.TrimSpace(line); line != "" && !slices.Contains(reasons, line) {
+				reasons = append(reasons, line)
+			}
+		}
+	}
+	if joined, ok := ce.Unwrap().(interface{ Unwrap() []error }); ok {
+		for _, e := range joined.Unwrap() {
+			add(e)
+		}
+	} else {
+		add(ce.Unwrap())
+	}
+	return &connectError{msg: fmt.Sprintf("cannot connect to PostgreSQL as %s, database %s: %s", ce.Config.User, ce.Config.Database,
+		strings.Join(reasons, "; ")), err: err}
 }

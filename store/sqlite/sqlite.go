@@ -3,8 +3,18 @@
 //
 // The database runs in WAL mode with a busy timeout; every write is one
 // IMMEDIATE transaction, so claims are atomic across processes. The schema
-// is created and migrated when the store opens, and a database written by a
-// newer leasehold is refused with store.ErrSchemaTooNew.
+// is created and migrated when the store opens (unless Config.ReadOnly
+// says not to), and a database written by a newer leasehold is refused with
+// store.ErrSchemaTooNew. The file may hold an application's own tables too.
+//
+// Durability: by default every committed transaction is synced to disk
+// (synchronous=FULL), so an acknowledged enqueue or completion survives a
+// power failure. Synchronous "normal" syncs only at WAL checkpoints: faster
+// writes, and still safe against a crash of the process, but a power loss
+// or kernel crash can roll back the last transactions acknowledged.
+//
+// A new database file, and the -wal and -shm files SQLite keeps beside it,
+// are readable and writable by their owner only (0600).
 //
 // The store's clock is the time authority: processes sharing a file share a
 // host and so a clock.
@@ -19,6 +29,8 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -28,6 +40,7 @@ import (
 
 	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/store"
+	"golang.org/x/sys/unix"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -66,6 +79,14 @@ type Config struct {
 	// BusyTimeout is how long a write waits for another process's write
 	// transaction. Default 10s.
 	BusyTimeout time.Duration
+	// Synchronous is how hard commits reach the disk: "full" (the default)
+	// syncs every commit; "normal" syncs at checkpoints only, and a power
+	// failure may lose the last commits (see the package comment).
+	Synchronous string
+	// ReadOnly opens an existing, migrated database for reading: nothing is
+	// created or changed. A missing file, or one without the current
+	// leasehold schema, is store.ErrNotMigrated.
+	ReadOnly bool
 }
 
 // Store is a store.Store in a SQLite file.
@@ -85,8 +106,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Path == "" {
 		return nil, fmt.Errorf("sqlite store: %w: Path is empty", store.ErrInvalid)
 	}
-	if strings.ContainsAny(cfg.Path, "?#") {
-		return nil, fmt.Errorf("sqlite store: %w: Path %q contains '?' or '#'", store.ErrInvalid, cfg.Path)
+	if strings.ContainsRune(cfg.Path, 0) {
+		return nil, fmt.Errorf("sqlite store: %w: Path %q contains a NUL byte", store.ErrInvalid, cfg.Path)
+	}
+	switch cfg.Synchronous = strings.ToLower(cmp.Or(cfg.Synchronous, "full")); cfg.Synchronous {
+	case "full", "normal":
+	default:
+		return nil, fmt.Errorf("sqlite store: %w: Synchronous %q: want full or normal", store.ErrInvalid, cfg.Synchronous)
 	}
 	if err := cfg.Options.Validate(); err != nil {
 		return nil, fmt.Errorf("sqlite store: %w", err)
@@ -97,16 +123,29 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.BusyTimeout == 0 {
 		cfg.BusyTimeout = 10 * time.Second
 	}
+	if cfg.ReadOnly {
+		if _, err := os.Stat(cfg.Path); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("sqlite store: %s: %w", cfg.Path, store.ErrNotMigrated)
+		}
+	} else if err := create(cfg.Path); err != nil {
+		return nil, err
+	}
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", cfg.BusyTimeout.Milliseconds()))
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(NORMAL)")
+	if cfg.ReadOnly {
+		q.Set("mode", "ro")
+	} else {
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous("+cfg.Synchronous+")")
+	}
 	q.Add("_pragma", "foreign_keys(OFF)")
 	// 64 MiB of page cache (the default is 2 MiB): a backlog of a few
 	// hundred thousand rows then stays in memory.
 	q.Add("_pragma", "cache_size(-65536)")
 	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", "file:"+cfg.Path+"?"+q.Encode())
+	// The path is a URI's path: characters SQLite would decode or take for
+	// the query are escaped, so that the file is named as given.
+	db, err := sql.Open("sqlite", "file:"+uriPath.Replace(cfg.Path)+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("sqlite store: open %s: %w", cfg.Path, err)
 	}
@@ -116,15 +155,84 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	db.SetConnMaxIdleTime(0)
 	db.SetConnMaxLifetime(0)
 	s := &Store{db: db, clk: clock.OrSystem(cfg.Clock), opts: cfg.Options.WithDefaults()}
-	if err := migrate(ctx, db); err != nil {
+	check := migrate
+	if cfg.ReadOnly {
+		check = checkVersion
+	}
+	if err := check(ctx, db); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("sqlite store: %s: %w", cfg.Path, err)
+		return nil, fmt.Errorf("sqlite store: %s: %w", cfg.Path, openError(cfg.Path, err))
 	}
 	if err := s.st.prepare(ctx, db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite store: %s: %w", cfg.Path, err)
 	}
 	return s, nil
+}
+
+// uriPath escapes a file path for a file: URI.
+var uriPath = strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
+
+// create creates a missing database file with mode 0600; SQLite gives the
+// -wal and -shm files it creates beside it the same mode.
+func create(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return nil
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("sqlite store: cannot create %s: directory %s is not writable", path, filepath.Dir(path))
+	case err != nil:
+		return fmt.Errorf("sqlite store: cannot create %s: %w", path, unwrapPath(err))
+	}
+	return f.Close()
+}
+
+// unwrapPath drops the path an *fs.PathError repeats.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// openError explains the failures a user can fix: SQLite's own words for a
+// database it cannot write name neither the file nor the reason.
+func openError(path string, err error) error {
+	msg := err.Error()
+	if !strings.Contains(msg, "readonly database") && !strings.Contains(msg, "unable to open database file") {
+		return err
+	}
+	dir := filepath.Dir(path)
+	if unix.Access(dir, unix.W_OK) != nil {
+		return fmt.Errorf("directory %s is not writable: SQLite keeps its -wal and -shm files beside the database", dir)
+	}
+	if unix.Access(path, unix.W_OK) != nil {
+		return fmt.Errorf("the file is not writable")
+	}
+	return err
+}
+
+// checkVersion accepts a database at the current schema version only.
+func checkVersion(ctx context.Context, db *sql.DB) error {
+	var v int
+	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	var tables int
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'leasehold_messages'").Scan(&tables); err != nil {
+		return fmt.Errorf("read schema: %w", err)
+	}
+	switch ms := migrations(); {
+	case tables == 0:
+		return store.ErrNotMigrated
+	case v > len(ms):
+		return fmt.Errorf("%w: the database is at schema version %d, this code knows versions up to %d", store.ErrSchemaTooNew, v, len(ms))
+	case v < len(ms):
+		return fmt.Errorf("schema version %d, this code needs %d: %w", v, len(ms), store.ErrNotMigrated)
+	}
+	return nil
 }
 
 func migrate(ctx context.Context, db *sql.DB) error {

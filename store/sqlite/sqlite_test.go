@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -50,10 +51,28 @@ func TestRefusesNewerSchema(t *testing.T) {
 }
 
 func TestRejectsBadPath(t *testing.T) {
-	for _, p := range []string{"", "a.db?mode=ro"} {
+	for _, p := range []string{"", "a\x00.db"} {
 		if _, err := sqlite.Open(context.Background(), sqlite.Config{Path: p}); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("Open(%q) = %v, want ErrInvalid", p, err)
 		}
+	}
+}
+
+// A path is a file name, never a URI: '?', '#' and '%' are part of it.
+func TestPathIsTakenAsWritten(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"a.db?mode=ro", "b#c.db", "d%41.db"} {
+		s, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(dir, name)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Fatalf("Open(%q) made no file of that name: %v", name, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "dA.db")); err == nil {
+		t.Fatal("a path was percent-decoded")
 	}
 }
 
@@ -178,5 +197,29 @@ func TestEnqueueInCallerTransaction(t *testing.T) {
 	ds, err := s.Claim(ctx, store.Claim{Queue: "q", WorkerID: "w", Max: 1, LeaseDuration: time.Minute})
 	if err != nil || len(ds) != 1 || ds[0].MessageID != res[0].ID {
 		t.Fatalf("Claim after commit = %+v, %v", ds, err)
+	}
+}
+
+// Commits are synced to disk unless the caller chooses otherwise.
+func TestSynchronousDefaultsToFull(t *testing.T) {
+	for _, tc := range []struct {
+		setting string
+		want    int // PRAGMA synchronous: 1 NORMAL, 2 FULL
+	}{{"", 2}, {"full", 2}, {"normal", 1}, {"NORMAL", 1}} {
+		s, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "s.db"), Synchronous: tc.setting})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got int
+		if err := s.DB().QueryRow("PRAGMA synchronous").Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if got != tc.want {
+			t.Fatalf("Synchronous %q: PRAGMA synchronous is %d, want %d", tc.setting, got, tc.want)
+		}
+	}
+	if _, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "s.db"), Synchronous: "off"}); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("Synchronous off: %v, want ErrInvalid", err)
 	}
 }
