@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"text/tabwriter"
@@ -178,27 +180,19 @@ completed message the fencing token is that of the lease that completed it.`,
 			enc := json.NewEncoder(a.stdout)
 			left := limit
 			for _, s := range states {
-				var after int64
-				for left > 0 {
-					infos, err := st.List(ctx, store.ListFilter{Queue: queue, State: s, AfterID: after, Limit: min(left, 1000)})
-					if err != nil {
-						return err
+				n, err := eachMessage(ctx, st, store.ListFilter{Queue: queue, State: s, Limit: left}, tw, func(in store.Info) error {
+					if asJSON {
+						return enc.Encode(toInfoJSON(in))
 					}
-					for _, in := range infos {
-						if asJSON {
-							if err := enc.Encode(toInfoJSON(in)); err != nil {
-								return err
-							}
-						} else {
-							fmt.Fprintf(tw, "%d\t%s\t%s\t%d/%d\t%d\t%s\t%s\n", in.ID, in.State, escape(in.Key), in.Deliveries, in.MaxDeliveries,
-								in.FencingToken, clip(in.LastError, 60), clip(string(in.Payload), 40))
-						}
-						after = in.ID
-					}
-					left -= len(infos)
-					if len(infos) < 1000 {
-						break
-					}
+					_, err := fmt.Fprintf(tw, "%d\t%s\t%s\t%d/%d\t%d\t%s\t%s\n", in.ID, in.State, escape(in.Key), in.Deliveries, in.MaxDeliveries,
+						in.FencingToken, clip(in.LastError, 60), clipBytes(in.Payload, 40))
+					return err
+				})
+				if err != nil {
+					return err
+				}
+				if left -= n; left == 0 {
+					break
 				}
 			}
 			if left == 0 {
@@ -218,14 +212,66 @@ completed message the fencing token is that of the lease that completed it.`,
 	return cmd
 }
 
+// listBudget bounds the bytes of one page of a listing, so that a
+// listing's memory does not grow with its rows or their payloads.
+const listBudget = 8 << 20
+
+// eachMessage calls fn for the messages f selects, at most f.Limit of
+// them, in pages of up to listBudget bytes, flushing tw (when not nil)
+// after each page. It returns how many it passed to fn.
+func eachMessage(ctx context.Context, st store.Store, f store.ListFilter, tw *tabwriter.Writer, fn func(store.Info) error) (int, error) {
+	left, done := f.Limit, 0
+	// The first page assumes the largest payload; later ones, the largest
+	// row seen so far.
+	largest := store.DefaultPayloadLimit
+	for left > 0 {
+		f.Limit = min(left, max(1, min(1000, listBudget/max(largest, 1))))
+		infos, err := st.List(ctx, f)
+		if err != nil {
+			return done, err
+		}
+		largest = 0
+		for _, in := range infos {
+			if err := fn(in); err != nil {
+				return done, err
+			}
+			largest = max(largest, len(in.Payload)+len(in.LastError)+len(in.Key)+len(in.DedupID))
+			f.AfterID = in.ID
+		}
+		done += len(infos)
+		left -= len(infos)
+		if tw != nil {
+			if err := tw.Flush(); err != nil {
+				return done, err
+			}
+		}
+		if len(infos) < f.Limit {
+			break
+		}
+	}
+	return done, nil
+}
+
 // clip shortens s to n runes for a table cell, escaped by escape.
 func clip(s string, n int) string {
-	r := []rune(escape(s))
-	if len(r) > n {
-		return string(r[:n-1]) + "…"
+	// Only the first n runes can show: escape no more of s than that.
+	cut, count := len(s), 0
+	for i := range s {
+		if count == n {
+			cut = i
+			break
+		}
+		count++
 	}
-	return string(r)
+	head := escape(s[:cut])
+	if r := []rune(head); cut < len(s) || len(r) > n {
+		return string(r[:min(len(r), n-1)]) + "…"
+	}
+	return head
 }
+
+// clipBytes is clip for a payload, without copying more of it than shows.
+func clipBytes(p []byte, n int) string { return clip(string(p[:min(len(p), 4*(n+1))]), n) }
 
 // escape makes user data safe for a terminal and a table cell: text with
 // control characters (tabs and newlines included) or invalid UTF-8 is
@@ -306,38 +352,26 @@ them to pending with a fresh delivery budget; purge deletes them.`,
 		return c
 	}
 	list := sub("list", "List dead letters", func(c *cobra.Command, st store.Store) error {
-		var after int64
 		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 		if !asJSON {
 			fmt.Fprintln(tw, "ID\tDEAD AT\tREASON\tDELIVERIES\tLAST ERROR\tPAYLOAD")
 		}
 		enc := json.NewEncoder(a.stdout)
-		for {
-			dls, err := store.ListDeadLetters(c.Context(), st, queue, after, 1000)
-			if err != nil {
-				return err
-			}
-			for _, d := range dls {
-				if asJSON {
-					text, b64 := payloadJSON(d.Payload)
-					out := map[string]any{"id": d.ID, "queue": d.Queue, "key": d.Key, "reason": d.Reason, "deliveries": d.Deliveries,
-						"last_error": d.LastError, "dead_at": d.DeadAt, "payload": text}
-					if b64 != "" {
-						out["payload_base64"] = b64
-					}
-					if err := enc.Encode(out); err != nil {
-						return err
-					}
-				} else {
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.DeadAt.Format(time.RFC3339), escape(string(d.Reason)), d.Deliveries, clip(d.LastError, 60), clip(string(d.Payload), 40))
+		_, err := eachMessage(c.Context(), st, store.ListFilter{Queue: queue, State: store.Dead, Limit: math.MaxInt}, tw, func(in store.Info) error {
+			if asJSON {
+				text, b64 := payloadJSON(in.Payload)
+				out := map[string]any{"id": in.ID, "queue": in.Queue, "key": in.Key, "reason": in.DeadReason, "deliveries": in.Deliveries,
+					"last_error": in.LastError, "dead_at": in.FinishedAt, "payload": text}
+				if b64 != "" {
+					out["payload_base64"] = b64
 				}
-				after = d.ID
+				return enc.Encode(out)
 			}
-			if len(dls) < 1000 {
-				break
-			}
-		}
-		return tw.Flush()
+			_, err := fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", in.ID, in.FinishedAt.Format(time.RFC3339), escape(string(in.DeadReason)), in.Deliveries,
+				clip(in.LastError, 60), clipBytes(in.Payload, 40))
+			return err
+		})
+		return err
 	})
 	list.Flags().BoolVar(&asJSON, "json", false, "one JSON object per dead letter")
 	redrive := sub("redrive", "Return dead letters to pending", func(c *cobra.Command, st store.Store) error {

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/base64"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/memory"
 )
 
 // Control characters in user data cannot reach the terminal or break a
@@ -109,5 +114,64 @@ func TestEnqueueBinarySafePayloads(t *testing.T) {
 	help := leasehold(t, dir, "", "enqueue", "--help").must(t).stdout
 	if !strings.Contains(help, "one message per line") {
 		t.Fatalf("enqueue --help does not say that plain standard input is a message per line:\n%s", help)
+	}
+}
+
+// pageRecorder records the most payload bytes one List call returned.
+type pageRecorder struct {
+	store.Store
+	most, calls int
+}
+
+func (p *pageRecorder) List(ctx context.Context, f store.ListFilter) ([]store.Info, error) {
+	infos, err := p.Store.List(ctx, f)
+	n := 0
+	for _, in := range infos {
+		n += len(in.Payload)
+	}
+	p.most, p.calls = max(p.most, n), p.calls+1
+	return infos, err
+}
+
+// A listing holds a bounded number of bytes at once, whatever the number
+// of rows and the size of their payloads.
+func TestListingPagesAreBoundedInBytes(t *testing.T) {
+	ctx := context.Background()
+	mem, err := memory.New(memory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	big := bytes.Repeat([]byte("x"), store.DefaultPayloadLimit)
+	var msgs []store.NewMessage
+	for range 40 {
+		msgs = append(msgs, store.NewMessage{Queue: "q", Payload: big})
+	}
+	for range 3000 {
+		msgs = append(msgs, store.NewMessage{Queue: "q", Payload: []byte("small")})
+	}
+	for start := 0; start < len(msgs); start += 500 {
+		if _, err := mem.Enqueue(ctx, msgs[start:min(start+500, len(msgs))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := &pageRecorder{Store: mem}
+	var ids []int64
+	n, err := eachMessage(ctx, rec, store.ListFilter{Queue: "q", State: store.Pending, Limit: 2900}, nil, func(in store.Info) error {
+		ids = append(ids, in.ID)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 2900 || len(ids) != 2900 || ids[0] != 1 || ids[2899] != 2900 {
+		t.Fatalf("listed %d messages, ids %d to %d; want 1 to 2900", n, ids[0], ids[len(ids)-1])
+	}
+	if rec.most > listBudget {
+		t.Fatalf("one page held %d payload bytes, over the budget of %d", rec.most, listBudget)
+	}
+	// Small rows still come in large pages.
+	if rec.calls > 10 {
+		t.Fatalf("%d pages for 2,900 rows", rec.calls)
 	}
 }
