@@ -18,7 +18,13 @@
 //   - it panics: the panic is logged with its stack and counts as a failure.
 //
 // A message that names a ReplyTo queue gets a reply there (see Reply) in the
-// same transaction as its completion.
+// same transaction as its completion, or, when it fails for good, in the
+// same transaction as its dead-lettering, with the error.
+//
+// A completion whose store call fails as a whole (a dropped connection) is
+// tried again with backoff, up to 5 times, while the message's lease lasts
+// by the worker's own reckoning, so that one lost round trip does not make
+// a finished handler run again.
 //
 // # Leases
 //

@@ -92,8 +92,11 @@ type hold struct {
 	lease  store.Lease
 	timer  clock.Timer
 	onLost func()
-	// lost and dropped are guarded by keeper.mu.
+	// lost, dropped and deadline are guarded by keeper.mu. deadline is
+	// when the lease ends, on the monotonic clock, by the worker's own
+	// reckoning.
 	lost, dropped bool
+	deadline      time.Duration
 }
 
 func newKeeper(st store.Store, clk clock.Clock, cfg LeaseExtenderConfig, log *slog.Logger, m *workerMetrics) *keeper {
@@ -104,7 +107,7 @@ func newKeeper(st store.Store, clk clock.Clock, cfg LeaseExtenderConfig, log *sl
 // extended. onLost is called once, from another goroutine, if the lease is
 // lost before drop.
 func (k *keeper) hold(l store.Lease, deadline time.Duration, onLost func()) *hold {
-	h := &hold{lease: l, onLost: onLost}
+	h := &hold{lease: l, onLost: onLost, deadline: deadline}
 	k.mu.Lock()
 	k.held[l] = h
 	h.timer = k.clk.AfterFunc(deadline-k.clk.Monotonic(), func() { k.lose(h, "expired before an extension succeeded") })
@@ -123,6 +126,14 @@ func (k *keeper) drop(h *hold) (lost bool) {
 	k.mu.Unlock()
 	h.timer.Stop()
 	return lost
+}
+
+// deadline returns when h's lease ends by the worker's reckoning: after
+// drop, as the last extension left it.
+func (k *keeper) deadline(h *hold) time.Duration {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return h.deadline
 }
 
 func (k *keeper) lose(h *hold, why string) {
@@ -190,6 +201,7 @@ func (k *keeper) tick(ctx context.Context) {
 			late = append(late, h)
 		default:
 			h.timer.Reset(left)
+			h.deadline = sent + k.cfg.Extension
 		}
 	}
 	k.mu.Unlock()

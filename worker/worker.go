@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -537,7 +538,7 @@ func (w *Worker) process(j *job) bool {
 		if w.cfg.Concurrency == 1 {
 			// One slot, one completion at a time: nothing to batch, so
 			// skip the handoff.
-			w.complete(opCtx, log, msg)
+			w.complete(opCtx, log, msg, w.keeper.deadline(j.hold))
 			return false
 		}
 		j.handled, j.completion = msg, w.completion(msg)
@@ -558,9 +559,10 @@ func (w *Worker) call(ctx context.Context, msg *Message) (err error) {
 	return w.cfg.Handler.Handle(ctx, msg)
 }
 
-// complete completes msg, sending the reply when it names a ReplyTo queue.
-func (w *Worker) complete(ctx context.Context, log *msgLog, msg *Message) {
-	errs, err := w.cfg.Store.Complete(ctx, []store.Completion{w.completion(msg)})
+// complete completes msg, sending the reply when it names a ReplyTo queue;
+// its lease ends at until, on the monotonic clock.
+func (w *Worker) complete(ctx context.Context, log *msgLog, msg *Message, until time.Duration) {
+	errs, err := w.storeComplete(ctx, []store.Completion{w.completion(msg)}, until)
 	if err == nil {
 		err = errs[0]
 	}
@@ -603,6 +605,39 @@ func (w *Worker) completed(ctx context.Context, log *msgLog, err error) {
 // maxCompleteBatch bounds one completer store call.
 const maxCompleteBatch = 1000
 
+// completeAttempts bounds how often one completion call is tried.
+const completeAttempts = 5
+
+// completeBackoff spaces the tries of a completion call.
+var completeBackoff = backoff.Exponential{Initial: 100 * time.Millisecond, Max: time.Second, Jitter: backoff.NoJitter}
+
+// storeComplete completes cs. A call that fails as a whole (a dropped
+// connection, say) is tried again with backoff, completeAttempts times at
+// most, while the leases last by the worker's own reckoning (until, on the
+// monotonic clock): a handler that finished must not run again because of
+// one lost round trip. A refusal (ErrInvalid, ErrClosed), a stop, and the
+// per-message results (a lost lease) are final.
+func (w *Worker) storeComplete(ctx context.Context, cs []store.Completion, until time.Duration) ([]error, error) {
+	for attempt := 1; ; attempt++ {
+		errs, err := w.cfg.Store.Complete(ctx, cs)
+		if err == nil || attempt == completeAttempts || errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrClosed) || ctx.Err() != nil {
+			return errs, err
+		}
+		delay := completeBackoff.Delay(attempt)
+		if w.cfg.Clock.Monotonic()+delay >= until {
+			return errs, err
+		}
+		w.log.Warn("completion failed; trying again while the leases last", "messages", len(cs), "error", err, "retry_in", delay)
+		t := w.cfg.Clock.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return errs, err
+		case <-t.C():
+		}
+	}
+}
+
 // completer completes the jobs handed to it: everything queued up when it
 // looks, in one store call, so that under load completions share
 // transactions while a lone completion waits for nobody. It runs until
@@ -626,14 +661,16 @@ func (l *loop) completer() {
 			}
 		}
 		cs = cs[:0]
+		until := time.Duration(math.MaxInt64)
 		for _, j := range batch {
 			cs = append(cs, j.completion)
+			until = min(until, w.keeper.deadline(j.hold))
 		}
-		errs, err := w.cfg.Store.Complete(l.ops, cs)
+		errs, err := w.storeComplete(l.ops, cs, until)
 		if errors.Is(err, store.ErrInvalid) {
 			// One bad completion must not sink the batch: each goes alone.
 			for _, j := range batch {
-				w.complete(l.ops, &msgLog{w: w, msg: j.handled}, j.handled)
+				w.complete(l.ops, &msgLog{w: w, msg: j.handled}, j.handled, w.keeper.deadline(j.hold))
 				j.handled, j.completion = nil, store.Completion{}
 				l.done <- j
 			}

@@ -31,6 +31,8 @@ type spyStore struct {
 	// extendErr, when set, is asked before each Extend; an error it returns
 	// is the call's result.
 	extendErr func() error
+	// completeErr, when set, is asked before each Complete, likewise.
+	completeErr func() error
 }
 
 func (s *spyStore) Extend(ctx context.Context, ls []store.Lease, d time.Duration) (store.Extended, error) {
@@ -49,6 +51,14 @@ func (s *spyStore) Extend(ctx context.Context, ls []store.Lease, d time.Duration
 
 func (s *spyStore) Complete(ctx context.Context, cs []store.Completion) ([]error, error) {
 	s.completes.Add(int64(len(cs)))
+	s.mu.Lock()
+	f := s.completeErr
+	s.mu.Unlock()
+	if f != nil {
+		if err := f(); err != nil {
+			return nil, err
+		}
+	}
 	return s.Store.Complete(ctx, cs)
 }
 
@@ -625,5 +635,74 @@ func TestNotStartedGivesBackWithoutCounting(t *testing.T) {
 				t.Fatalf("attempts %v, want every one the first", attempts)
 			}
 		}
+	})
+}
+
+// A completion whose store call fails now and then is tried again: the
+// handler that finished does not run a second time.
+func TestCompletionRetriedAfterTransientErrors(t *testing.T) {
+	for _, concurrency := range []int{1, 4} { // inline and through the completer
+		t.Run(fmt.Sprint(concurrency), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				st := newStore(t)
+				var failures atomic.Int64
+				st.completeErr = func() error {
+					if failures.Add(1) <= 2 {
+						return errors.New("connection reset by peer")
+					}
+					return nil
+				}
+				var runs atomic.Int64
+				b := start(t, worker.Config{Store: st, Concurrency: concurrency, LeaseDuration: 30 * time.Second,
+					Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+						runs.Add(1)
+						return nil
+					})})
+				b.enqueue(store.NewMessage{Payload: []byte("x")})
+				b.wait(time.Minute, "the message completed", b.completed(1))
+				if runs.Load() != 1 || b.list(queue, store.Completed)[0].Deliveries != 1 {
+					t.Fatalf("the handler ran %d times, want once", runs.Load())
+				}
+			})
+		})
+	}
+}
+
+// Retries stop when the lease would end first, and after a bounded number
+// of calls: the reaper then redelivers the message.
+func TestCompletionRetriesEndWithTheLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newStore(t)
+		var calls atomic.Int64
+		broken := atomic.Bool{}
+		broken.Store(true)
+		st.completeErr = func() error {
+			if broken.Load() {
+				calls.Add(1)
+				return errors.New("connection reset by peer")
+			}
+			return nil
+		}
+		runs := make(chan time.Time, 10)
+		b := start(t, worker.Config{Store: st, Concurrency: 1, LeaseDuration: 1500 * time.Millisecond,
+			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+				runs <- time.Now()
+				if m.Attempt == 2 {
+					broken.Store(false)
+				}
+				return nil
+			})})
+		b.enqueue(store.NewMessage{Payload: []byte("x")})
+		first := recv(t, runs, time.Minute)
+		second := recv(t, runs, time.Minute)
+		// The lease of 1.5 s leaves room for tries after 100, 200 and 400 ms,
+		// not for one after 800 more.
+		if n := calls.Load(); n != 4 {
+			t.Fatalf("%d completion calls on the first delivery, want 4", n)
+		}
+		if second.Sub(first) < 1500*time.Millisecond {
+			t.Fatalf("redelivered %s after the first run, before its lease ended", second.Sub(first))
+		}
+		b.wait(time.Minute, "the message completed", b.completed(1))
 	})
 }
