@@ -119,8 +119,8 @@ func (f benchFlags) check(cmd *cobra.Command) error {
 		return usagef("--rate %d: must not be negative", f.rate)
 	case f.rate > 0 && f.messages > 0:
 		return usagef("--rate and --messages exclude each other")
-	case f.lease < 3*time.Millisecond:
-		return usagef("--lease %s: must be at least 3ms", f.lease)
+	case f.lease < worker.MinLeaseDuration:
+		return usagef("--lease %s: must be at least %s (heartbeats every third of a shorter lease cannot keep it)", f.lease, worker.MinLeaseDuration)
 	}
 	return nil
 }
