@@ -850,40 +850,9 @@ func (s *Store) Stats(ctx context.Context, queue string) (store.Stats, error) {
 	}
 	st := store.Stats{Queue: queue}
 	now := micros(s.clk.Now())
-	rows, err := s.db.QueryContext(ctx, `SELECT state, COUNT(*) FROM leasehold_messages WHERE queue = ? GROUP BY state`, queue)
-	if err != nil {
-		return st, fmt.Errorf("sqlite store: stats: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var state int
-		var n int64
-		if err := rows.Scan(&state, &n); err != nil {
-			return st, fmt.Errorf("sqlite store: stats: %w", err)
-		}
-		switch store.State(state) {
-		case store.Pending:
-			st.Pending = n
-		case store.Waiting:
-			st.Waiting = n
-		case store.Processing:
-			st.Processing = n
-		case store.Completed:
-			st.Completed = n
-		case store.Dead:
-			st.Dead = n
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return st, fmt.Errorf("sqlite store: stats: %w", err)
-	}
-	rows.Close()
 	var oldest sql.NullInt64
-	err = s.db.QueryRowContext(ctx, `SELECT
-			(SELECT COUNT(DISTINCT key) FROM leasehold_messages WHERE queue = ?1 AND state = 1),
-			(SELECT MIN(visible_at) FROM leasehold_messages WHERE queue = ?1 AND state = 0 AND visible_at <= ?2)`,
-		queue, now).Scan(&st.BlockedKeys, &oldest)
-	if err != nil {
+	if err := s.db.QueryRowContext(ctx, statsSQL, queue, now).Scan(&st.Pending, &st.Waiting, &st.Processing, &st.Completed, &st.Dead,
+		&st.BlockedKeys, &oldest); err != nil {
 		return st, fmt.Errorf("sqlite store: stats: %w", err)
 	}
 	if oldest.Valid {

@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -222,4 +223,52 @@ func TestSynchronousDefaultsToFull(t *testing.T) {
 	if _, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "s.db"), Synchronous: "off"}); !errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("Synchronous off: %v, want ErrInvalid", err)
 	}
+}
+
+// A database migrated by the previous version upgrades in place, its
+// completed messages counted.
+func TestUpgradeCountsCompletedMessages(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	first, err := os.ReadFile("migrations/0001_init.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(string(first) + `;
+		INSERT INTO leasehold_messages (queue, payload, state, max_deliveries, enqueued_at, visible_at)
+		VALUES ('a', x'00', 3, 5, 0, 0), ('a', x'00', 3, 5, 0, 0), ('a', x'00', 0, 5, 0, 0), ('b', x'00', 3, 5, 0, 0);
+		PRAGMA user_version = 1`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s, err := sqlite.Open(ctx, sqlite.Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	want := func(queue string, completed, pending int64) {
+		t.Helper()
+		st, err := s.Stats(ctx, queue)
+		if err != nil || st.Completed != completed || st.Pending != pending {
+			t.Fatalf("stats of %s: %+v, %v; want %d completed, %d pending", queue, st, err, completed, pending)
+		}
+	}
+	want("a", 2, 1)
+	want("b", 1, 0)
+	ds, err := s.Claim(ctx, store.Claim{Queue: "a", WorkerID: "w", Max: 1, LeaseDuration: time.Minute})
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("claim: %v, %v", ds, err)
+	}
+	if errs, err := s.Complete(ctx, []store.Completion{{Lease: ds[0].Lease}}); err != nil || errs[0] != nil {
+		t.Fatalf("complete: %v, %v", errs, err)
+	}
+	want("a", 3, 0)
+	if _, err := s.DeleteQueue(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	want("a", 0, 0)
 }

@@ -66,3 +66,15 @@ func (st *statements) close() {
 		}
 	}
 }
+
+// statsSQL counts a queue's messages without reading its history: each
+// live state through its partial index (the state is a literal so that
+// SQLite can use it), completed messages from the count that triggers keep.
+const statsSQL = `SELECT
+	(SELECT count(*) FROM leasehold_messages WHERE queue = ?1 AND state = 0),
+	(SELECT count(*) FROM leasehold_messages WHERE queue = ?1 AND state = 1),
+	(SELECT count(*) FROM leasehold_messages WHERE queue = ?1 AND state = 2),
+	(SELECT coalesce(sum(n), 0) FROM leasehold_completed_counts WHERE queue = ?1),
+	(SELECT count(*) FROM leasehold_messages WHERE queue = ?1 AND state = 4),
+	(SELECT count(DISTINCT key) FROM leasehold_messages WHERE queue = ?1 AND state = 1),
+	(SELECT min(visible_at) FROM leasehold_messages WHERE queue = ?1 AND state = 0 AND visible_at <= ?2)`
