@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -339,11 +338,13 @@ them to pending with a fresh delivery budget; purge deletes them.`,
 					return err
 				}
 				defer st.Close()
-				queues, err := st.Queues(ctx)
+				// A queue exists while it holds messages; counting them reads
+				// no history.
+				s, err := st.Stats(ctx, queue)
 				if err != nil {
 					return err
 				}
-				if !slices.Contains(queues, queue) {
+				if s.Pending+s.Waiting+s.Processing+s.Completed+s.Dead == 0 {
 					return fmt.Errorf("queue %s does not exist", escape(queue))
 				}
 				return act(c, st)

@@ -155,11 +155,13 @@ func (s *Store) DeleteQueue(ctx context.Context, queue string) (int, error) {
 	if s.closed.Load() {
 		return 0, store.ErrClosed
 	}
-	tag, err := s.pool.Exec(ctx, expand(`DELETE FROM {s}.messages WHERE queue = $1`, s.schema), replan, queue)
-	if err != nil {
+	var n int
+	if err := s.pool.QueryRow(ctx, expand(`WITH gone AS (DELETE FROM {s}.messages WHERE queue = $1 RETURNING 1),
+			uncounted AS (DELETE FROM {s}.completed_counts WHERE queue = $1)
+		SELECT count(*) FROM gone`, s.schema), replan, queue).Scan(&n); err != nil {
 		return 0, fmt.Errorf("postgres store: delete queue: %w", err)
 	}
-	return int(tag.RowsAffected()), nil
+	return n, nil
 }
 
 // Queues implements store.Store.
@@ -699,6 +701,7 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) ([]error, e
 		var keys [][2]string
 		var queues []string
 		var withReply []store.NewMessage
+		completed := map[string]int64{}
 		for i, c := range cs {
 			d, ok := finished[c.Lease]
 			if !ok {
@@ -707,6 +710,7 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) ([]error, e
 			}
 			delete(finished, c.Lease) // a lease listed twice completes once
 			results[i] = nil
+			completed[d.queue]++
 			if d.key != nil {
 				keys = append(keys, [2]string{d.queue, *d.key})
 				queues = append(queues, d.queue)
@@ -731,6 +735,15 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) ([]error, e
 		}
 		if err := s.notify(ctx, s.pgxRunner(tx), queues, &wake); err != nil {
 			return err
+		}
+		if len(completed) > 0 {
+			qs, ns := make([]string, 0, len(completed)), make([]int64, 0, len(completed))
+			for q, n := range completed {
+				qs, ns = append(qs, q), append(ns, n)
+			}
+			if _, err := tx.Exec(ctx, s.sql.countCompleted, replan, qs, ns); err != nil {
+				return err
+			}
 		}
 		if len(withReply) > 0 {
 			if _, err := s.enqueueTx(ctx, s.pgxRunner(tx), withReply, &wake); err != nil {
@@ -1037,9 +1050,9 @@ func (s *Store) DeleteCompleted(ctx context.Context, retention time.Duration, li
 	if s.closed.Load() {
 		return 0, store.ErrClosed
 	}
-	tag, err := s.pool.Exec(ctx, s.sql.deleteCompleted, replan, s.now(), micros(retention), micros(s.opts.DedupWindow), limit)
-	if err != nil {
+	var n int
+	if err := s.pool.QueryRow(ctx, s.sql.deleteCompleted, replan, s.now(), micros(retention), micros(s.opts.DedupWindow), limit).Scan(&n); err != nil {
 		return 0, fmt.Errorf("postgres store: delete completed: %w", err)
 	}
-	return int(tag.RowsAffected()), nil
+	return n, nil
 }

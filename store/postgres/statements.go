@@ -11,7 +11,7 @@ import (
 // database's now().
 type statements struct {
 	lockKeys, notify, insertBulk, insertOne, dedupGet, dedupClear, claim, extend, complete, promote,
-	current, retry, kill, release, reap, deadRows, redrive, purge, stats, deleteCompleted string
+	current, retry, kill, release, reap, deadRows, redrive, purge, stats, countCompleted, deleteCompleted string
 	list [store.Dead + 1]string
 }
 
@@ -128,19 +128,33 @@ func newStatements(schema string) statements {
 					WHERE h.queue = m.queue AND h.key = m.key AND h.state IN (0, 2)) THEN 1 ELSE 0 END
 			WHERE m.id = $2`),
 		purge: x(`DELETE FROM {s}.messages WHERE id = ANY($1::bigint[])`),
+		// Each live state is counted through its partial index, completed
+		// messages from their count: nothing reads the completed rows.
 		stats: x(`SELECT
-				count(*) FILTER (WHERE state = 0),
-				count(*) FILTER (WHERE state = 1),
-				count(*) FILTER (WHERE state = 2),
-				count(*) FILTER (WHERE state = 3),
-				count(*) FILTER (WHERE state = 4),
-				count(DISTINCT key) FILTER (WHERE state = 1),
-				COALESCE(max(` + nowSQL + ` - visible_at) FILTER (WHERE state = 0 AND visible_at <= ` + nowSQL + `), interval '0')
-			FROM {s}.messages WHERE queue = $2`),
-		deleteCompleted: x(`DELETE FROM {s}.messages WHERE id IN (
-				SELECT id FROM {s}.messages
-				WHERE state = 3 AND finished_at <= ` + nowSQL + ` - ` + us("$2") + ` AND enqueued_at <= ` + nowSQL + ` - ` + us("$3") + `
-				LIMIT $4 FOR UPDATE SKIP LOCKED)`),
+				(SELECT count(*) FROM {s}.messages WHERE queue = $2 AND state = 0),
+				(SELECT count(*) FROM {s}.messages WHERE queue = $2 AND state = 1),
+				(SELECT count(*) FROM {s}.messages WHERE queue = $2 AND state = 2),
+				(SELECT COALESCE(sum(n), 0) FROM {s}.completed_counts WHERE queue = $2),
+				(SELECT count(*) FROM {s}.messages WHERE queue = $2 AND state = 4),
+				(SELECT count(DISTINCT key) FROM {s}.messages WHERE queue = $2 AND state = 1),
+				COALESCE((SELECT ` + nowSQL + ` - min(visible_at) FROM {s}.messages
+					WHERE queue = $2 AND state = 0 AND visible_at <= ` + nowSQL + `), interval '0')`),
+		// countCompleted adds $2[i] to queue $1[i]'s completed count, in the
+		// shard of this connection.
+		countCompleted: x(`INSERT INTO {s}.completed_counts AS c (queue, shard, n)
+			SELECT q, (pg_backend_pid() % 16)::smallint, n FROM unnest($1::text[], $2::bigint[]) AS t(q, n) ORDER BY q
+			ON CONFLICT (queue, shard) DO UPDATE SET n = c.n + excluded.n`),
+		deleteCompleted: x(`WITH gone AS (
+				DELETE FROM {s}.messages WHERE id IN (
+					SELECT id FROM {s}.messages
+					WHERE state = 3 AND finished_at <= ` + nowSQL + ` - ` + us("$2") + ` AND enqueued_at <= ` + nowSQL + ` - ` + us("$3") + `
+					LIMIT $4 FOR UPDATE SKIP LOCKED)
+				RETURNING queue),
+			counted AS (
+				INSERT INTO {s}.completed_counts AS c (queue, shard, n)
+				SELECT queue, (pg_backend_pid() % 16)::smallint, -count(*) FROM gone GROUP BY queue ORDER BY queue
+				ON CONFLICT (queue, shard) DO UPDATE SET n = c.n + excluded.n)
+			SELECT count(*) FROM gone`),
 	}
 	for state := range st.list {
 		// The state is a literal so that the planner can use its partial index.

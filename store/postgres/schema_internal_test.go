@@ -1,0 +1,131 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/leasehold/leasehold/store"
+)
+
+// A schema migrated by the previous version upgrades in place, its
+// completed messages counted.
+func TestUpgradeCountsCompletedMessages(t *testing.T) {
+	ctx := context.Background()
+	// internal/pgtest imports this package, so this test reads the
+	// variable itself.
+	dsn := os.Getenv("LEASEHOLD_TEST_POSTGRES_DSN")
+	if dsn == "" {
+		t.Skip("LEASEHOLD_TEST_POSTGRES_DSN is not set")
+	}
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "lh_upgrade_" + hex.EncodeToString(b[:])
+	defer func() { _, _ = pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE") }()
+	// The previous version's schema, holding messages.
+	if _, err := pool.Exec(ctx, expand(`CREATE SCHEMA {s}; CREATE TABLE {s}.schema_version (version integer NOT NULL);
+		INSERT INTO {s}.schema_version VALUES (1)`, schema)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, expand(migrations[0], schema)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, expand(`INSERT INTO {s}.messages (queue, payload, state, max_deliveries, enqueued_at, visible_at, finished_at)
+		VALUES ('a', '\x00', 3, 5, now(), now(), now()), ('a', '\x00', 3, 5, now(), now(), now()),
+			('a', '\x00', 0, 5, now(), now(), NULL), ('b', '\x00', 3, 5, now(), now(), now())`, schema)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(ctx, Config{Pool: pool, Schema: schema}); err == nil {
+		t.Fatal("Open of an old schema succeeded")
+	}
+	if err := Migrate(ctx, pool, schema); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, Config{Pool: pool, Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	want := func(queue string, completed, pending int64) {
+		t.Helper()
+		st, err := s.Stats(ctx, queue)
+		if err != nil || st.Completed != completed || st.Pending != pending {
+			t.Fatalf("stats of %s: %+v, %v; want %d completed, %d pending", queue, st, err, completed, pending)
+		}
+	}
+	want("a", 2, 1)
+	want("b", 1, 0)
+	ds, err := s.Claim(ctx, store.Claim{Queue: "a", WorkerID: "w", Max: 1, LeaseDuration: time.Minute})
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("claim: %v, %v", ds, err)
+	}
+	if errs, err := s.Complete(ctx, []store.Completion{{Lease: ds[0].Lease}}); err != nil || errs[0] != nil {
+		t.Fatalf("complete: %v, %v", errs, err)
+	}
+	want("a", 3, 0)
+	if _, err := s.DeleteQueue(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	want("a", 0, 0)
+	want("b", 1, 0)
+}
+
+// Counting a queue's messages reads the live states' partial indexes and
+// the completed counts, not the completed rows, however many there are.
+func TestStatsPlanReadsNoHistory(t *testing.T) {
+	ctx := context.Background()
+	dsn := os.Getenv("LEASEHOLD_TEST_POSTGRES_DSN")
+	if dsn == "" {
+		t.Skip("LEASEHOLD_TEST_POSTGRES_DSN is not set")
+	}
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "lh_stats_" + hex.EncodeToString(b[:])
+	defer func() { _, _ = pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE") }()
+	if err := Migrate(ctx, pool, schema); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, expand(`INSERT INTO {s}.messages (queue, payload, state, max_deliveries, enqueued_at, visible_at, finished_at)
+		SELECT 'q', '\x00', 3, 5, now(), now(), now() FROM generate_series(1, 200000);
+		INSERT INTO {s}.messages (queue, payload, state, max_deliveries, enqueued_at, visible_at)
+		SELECT 'q', '\x00', s, 5, now(), now() FROM generate_series(0, 4) s WHERE s <> 3;
+		ANALYZE {s}.messages`, schema)); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := pool.Query(ctx, "EXPLAIN "+newStatements(schema).stats, nil, "q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, line)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(plan, "\n")
+	for _, bad := range []string{"Seq Scan on messages", "messages_completed", "messages_pkey"} {
+		if strings.Contains(text, bad) {
+			t.Fatalf("the stats plan reads completed rows (%s):\n%s", bad, text)
+		}
+	}
+}
