@@ -19,8 +19,8 @@ import (
 // 100 ms or more after the first always counts.
 const DuplicateSignalWindow = 50 * time.Millisecond
 
-// Coordinator turns shutdown requests into calls of registered callbacks
-// (spec 003's ShutdownCoordinator). The first Trigger (or signal) calls the
+// Coordinator turns shutdown requests into calls of registered callbacks.
+// The first Trigger (or signal) calls the
 // graceful callbacks; the second calls the hard-stop callbacks. Callbacks
 // run on the triggering goroutine, in registration order, and should not
 // block: start the slow part in a goroutine. Safe for concurrent use.

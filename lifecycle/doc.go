@@ -1,4 +1,4 @@
-// Package lifecycle runs loops and stops them well (spec 003): the Runnable
+// Package lifecycle runs loops and stops them well: the Runnable
 // contract, a Group that runs several loops as one, a Coordinator that turns
 // SIGTERM and SIGINT into a graceful shutdown and a second signal into a
 // hard stop, health handlers, and WaitUntil.

@@ -29,7 +29,7 @@ type Runnable interface {
 // DefaultShutdownTimeout is a Group's shutdown timeout by default.
 const DefaultShutdownTimeout = 30 * time.Second
 
-// Group runs several loops as one (spec 003's LoopGroup). When any loop
+// Group runs several loops as one. When any loop
 // returns, with or without an error, the group shuts the others down, as
 // oklog/run does; Run returns the first loop's error.
 type Group struct {

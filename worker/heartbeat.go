@@ -7,8 +7,8 @@ import (
 	"github.com/leasehold/leasehold/clock"
 )
 
-// Heartbeat records when a loop last made progress, on a monotonic clock
-// (spec 002's Heartbeat). It is safe for concurrent use.
+// Heartbeat records when a loop last made progress, on a monotonic clock.
+// It is safe for concurrent use.
 type Heartbeat struct {
 	clk  clock.MonotonicClock
 	last atomic.Int64

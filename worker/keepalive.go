@@ -18,7 +18,7 @@ import (
 type KeepAliveConfig struct {
 	// LeaseExtenderConfig says how often to extend and by how much.
 	// Extension is required when Enabled; Interval defaults to a third of
-	// it. DefaultLeaseExtenderConfig gives spec 000's values.
+	// it. DefaultLeaseExtenderConfig gives long-running defaults.
 	LeaseExtenderConfig
 	// Clock times the extensions; it must be the clock of the mailbox the
 	// message came from, which is the default.
@@ -31,8 +31,8 @@ type KeepAliveConfig struct {
 }
 
 // KeepAlive runs fn while keeping msg's lease alive, for programs with a
-// receive loop of their own: the Go form of spec 000's
-// `with extender.extend(msg):`.
+// receive loop of their own: the lease is extended for exactly as long as
+// fn runs.
 //
 //	err := worker.KeepAlive(ctx, msg, cfg, func(ctx context.Context) error {
 //		return process(ctx, msg.Body())

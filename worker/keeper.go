@@ -11,8 +11,8 @@ import (
 	"github.com/leasehold/leasehold/store"
 )
 
-// LeaseExtenderConfig configures lease extension, spec 000's
-// LeaseExtenderConfig.
+// LeaseExtenderConfig configures lease extension: how often held leases
+// are renewed, and for how long.
 type LeaseExtenderConfig struct {
 	// Interval is the time between extension rounds. Zero means a third of
 	// Extension. It must be at most a third of Extension, and of the lease a
@@ -28,7 +28,7 @@ type LeaseExtenderConfig struct {
 	Enabled bool
 }
 
-// DefaultLeaseExtenderConfig returns spec 000's defaults: every 60 s, extend
+// DefaultLeaseExtenderConfig returns defaults for long jobs: every 60 s, extend
 // to 300 s, enabled. A worker without a LeaseExtender uses its own lease
 // duration instead: extension = LeaseDuration, interval a third of it.
 func DefaultLeaseExtenderConfig() LeaseExtenderConfig {
@@ -69,7 +69,7 @@ func (c LeaseExtenderConfig) resolve(lease time.Duration) (LeaseExtenderConfig, 
 }
 
 // keeper keeps the leases of running handlers alive: one goroutine and one
-// store call per tick for all of them (D4). Each held lease has a timer at
+// store call per tick for all of them. Each held lease has a timer at
 // its expiry by the keeper's own reckoning (the monotonic time its last
 // successful claim or extension was sent, plus the lease it asked for), so a
 // lease counts as lost when the store says so or when that expiry passes

@@ -75,7 +75,7 @@ func newWorkerMetrics(p metric.MeterProvider, queue, workerID string) (*workerMe
 	return wm, nil
 }
 
-// reaperMetrics are the reaper's instruments, named as spec 001 names them.
+// reaperMetrics are the reaper's instruments, under their conventional names.
 type reaperMetrics struct {
 	recovered metric.Int64Counter
 	stale     metric.Float64Histogram

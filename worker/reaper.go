@@ -72,7 +72,7 @@ func (c ReaperConfig) resolveTiming() (ReaperConfig, error) {
 }
 
 // Reaper takes back messages whose lease expired: it returns them to
-// pending, or dead-letters those whose deliveries are used up (D9). Running
+// pending, or dead-letters those whose deliveries are used up. Running
 // one in every worker process is safe.
 type Reaper struct {
 	cfg   ReaperConfig

@@ -16,7 +16,7 @@ import (
 	"github.com/leasehold/leasehold/internal/runstate"
 )
 
-// Watchdog defaults, from spec 002.
+// Watchdog defaults.
 const (
 	DefaultWatchdogInterval  = 60 * time.Second
 	DefaultWatchdogThreshold = 720 * time.Second
@@ -49,7 +49,7 @@ type Stall struct {
 }
 
 // Watchdog watches the heartbeats of loops and reports any that has been
-// silent longer than its threshold (spec 002's Watchdog).
+// silent longer than its threshold.
 type Watchdog struct {
 	cfg    WatchdogConfig
 	log    *slog.Logger

@@ -19,8 +19,8 @@ import (
 )
 
 // Worker claims messages of one queue and runs a handler on each, under a
-// lease that its lease keeper keeps alive. It is spec 003's MainLoop role
-// with spec 001's processing rules; see the package documentation.
+// lease that its lease keeper keeps alive; see the package documentation
+// for its rules.
 type Worker struct {
 	cfg    resolved
 	mb     *mailbox.Mailbox
