@@ -227,7 +227,7 @@ func (a *app) work(ctx context.Context, cfg worker.Config, f workFlags, argv []s
 	err = g.Run(runCtx)
 	startMu.Lock()
 	if cannotStart != nil {
-		err = errors.Join(fmt.Errorf("%w (%d times in a row; every message it was given was put back unchanged)", cannotStart, maxStartFailures), err)
+		err = errors.Join(fmt.Errorf("%w (%d times in a row; the messages it was given went back without using up a delivery)", cannotStart, maxStartFailures), err)
 	}
 	startMu.Unlock()
 	if cause := context.Cause(runCtx); cause != nil && !errors.Is(cause, context.Canceled) {
