@@ -39,7 +39,9 @@ func (a *app) statsCommand() *cobra.Command {
 		Short: "Count each queue's messages by state",
 		Long: `stats prints, per queue: pending (visible or delayed), waiting behind
 their key, in flight, completed, dead, the age of the oldest visible pending
-message, and the keys blocked by an unfinished head.`,
+message, and the keys blocked by an unfinished head. It reads only live
+messages and a count of completed ones, so it answers as fast with millions
+of completed messages as with none, and it never changes the database.`,
 		Example: `  leasehold stats
   leasehold stats --queue emails --json`,
 		Args: noArgs,
