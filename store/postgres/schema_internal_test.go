@@ -13,25 +13,34 @@ import (
 	"github.com/leasehold/leasehold/store"
 )
 
-// A schema migrated by the previous version upgrades in place, its
-// completed messages counted.
-func TestUpgradeCountsCompletedMessages(t *testing.T) {
-	ctx := context.Background()
-	// internal/pgtest imports this package, so this test reads the
-	// variable itself.
+// emptySchema returns a pool on the test server and the name of a schema
+// that does not exist yet, dropped when the test ends. (internal/pgtest
+// imports this package, so these tests read its variable themselves.)
+func emptySchema(t *testing.T) (*pgxpool.Pool, string) {
+	t.Helper()
 	dsn := os.Getenv("LEASEHOLD_TEST_POSTGRES_DSN")
 	if dsn == "" {
 		t.Skip("LEASEHOLD_TEST_POSTGRES_DSN is not set")
 	}
-	pool, err := pgxpool.New(ctx, dsn)
+	pool, err := pgxpool.New(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pool.Close()
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	schema := "lh_upgrade_" + hex.EncodeToString(b[:])
-	defer func() { _, _ = pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE") }()
+	schema := "lh_internal_" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		_, _ = pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+		pool.Close()
+	})
+	return pool, schema
+}
+
+// A schema migrated by the previous version upgrades in place, its
+// completed messages counted.
+func TestUpgradeCountsCompletedMessages(t *testing.T) {
+	ctx := context.Background()
+	pool, schema := emptySchema(t)
 	// The previous version's schema, holding messages.
 	if _, err := pool.Exec(ctx, expand(`CREATE SCHEMA {s}; CREATE TABLE {s}.schema_version (version integer NOT NULL);
 		INSERT INTO {s}.schema_version VALUES (1)`, schema)); err != nil {
@@ -84,19 +93,7 @@ func TestUpgradeCountsCompletedMessages(t *testing.T) {
 // the completed counts, not the completed rows, however many there are.
 func TestStatsPlanReadsNoHistory(t *testing.T) {
 	ctx := context.Background()
-	dsn := os.Getenv("LEASEHOLD_TEST_POSTGRES_DSN")
-	if dsn == "" {
-		t.Skip("LEASEHOLD_TEST_POSTGRES_DSN is not set")
-	}
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "lh_stats_" + hex.EncodeToString(b[:])
-	defer func() { _, _ = pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE") }()
+	pool, schema := emptySchema(t)
 	if err := Migrate(ctx, pool, schema); err != nil {
 		t.Fatal(err)
 	}
