@@ -135,6 +135,9 @@ func checkNewMessage(m NewMessage, o Options) error {
 	if err := checkName("dedup id", m.DedupID); err != nil {
 		return err
 	}
+	if err := checkName("kind", m.Kind); err != nil {
+		return err
+	}
 	if m.ReplyTo != "" {
 		if err := CheckQueue(m.ReplyTo); err != nil {
 			return fmt.Errorf("reply-to: %w", err)

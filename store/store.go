@@ -130,6 +130,10 @@ type NewMessage struct {
 	MaxDeliveries int
 	// ReplyTo names the queue a reply goes to. Optional.
 	ReplyTo string
+	// Kind names what the message asks for, so that one queue can carry
+	// several kinds of job and a client can dispatch by it. Optional: at
+	// most MaxNameLength bytes of UTF-8 without NUL.
+	Kind string
 }
 
 // Enqueued is the outcome of enqueueing one message.
@@ -158,6 +162,7 @@ type Delivery struct {
 	Payload []byte
 	ReplyTo string
 	DedupID string
+	Kind    string
 	// Attempt counts claims of this message, this one included.
 	Attempt       int
 	MaxDeliveries int
@@ -261,6 +266,7 @@ type Info struct {
 	Queue         string
 	Key           string
 	DedupID       string
+	Kind          string
 	State         State
 	Payload       []byte
 	Deliveries    int

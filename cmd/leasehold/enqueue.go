@@ -18,11 +18,11 @@ const enqueueBatch = 500
 
 func (a *app) enqueueCommand() *cobra.Command {
 	var (
-		queue, key, dedup, replyTo string
-		delay                      time.Duration
-		maxDeliveries              int
-		raw, nul                   bool
-		file                       string
+		queue, key, dedup, replyTo, kind string
+		delay                            time.Duration
+		maxDeliveries                    int
+		raw, nul                         bool
+		file                             string
 	)
 	cmd := &cobra.Command{
 		Use:   "enqueue --queue Q [flags] [PAYLOAD]",
@@ -60,7 +60,7 @@ within the dedup window) prints the id of the message already enqueued.`,
 					return usagef("--reply-to: %v", err)
 				}
 			}
-			base := store.NewMessage{Queue: queue, Key: key, DedupID: dedup, Delay: delay, MaxDeliveries: maxDeliveries, ReplyTo: replyTo}
+			base := store.NewMessage{Queue: queue, Key: key, DedupID: dedup, Delay: delay, MaxDeliveries: maxDeliveries, ReplyTo: replyTo, Kind: kind}
 			sources := 0
 			for _, set := range []bool{len(args) == 1, raw, nul, file != ""} {
 				if set {
@@ -135,6 +135,7 @@ within the dedup window) prints the id of the message already enqueued.`,
 	f.DurationVar(&delay, "delay", 0, "keep the message invisible for this long")
 	f.IntVar(&maxDeliveries, "max-deliveries", 0, "deliveries before the message is dead-lettered (default 5)")
 	f.StringVar(&replyTo, "reply-to", "", "queue that receives the worker's reply")
+	f.StringVar(&kind, "kind", "", "the kind of job, for a client that dispatches by it")
 	f.BoolVar(&raw, "raw", false, "all of standard input is one message, byte for byte")
 	f.BoolVarP(&nul, "null", "0", false, "standard input holds messages ended by NUL bytes, not lines")
 	f.StringVar(&file, "file", "", "the contents of this file are one message")

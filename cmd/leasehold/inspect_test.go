@@ -175,3 +175,18 @@ func TestListingPagesAreBoundedInBytes(t *testing.T) {
 		t.Fatalf("%d pages for 2,900 rows", rec.calls)
 	}
 }
+
+func TestEnqueueKind(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := "sqlite:" + filepath.Join(dir, "kind.db")
+	leasehold(t, dir, "", "--db", db, "enqueue", "--queue", "k", "--kind", "send_email", "x").must(t)
+	list := jsonLines(t, leasehold(t, dir, "", "--db", db, "list", "--queue", "k", "--json").must(t).stdout)
+	if len(list) != 1 || list[0]["kind"] != "send_email" {
+		t.Fatalf("listed %v, want one message of kind send_email", list)
+	}
+	r := leasehold(t, dir, "", "--db", db, "enqueue", "--queue", "k", "--kind", strings.Repeat("k", store.MaxNameLength+1), "x")
+	if r.code != 2 || !strings.Contains(r.stderr, "kind is") {
+		t.Fatalf("a kind over the limit: exit %d, stderr %q", r.code, r.stderr)
+	}
+}

@@ -56,6 +56,7 @@ type message struct {
 	key        string
 	dedupID    string
 	replyTo    string
+	kind       string
 	payload    []byte
 	state      store.State
 	deliveries int
@@ -264,6 +265,7 @@ func (s *Store) enqueueLocked(nm *store.NewMessage, now int64) store.Enqueued {
 		key:        nm.Key,
 		dedupID:    nm.DedupID,
 		replyTo:    nm.ReplyTo,
+		kind:       nm.Kind,
 		payload:    slices.Clone(nm.Payload),
 		maxDeliv:   nm.MaxDeliveries,
 		enqueuedAt: now,
@@ -368,6 +370,7 @@ func (s *Store) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, err
 			Payload:       m.payload,
 			ReplyTo:       m.replyTo,
 			DedupID:       m.dedupID,
+			Kind:          m.kind,
 			Attempt:       m.deliveries,
 			MaxDeliveries: m.maxDeliv,
 			EnqueuedAt:    wall(m.enqueuedAt),
@@ -727,7 +730,7 @@ func (s *Store) List(ctx context.Context, f store.ListFilter) ([]store.Info, err
 	var out []store.Info
 	for _, m := range s.listLocked(q, f.State, f.AfterID, limit) {
 		out = append(out, store.Info{
-			ID: m.id, Queue: q.name, Key: m.key, DedupID: m.dedupID, State: m.state, Payload: m.payload,
+			ID: m.id, Queue: q.name, Key: m.key, DedupID: m.dedupID, Kind: m.kind, State: m.state, Payload: m.payload,
 			Deliveries: m.deliveries, MaxDeliveries: m.maxDeliv, FencingToken: m.fence, WorkerID: m.worker,
 			LastError: m.lastError, DeadReason: m.deadReason, EnqueuedAt: wall(m.enqueuedAt), VisibleAt: wall(m.visibleAt),
 			LeaseExpires: wall(m.lockedUntil), FinishedAt: wall(m.finishedAt),

@@ -476,7 +476,7 @@ func (s *Store) insertBulk(ctx context.Context, to batcher, msgs []store.NewMess
 		return nil, err
 	}
 	n := len(msgs)
-	queues, replies := make([]string, n), make([]*string, n)
+	queues, replies, kinds := make([]string, n), make([]*string, n), make([]*string, n)
 	payloads, maxes, delays := make([][]byte, n), make([]int32, n), make([]int64, n)
 	for i, m := range msgs {
 		queues[i], payloads[i], maxes[i], delays[i] = m.Queue, m.Payload, int32(m.MaxDeliveries), micros(m.Delay)
@@ -486,9 +486,12 @@ func (s *Store) insertBulk(ctx context.Context, to batcher, msgs []store.NewMess
 		if m.ReplyTo != "" {
 			replies[i] = &msgs[i].ReplyTo
 		}
+		if m.Kind != "" {
+			kinds[i] = &msgs[i].Kind
+		}
 	}
 	b := &pgx.Batch{}
-	b.Queue(s.sql.insertBulk, s.now(), queues, replies, payloads, maxes, delays)
+	b.Queue(s.sql.insertBulk, s.now(), queues, replies, payloads, maxes, delays, kinds)
 	woken := distinct(slices.Clone(queues))
 	b.Queue(s.sql.notify, s.channel, woken)
 	br := to.SendBatch(ctx, b)
@@ -542,7 +545,7 @@ func (s *Store) insertOne(ctx context.Context, r runner, m *store.NewMessage) (s
 	}
 	var id int64
 	err := r.queryRow(ctx, s.sql.insertOne, []any{s.now(), m.Queue, nullable(m.Key), nullable(m.DedupID), nullable(m.ReplyTo),
-		payload, int32(m.MaxDeliveries), micros(m.Delay)}, &id)
+		payload, int32(m.MaxDeliveries), micros(m.Delay), nullable(m.Kind)}, &id)
 	return store.Enqueued{ID: id}, err
 }
 
@@ -567,10 +570,10 @@ func (s *Store) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, err
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Delivery, error) {
 		d := store.Delivery{Queue: c.Queue}
-		var key, reply, dedup *string
+		var key, reply, dedup, kind *string
 		var attempt, max int32
-		err := r.Scan(&d.MessageID, &key, &d.Payload, &reply, &dedup, &attempt, &max, &d.EnqueuedAt, &d.FencingToken, &d.LeaseExpires)
-		d.Key, d.ReplyTo, d.DedupID = deref(key), deref(reply), deref(dedup)
+		err := r.Scan(&d.MessageID, &key, &d.Payload, &reply, &dedup, &attempt, &max, &d.EnqueuedAt, &d.FencingToken, &d.LeaseExpires, &kind)
+		d.Key, d.ReplyTo, d.DedupID, d.Kind = deref(key), deref(reply), deref(dedup), deref(kind)
 		d.Attempt, d.MaxDeliveries = int(attempt), int(max)
 		d.EnqueuedAt, d.LeaseExpires = d.EnqueuedAt.UTC(), d.LeaseExpires.UTC()
 		return d, err
@@ -1020,12 +1023,13 @@ func (s *Store) List(ctx context.Context, f store.ListFilter) ([]store.Info, err
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Info, error) {
 		in := store.Info{Queue: f.Queue, State: f.State}
-		var key, dedup, worker, lastErr, reason *string
+		var key, dedup, worker, lastErr, reason, kind *string
 		var deliveries, max int32
 		var locked, finished *time.Time
 		err := r.Scan(&in.ID, &key, &dedup, &in.Payload, &deliveries, &max, &in.FencingToken, &worker, &lastErr, &reason,
-			&in.EnqueuedAt, &in.VisibleAt, &locked, &finished)
+			&in.EnqueuedAt, &in.VisibleAt, &locked, &finished, &kind)
 		in.Key, in.DedupID, in.WorkerID, in.LastError, in.DeadReason = deref(key), deref(dedup), deref(worker), deref(lastErr), store.DeadReason(deref(reason))
+		in.Kind = deref(kind)
 		in.Deliveries, in.MaxDeliveries = int(deliveries), int(max)
 		in.EnqueuedAt, in.VisibleAt = in.EnqueuedAt.UTC(), in.VisibleAt.UTC()
 		if locked != nil && f.State == store.Processing {

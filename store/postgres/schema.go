@@ -80,6 +80,9 @@ CREATE TABLE {s}.completed_counts (
 );
 INSERT INTO {s}.completed_counts (queue, shard, n)
 	SELECT queue, 0, count(*) FROM {s}.messages WHERE state = 3 GROUP BY queue;
+`, `
+-- The kind of job a message carries; NULL for none.
+ALTER TABLE {s}.messages ADD COLUMN kind text;
 `}
 
 // SchemaVersion is the schema version this code writes.

@@ -56,15 +56,15 @@ func newStatements(schema string) statements {
 	st := statements{
 		lockKeys: `SELECT pg_advisory_xact_lock(hashtextextended(n, 0)) FROM unnest($1::text[]) AS n`,
 		notify:   `SELECT pg_notify($1, q) FROM unnest($2::text[]) AS q`,
-		insertBulk: x(`INSERT INTO {s}.messages (queue, reply_to, payload, state, max_deliveries, enqueued_at, visible_at)
-			SELECT q, r, p, 0, md, ` + nowSQL + `, ` + nowSQL + ` + ` + us("d") + `
-			FROM unnest($2::text[], $3::text[], $4::bytea[], $5::int[], $6::bigint[]) WITH ORDINALITY AS u(q, r, p, md, d, ord)
+		insertBulk: x(`INSERT INTO {s}.messages (queue, reply_to, payload, state, max_deliveries, enqueued_at, visible_at, kind)
+			SELECT q, r, p, 0, md, ` + nowSQL + `, ` + nowSQL + ` + ` + us("d") + `, k
+			FROM unnest($2::text[], $3::text[], $4::bytea[], $5::int[], $6::bigint[], $7::text[]) WITH ORDINALITY AS u(q, r, p, md, d, k, ord)
 			ORDER BY ord
 			RETURNING id`),
-		insertOne: x(`INSERT INTO {s}.messages (queue, key, dedup_id, reply_to, payload, state, max_deliveries, enqueued_at, visible_at)
+		insertOne: x(`INSERT INTO {s}.messages (queue, key, dedup_id, reply_to, payload, state, max_deliveries, enqueued_at, visible_at, kind)
 			VALUES ($2, $3, $4, $5, $6,
 				CASE WHEN $3::text IS NOT NULL AND EXISTS (SELECT 1 FROM {s}.messages WHERE queue = $2 AND key = $3 AND state IN (0, 2)) THEN 1 ELSE 0 END,
-				$7, ` + nowSQL + `, ` + nowSQL + ` + ` + us("$8") + `)
+				$7, ` + nowSQL + `, ` + nowSQL + ` + ` + us("$8") + `, $9)
 			RETURNING id`),
 		dedupGet:   x(`SELECT id, enqueued_at > ` + nowSQL + ` - ` + us("$4") + ` FROM {s}.messages WHERE queue = $2 AND dedup_id = $3`),
 		dedupClear: x(`UPDATE {s}.messages SET dedup_id = NULL WHERE id = $1`),
@@ -85,8 +85,8 @@ func newStatements(schema string) statements {
 					ORDER BY visible_at, id
 					LIMIT $3
 					FOR UPDATE SKIP LOCKED))
-				RETURNING m.id, m.key, m.payload, m.reply_to, m.dedup_id, m.deliveries, m.max_deliveries, m.enqueued_at, m.fencing_token, m.locked_until, m.visible_at)
-			SELECT id, key, payload, reply_to, dedup_id, deliveries, max_deliveries, enqueued_at, fencing_token, locked_until
+				RETURNING m.id, m.key, m.payload, m.reply_to, m.dedup_id, m.deliveries, m.max_deliveries, m.enqueued_at, m.fencing_token, m.locked_until, m.visible_at, m.kind)
+			SELECT id, key, payload, reply_to, dedup_id, deliveries, max_deliveries, enqueued_at, fencing_token, locked_until, kind
 			FROM u ORDER BY visible_at, id`),
 		// One row per extended lease, or one row of NULLs when none was: the
 		// expiry is reported either way.
@@ -159,7 +159,7 @@ func newStatements(schema string) statements {
 	for state := range st.list {
 		// The state is a literal so that the planner can use its partial index.
 		st.list[state] = x(fmt.Sprintf(`SELECT id, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
-				worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at
+				worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at, kind
 			FROM {s}.messages WHERE queue = $1 AND state = %d AND id > $2 ORDER BY id LIMIT $3`, state))
 	}
 	return st

@@ -441,7 +441,7 @@ func (s *Store) enqueueOne(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, m 
 		payload = []byte{}
 	}
 	res, err := insert.ExecContext(ctx, m.Queue, nullable(m.Key), nullable(m.DedupID), nullable(m.ReplyTo), payload,
-		m.MaxDeliveries, now, now+m.Delay.Microseconds())
+		m.MaxDeliveries, now, now+m.Delay.Microseconds(), nullable(m.Kind))
 	if err != nil {
 		return store.Enqueued{}, err
 	}
@@ -467,13 +467,13 @@ func (s *Store) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, err
 		}
 		for rows.Next() {
 			var d store.Delivery
-			var key, reply, dedup sql.NullString
+			var key, reply, dedup, kind sql.NullString
 			var enq int64
-			if err := rows.Scan(&d.MessageID, &key, &d.Payload, &reply, &dedup, &d.Attempt, &d.MaxDeliveries, &enq, &d.FencingToken); err != nil {
+			if err := rows.Scan(&d.MessageID, &key, &d.Payload, &reply, &dedup, &d.Attempt, &d.MaxDeliveries, &enq, &d.FencingToken, &kind); err != nil {
 				rows.Close()
 				return err
 			}
-			d.Queue, d.Key, d.ReplyTo, d.DedupID = c.Queue, key.String, reply.String, dedup.String
+			d.Queue, d.Key, d.ReplyTo, d.DedupID, d.Kind = c.Queue, key.String, reply.String, dedup.String, kind.String
 			d.EnqueuedAt, d.LeaseExpires = fromMicros(enq), fromMicros(until)
 			out = append(out, d)
 		}
@@ -872,7 +872,7 @@ func (s *Store) List(ctx context.Context, f store.ListFilter) ([]store.Info, err
 	}
 	// The state is a literal so that SQLite can use the state's partial index.
 	rows, err := s.db.QueryContext(ctx, fmt.Sprintf(`SELECT id, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
-			worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at
+			worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at, kind
 		FROM leasehold_messages WHERE queue = ? AND state = %d AND id > ? ORDER BY id LIMIT ?`, int(f.State)),
 		f.Queue, f.AfterID, limit)
 	if err != nil {
@@ -882,14 +882,15 @@ func (s *Store) List(ctx context.Context, f store.ListFilter) ([]store.Info, err
 	var out []store.Info
 	for rows.Next() {
 		in := store.Info{Queue: f.Queue, State: f.State}
-		var key, dedup, worker, lastErr, reason sql.NullString
+		var key, dedup, worker, lastErr, reason, kind sql.NullString
 		var enq, vis int64
 		var locked, finished sql.NullInt64
 		if err := rows.Scan(&in.ID, &key, &dedup, &in.Payload, &in.Deliveries, &in.MaxDeliveries, &in.FencingToken,
-			&worker, &lastErr, &reason, &enq, &vis, &locked, &finished); err != nil {
+			&worker, &lastErr, &reason, &enq, &vis, &locked, &finished, &kind); err != nil {
 			return nil, fmt.Errorf("sqlite store: list: %w", err)
 		}
 		in.Key, in.DedupID, in.WorkerID, in.LastError, in.DeadReason = key.String, dedup.String, worker.String, lastErr.String, store.DeadReason(reason.String)
+		in.Kind = kind.String
 		in.EnqueuedAt, in.VisibleAt = fromMicros(enq), fromMicros(vis)
 		if f.State == store.Processing {
 			in.LeaseExpires = nullTime(locked)

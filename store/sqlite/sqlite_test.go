@@ -267,6 +267,13 @@ func TestUpgradeCountsCompletedMessages(t *testing.T) {
 		t.Fatalf("complete: %v, %v", errs, err)
 	}
 	want("a", 3, 0)
+	// Messages written after the upgrade carry a kind.
+	if _, err := s.Enqueue(ctx, []store.NewMessage{{Queue: "a", Kind: "send_email"}}); err != nil {
+		t.Fatal(err)
+	}
+	if infos, err := s.List(ctx, store.ListFilter{Queue: "a", State: store.Pending}); err != nil || len(infos) != 1 || infos[0].Kind != "send_email" {
+		t.Fatalf("after the upgrade: %+v, %v", infos, err)
+	}
 	if _, err := s.DeleteQueue(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}

@@ -17,10 +17,10 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 		dst **sql.Stmt
 		sql string
 	}{
-		{&st.insert, `INSERT INTO leasehold_messages (queue, key, dedup_id, reply_to, payload, state, max_deliveries, enqueued_at, visible_at)
+		{&st.insert, `INSERT INTO leasehold_messages (queue, key, dedup_id, reply_to, payload, state, max_deliveries, enqueued_at, visible_at, kind)
 			VALUES (?1, ?2, ?3, ?4, ?5,
 				CASE WHEN ?2 IS NOT NULL AND EXISTS (SELECT 1 FROM leasehold_messages WHERE queue = ?1 AND key = ?2 AND state IN (0, 2)) THEN 1 ELSE 0 END,
-				?6, ?7, ?8)`},
+				?6, ?7, ?8, ?9)`},
 		{&st.dedupGet, `SELECT id, enqueued_at FROM leasehold_messages WHERE queue = ? AND dedup_id = ?`},
 		{&st.dedupClear, `UPDATE leasehold_messages SET dedup_id = NULL WHERE id = ?`},
 		{&st.fenceGet, `SELECT value FROM leasehold_meta WHERE name = 'fence'`},
@@ -33,7 +33,7 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 					WHERE queue = ?4 AND state = 0 AND visible_at <= ?5
 					ORDER BY visible_at, id LIMIT ?6)) AS c
 			WHERE m.id = c.id
-			RETURNING id, key, payload, reply_to, dedup_id, deliveries, max_deliveries, enqueued_at, fencing_token`},
+			RETURNING id, key, payload, reply_to, dedup_id, deliveries, max_deliveries, enqueued_at, fencing_token, kind`},
 		// Batches of leases arrive as a JSON array of [id, fencing token]
 		// pairs, so a batch is one statement.
 		{&st.extend, `UPDATE leasehold_messages AS m SET locked_until = ?1

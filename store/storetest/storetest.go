@@ -102,6 +102,7 @@ func Run(t *testing.T, f Factory, opts ...Option) {
 		{"CompleteBatchPerMessage", testCompleteBatchPerMessage},
 		{"CompleteWithReply", testCompleteWithReply},
 		{"FailWithReply", testFailWithReply},
+		{"Kind", testKind},
 		{"ConcurrentReceivers", testConcurrentReceivers},
 		{"BadInputChangesNothing", testBadInputChangesNothing},
 		{"StatsAndList", testStatsAndList},
@@ -523,6 +524,38 @@ func testFailRetriesThenDeadLetters(t *testing.T, f Factory) {
 	}
 	if in := b.info(d.MessageID); len(in.LastError) != store.MaxErrorLength || !strings.HasSuffix(in.LastError, "the end") {
 		t.Fatalf("recorded error of %d bytes ending %q", len(in.LastError), in.LastError[max(0, len(in.LastError)-10):])
+	}
+}
+
+// A message's kind comes back with its claim and its listing, whichever
+// way it was enqueued; a bad kind is refused and changes nothing.
+func testKind(t *testing.T, f Factory) {
+	b := setup(t, f)
+	plain := b.enqueue(store.NewMessage{Payload: []byte("a"), Kind: "send_email"},
+		store.NewMessage{Payload: []byte("b")})
+	keyed := b.enqueue(store.NewMessage{Payload: []byte("c"), Kind: "charge", Key: "k", DedupID: "d"})[0]
+	want := map[int64]string{plain[0]: "send_email", plain[1]: "", keyed: "charge"}
+	for _, d := range b.claim(10) {
+		if d.Kind != want[d.MessageID] {
+			t.Fatalf("claimed %d with kind %q, want %q", d.MessageID, d.Kind, want[d.MessageID])
+		}
+	}
+	infos, err := b.s.List(b.ctx, store.ListFilter{Queue: b.queue, State: store.Processing})
+	if err != nil || len(infos) != 3 {
+		t.Fatalf("List = %d, %v", len(infos), err)
+	}
+	for _, in := range infos {
+		if in.Kind != want[in.ID] {
+			t.Fatalf("listed %d with kind %q, want %q", in.ID, in.Kind, want[in.ID])
+		}
+	}
+	for _, bad := range []string{strings.Repeat("k", store.MaxNameLength+1), "a\x00b", "\xff"} {
+		if _, err := b.s.Enqueue(b.ctx, []store.NewMessage{{Queue: b.queue, Kind: bad}}); !errors.Is(err, store.ErrInvalid) {
+			t.Fatalf("Enqueue with kind %q = %v, want ErrInvalid", bad, err)
+		}
+	}
+	if st := b.stats(); st.Pending != 0 || st.Processing != 3 {
+		t.Fatalf("refused enqueues changed the queue: %+v", st)
 	}
 }
 
