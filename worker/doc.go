@@ -15,6 +15,8 @@
 //   - it returns an error marked with Permanent: dead-lettered at once;
 //   - it returns an error marked with NotStarted: given back without
 //     counting the delivery, visible again after the first retry delay;
+//   - it returns Snooze(d): given back without counting the delivery,
+//     visible again after d;
 //   - it panics: the panic is logged with its stack and counts as a failure.
 //
 // A message that names a ReplyTo queue gets a reply there (see Reply) in the

@@ -3,6 +3,7 @@ package worker
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/leasehold/leasehold/store"
 )
@@ -75,6 +76,17 @@ func IsNotStarted(err error) bool {
 	var n *NotStartedError
 	return errors.As(err, &n)
 }
+
+// SnoozeError asks for the message to run again after Delay: it is given
+// back without counting its delivery, so snoozing never uses up the
+// message's deliveries.
+type SnoozeError struct{ Delay time.Duration }
+
+func (e *SnoozeError) Error() string { return fmt.Sprintf("snoozed for %s", e.Delay) }
+
+// Snooze returns the error a handler returns to run its message again after
+// d (at least 0) without counting the delivery.
+func Snooze(d time.Duration) error { return &SnoozeError{Delay: max(d, 0)} }
 
 // PanicError is the failure a recovered handler panic becomes.
 type PanicError struct {

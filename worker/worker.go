@@ -512,6 +512,7 @@ func (w *Worker) process(j *job) bool {
 		return false // a hard stop released the lease
 	}
 	log := &msgLog{w: w, msg: msg} // stays on the stack unless it logs
+	var snooze *SnoozeError
 	switch {
 	case lost:
 		log.Warn("lease lost while the handler ran; not completing", "handler_error", err)
@@ -525,10 +526,15 @@ func (w *Worker) process(j *job) bool {
 		} else {
 			log.Info("handler stopped by shutdown; message released", "handler_error", err)
 		}
-	case IsNotStarted(err):
+	case IsNotStarted(err), errors.As(err, &snooze):
 		delay := w.cfg.Backoff.Delay(1)
+		if snooze != nil {
+			delay = snooze.Delay
+		}
 		if rerr := w.cfg.Store.Release(opCtx, store.Release{Lease: msg.Lease, Uncount: true, Delay: delay}); rerr != nil {
-			log.Warn("could not give back a message whose handler did not start; it returns when its lease expires", "error", err, "store_error", rerr)
+			log.Warn("could not give back a message; it returns when its lease expires", "error", err, "store_error", rerr)
+		} else if snooze != nil {
+			log.Debug("message snoozed", "retry_in", delay)
 		} else {
 			log.Warn("handler did not start; message given back without counting the delivery", "error", err, "retry_in", delay)
 		}

@@ -706,3 +706,32 @@ func TestCompletionRetriesEndWithTheLease(t *testing.T) {
 		b.wait(time.Minute, "the message completed", b.completed(1))
 	})
 }
+
+func TestSnoozeRunsAgainLaterWithoutCounting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var runs []time.Time
+		var mu sync.Mutex
+		b := start(t, worker.Config{LeaseDuration: 3 * time.Second,
+			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+				mu.Lock()
+				defer mu.Unlock()
+				runs = append(runs, time.Now())
+				if len(runs) <= 3 {
+					return worker.Snooze(10 * time.Second)
+				}
+				return nil
+			})})
+		b.enqueue(store.NewMessage{Payload: []byte("x"), MaxDeliveries: 1})
+		b.wait(time.Minute, "the message completed", b.completed(1))
+		mu.Lock()
+		defer mu.Unlock()
+		if done := b.list(queue, store.Completed)[0]; done.Deliveries != 1 || len(runs) != 4 {
+			t.Fatalf("after 3 snoozes: %d runs, %+v", len(runs), done)
+		}
+		for i := 1; i < len(runs); i++ {
+			if gap := runs[i].Sub(runs[i-1]); gap < 10*time.Second || gap > 11*time.Second {
+				t.Fatalf("run %d came %s after the one before, want 10 s", i+1, gap)
+			}
+		}
+	})
+}
