@@ -1,0 +1,258 @@
+package leasehold
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/lifecycle"
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/worker"
+)
+
+// DefaultQueue is the queue a job goes to when its options name none.
+const DefaultQueue = "default"
+
+// Config configures a Client. Every field has a default.
+type Config struct {
+	// Queues are the queues this client works, with their settings. Empty:
+	// the client only enqueues.
+	Queues map[string]QueueConfig
+	// LeaseDuration is the lease a job is claimed under; the client renews
+	// it every third of it while the handler runs. Default 30 s; at least
+	// 1 s.
+	LeaseDuration time.Duration
+	// MaxProcessingTime bounds a handler's run: past it the handler's
+	// context is cancelled and the job fails. Default 3 x LeaseDuration;
+	// not below LeaseDuration.
+	MaxProcessingTime time.Duration
+	// ShutdownTimeout bounds how long Stop waits for running handlers when
+	// its context has no earlier deadline. Default 30 s.
+	ShutdownTimeout time.Duration
+	// Clock times everything. Default: the system clock.
+	Clock clock.Clock
+	// Logger receives the client's logs. Default slog.Default().
+	Logger *slog.Logger
+	// MeterProvider gets the client's metrics. Default: the global
+	// OpenTelemetry provider, a no-op unless one is installed.
+	MeterProvider metric.MeterProvider
+}
+
+// QueueConfig configures one queue a client works.
+type QueueConfig struct {
+	// Concurrency bounds the handlers of the queue running at once.
+	// Default 10.
+	Concurrency int
+}
+
+// EnqueueOptions are a job's options. A nil *EnqueueOptions means the
+// defaults.
+type EnqueueOptions struct {
+	// Queue is the job's queue. Default DefaultQueue.
+	Queue string
+	// Key orders jobs: jobs of one queue with the same key run one at a
+	// time, in enqueue order. Empty: unordered.
+	Key string
+	// Delay keeps the job from running for this long.
+	Delay time.Duration
+	// DedupID makes a second job with the same id on the same queue within
+	// the dedup window (5 minutes by default) a duplicate: it is not
+	// enqueued, and the result names the first.
+	DedupID string
+	// MaxDeliveries is how many deliveries the job gets before it is
+	// dead-lettered. Default 5.
+	MaxDeliveries int
+}
+
+// EnqueueResult is the outcome of an enqueue.
+type EnqueueResult struct {
+	// ID is the job's id; for a duplicate, the first job's.
+	ID int64
+	// Duplicate reports that a job with the same dedup id was enqueued
+	// within the dedup window, and nothing new was.
+	Duplicate bool
+}
+
+// Client enqueues jobs and works the queues of its Config: one front door
+// to leasehold for a Go program. Its methods are safe for concurrent use.
+type Client struct {
+	st  store.Store
+	cfg Config
+	log *slog.Logger
+
+	mu       sync.Mutex
+	handlers map[string]worker.HandlerFunc
+	group    *lifecycle.Group
+	ran      chan error
+}
+
+// NewClient returns a client of st, any store: memory, SQLite or
+// PostgreSQL. Bad settings are refused with an error naming each.
+func NewClient(st store.Store, cfg Config) (*Client, error) {
+	if st == nil {
+		return nil, errors.New("leasehold: the store is nil")
+	}
+	cfg.LeaseDuration = cmp.Or(cfg.LeaseDuration, worker.DefaultLeaseDuration)
+	cfg.MaxProcessingTime = cmp.Or(cfg.MaxProcessingTime, 3*cfg.LeaseDuration)
+	cfg.ShutdownTimeout = cmp.Or(cfg.ShutdownTimeout, worker.DefaultShutdownTimeout)
+	cfg.Clock = clock.OrSystem(cfg.Clock)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
+	cfg.Queues = maps.Clone(cfg.Queues)
+	var errs []error
+	if cfg.MaxProcessingTime < cfg.LeaseDuration {
+		errs = append(errs, fmt.Errorf("MaxProcessingTime %s is below LeaseDuration %s: a job would be stopped before its first lease ended",
+			cfg.MaxProcessingTime, cfg.LeaseDuration))
+	}
+	for _, q := range slices.Sorted(maps.Keys(cfg.Queues)) {
+		qc := cfg.Queues[q]
+		qc.Concurrency = cmp.Or(qc.Concurrency, worker.DefaultConcurrency)
+		cfg.Queues[q] = qc
+		// The worker's own checks name the queue's settings.
+		if err := workerConfig(cfg, q, qc).Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("queue %q: %w", q, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("leasehold: %w", err)
+	}
+	return &Client{st: st, cfg: cfg, log: cfg.Logger, handlers: map[string]worker.HandlerFunc{}}, nil
+}
+
+// workerConfig is the configuration of the worker of queue q.
+func workerConfig(cfg Config, q string, qc QueueConfig) worker.Config {
+	return worker.Config{Queue: q, Concurrency: qc.Concurrency, LeaseDuration: cfg.LeaseDuration,
+		MaxProcessingTime: cfg.MaxProcessingTime, ShutdownTimeout: cfg.ShutdownTimeout, Clock: cfg.Clock,
+		Logger: cfg.Logger, MeterProvider: cfg.MeterProvider}
+}
+
+func (c *Client) addHandler(kind string, h worker.HandlerFunc) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case kind == "":
+		panic("leasehold: AddHandler: the job kind is empty")
+	case c.group != nil:
+		panic(fmt.Sprintf("leasehold: AddHandler(%q) after Start", kind))
+	case c.handlers[kind] != nil:
+		panic(fmt.Sprintf("leasehold: AddHandler: kind %q has a handler already", kind))
+	}
+	c.handlers[kind] = h
+}
+
+// handle runs a message's job with the handler of its kind. A kind without
+// a handler fails, so that it is retried (a newer version of the program
+// may know it) and, its deliveries used up, dead-lettered with the reason.
+func (c *Client) handle(ctx context.Context, m *worker.Message) error {
+	h := c.handlers[m.Kind]
+	if h == nil {
+		return fmt.Errorf("no handler for jobs of kind %q", m.Kind)
+	}
+	return h(ctx, m)
+}
+
+// Enqueue puts a job on its queue. Its args are stored as JSON.
+func (c *Client) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOptions) (*EnqueueResult, error) {
+	m, err := newMessage(args, opts)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.st.Enqueue(ctx, []store.NewMessage{m})
+	if err != nil {
+		return nil, fmt.Errorf("leasehold: enqueue a %s job: %w", m.Kind, err)
+	}
+	return &EnqueueResult{ID: res[0].ID, Duplicate: res[0].Duplicate}, nil
+}
+
+// newMessage turns a job into the message that stores it.
+func newMessage(args JobArgs, opts *EnqueueOptions) (store.NewMessage, error) {
+	if args == nil {
+		return store.NewMessage{}, errors.New("leasehold: enqueue: the job args are nil")
+	}
+	kind := args.Kind()
+	if kind == "" {
+		return store.NewMessage{}, fmt.Errorf("leasehold: enqueue: %T has an empty kind", args)
+	}
+	payload, err := json.Marshal(args)
+	if err != nil {
+		return store.NewMessage{}, fmt.Errorf("leasehold: enqueue a %s job: encode its args: %w", kind, err)
+	}
+	o := EnqueueOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	return store.NewMessage{Queue: cmp.Or(o.Queue, DefaultQueue), Kind: kind, Payload: payload, Key: o.Key, DedupID: o.DedupID,
+		Delay: o.Delay, MaxDeliveries: o.MaxDeliveries}, nil
+}
+
+// Start starts working the client's queues and returns once they run; the
+// work goes on in the background until Stop. It logs each queue's
+// effective lease, heartbeat and maximum processing time. A client starts
+// once.
+func (c *Client) Start(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.group != nil {
+		return errors.New("leasehold: the client has started already")
+	}
+	var loops []lifecycle.Runnable
+	for i, q := range slices.Sorted(maps.Keys(c.cfg.Queues)) {
+		wc := workerConfig(c.cfg, q, c.cfg.Queues[q])
+		wc.Store, wc.Handler = c.st, worker.HandlerFunc(c.handle)
+		// One reaper serves the whole store: the first queue's.
+		wc.DisableReaper = i > 0
+		w, err := worker.New(wc)
+		if err != nil {
+			return fmt.Errorf("leasehold: queue %q: %w", q, err)
+		}
+		c.log.Info("leasehold: working queue", "queue", q, "concurrency", wc.Concurrency, "lease", c.cfg.LeaseDuration,
+			"heartbeat", c.cfg.LeaseDuration/3, "max_processing_time", c.cfg.MaxProcessingTime)
+		loops = append(loops, w)
+	}
+	g, err := lifecycle.NewGroup(lifecycle.GroupConfig{ShutdownTimeout: c.cfg.ShutdownTimeout, Clock: c.cfg.Clock}, loops...)
+	if err != nil {
+		return fmt.Errorf("leasehold: %w", err)
+	}
+	c.group, c.ran = g, make(chan error, 1)
+	go func() { c.ran <- g.Run(context.WithoutCancel(ctx)) }()
+	return nil
+}
+
+// Stop stops claiming jobs and waits for running handlers to finish, until
+// ctx ends or ShutdownTimeout passes; then it stops them at once: their
+// contexts are cancelled and the leases of those that do not return are
+// released, so that the jobs run again elsewhere. It returns nil after a
+// clean stop. Safe before Start and more than once.
+func (c *Client) Stop(ctx context.Context) error {
+	c.mu.Lock()
+	g, ran := c.group, c.ran
+	c.mu.Unlock()
+	if g == nil {
+		return nil
+	}
+	err := g.Shutdown(ctx)
+	if ran != nil {
+		select {
+		case rerr, ok := <-ran:
+			if ok {
+				err = errors.Join(err, rerr)
+				close(ran)
+			}
+		case <-ctx.Done():
+			err = errors.Join(err, ctx.Err())
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("leasehold: stop: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,253 @@
+package leasehold_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/memory"
+)
+
+type sendEmail struct {
+	To string `json:"to"`
+}
+
+func (sendEmail) Kind() string { return "send_email" }
+
+type chargeCard struct {
+	Cents int `json:"cents"`
+}
+
+func (chargeCard) Kind() string { return "charge_card" }
+
+type unhandled struct{}
+
+func (unhandled) Kind() string { return "nobody_handles_this" }
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// newClient returns a client of a fresh memory store and the store. Call
+// inside a synctest bubble.
+func newClient(t *testing.T, cfg leasehold.Config) (*leasehold.Client, store.Store) {
+	t.Helper()
+	st, err := memory.New(memory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cfg.Logger = quiet()
+	c, err := leasehold.NewClient(st, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, st
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Hour)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not happen within an hour of fake time", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+	}
+}
+
+func count(t *testing.T, st store.Store, queue string) store.Stats {
+	t.Helper()
+	s, err := st.Stats(context.Background(), queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Two kinds on one queue and a third queue, each job run by its kind's
+// handler with its args decoded and its options applied.
+func TestClientDispatchesByKind(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		c, st := newClient(t, leasehold.Config{Queues: map[string]leasehold.QueueConfig{
+			"default": {Concurrency: 2}, "billing": {Concurrency: 1}}})
+		var mu sync.Mutex
+		var got []string
+		leasehold.AddHandler(c, func(ctx context.Context, job *leasehold.Job[sendEmail]) error {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, job.Queue+":"+job.Kind+":"+job.Args.To+":"+job.Key)
+			if job.Attempt != 1 || job.FencingToken <= 0 || job.ID <= 0 {
+				t.Errorf("job %+v", job)
+			}
+			return nil
+		})
+		leasehold.AddHandler(c, func(ctx context.Context, job *leasehold.Job[chargeCard]) error {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, job.Queue+":"+job.Kind)
+			return nil
+		})
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer c.Stop(ctx)
+		if _, err := c.Enqueue(ctx, sendEmail{To: "ann"}, &leasehold.EnqueueOptions{Key: "customer-1"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Enqueue(ctx, chargeCard{Cents: 5}, &leasehold.EnqueueOptions{Queue: "billing"}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.Enqueue(ctx, sendEmail{To: "bob"}, &leasehold.EnqueueOptions{Delay: time.Minute, DedupID: "d"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := c.Enqueue(ctx, sendEmail{To: "bob"}, &leasehold.EnqueueOptions{DedupID: "d"})
+		if err != nil || !again.Duplicate || again.ID != res.ID {
+			t.Fatalf("a duplicate enqueue: %+v, %v; want the first job, %d", again, err, res.ID)
+		}
+		waitFor(t, "three jobs done", func() bool {
+			return count(t, st, "default").Completed == 2 && count(t, st, "billing").Completed == 1
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		// The queues run side by side: the order across them is not fixed.
+		slices.Sort(got)
+		want := "billing:charge_card,default:send_email:ann:customer-1,default:send_email:bob:"
+		if strings.Join(got, ",") != want {
+			t.Fatalf("ran %q, want %q", strings.Join(got, ","), want)
+		}
+	})
+}
+
+func TestClientHandlerOutcomes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		c, st := newClient(t, leasehold.Config{Queues: map[string]leasehold.QueueConfig{"default": {}}})
+		var mu sync.Mutex
+		runs := map[string]int{}
+		leasehold.AddHandler(c, func(ctx context.Context, job *leasehold.Job[sendEmail]) error {
+			mu.Lock()
+			runs[job.Args.To]++
+			n := runs[job.Args.To]
+			mu.Unlock()
+			switch job.Args.To {
+			case "snooze":
+				if n <= 3 {
+					return leasehold.Snooze(time.Minute)
+				}
+				return nil
+			case "permanent":
+				return leasehold.Permanent(errors.New("no such mailbox"))
+			}
+			return nil
+		})
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer c.Stop(ctx)
+		for _, to := range []string{"snooze", "permanent"} {
+			if _, err := c.Enqueue(ctx, sendEmail{To: to}, &leasehold.EnqueueOptions{MaxDeliveries: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := c.Enqueue(ctx, unhandled{}, &leasehold.EnqueueOptions{MaxDeliveries: 2}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "one job done and two dead", func() bool {
+			s := count(t, st, "default")
+			return s.Completed == 1 && s.Dead == 2
+		})
+		dead, err := store.ListDeadLetters(ctx, st, "default", 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reasons := map[string]string{}
+		for _, d := range dead {
+			reasons[string(d.Reason)] = d.LastError
+		}
+		if !strings.Contains(reasons["permanent_error"], "no such mailbox") ||
+			!strings.Contains(reasons["max_deliveries"], `no handler for jobs of kind "nobody_handles_this"`) {
+			t.Fatalf("dead letters %+v", dead)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if runs["snooze"] != 4 {
+			t.Fatalf("a job snoozed 3 times with one delivery ran %d times, want 4", runs["snooze"])
+		}
+	})
+}
+
+func TestClientStopDrains(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		c, st := newClient(t, leasehold.Config{Queues: map[string]leasehold.QueueConfig{"default": {}}})
+		started := make(chan struct{})
+		leasehold.AddHandler(c, func(ctx context.Context, job *leasehold.Job[sendEmail]) error {
+			close(started)
+			time.Sleep(10 * time.Second)
+			return nil
+		})
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Enqueue(ctx, sendEmail{To: "ann"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		<-started
+		if err := c.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if s := count(t, st, "default"); s.Completed != 1 {
+			t.Fatalf("after Stop: %+v, want the running job finished", s)
+		}
+		if err := c.Stop(ctx); err != nil {
+			t.Fatalf("a second Stop: %v", err)
+		}
+	})
+}
+
+func TestClientRefusesBadSettings(t *testing.T) {
+	st, err := memory.New(memory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, tc := range []struct {
+		name string
+		cfg  leasehold.Config
+		want string
+	}{
+		{"short lease", leasehold.Config{LeaseDuration: 100 * time.Millisecond, Queues: map[string]leasehold.QueueConfig{"q": {}}}, "LeaseDuration is 100ms"},
+		{"processing below the lease", leasehold.Config{LeaseDuration: 10 * time.Second, MaxProcessingTime: 5 * time.Second}, "MaxProcessingTime 5s is below LeaseDuration 10s"},
+		{"concurrency", leasehold.Config{Queues: map[string]leasehold.QueueConfig{"q": {Concurrency: -1}}}, `queue "q"`},
+		{"queue name", leasehold.Config{Queues: map[string]leasehold.QueueConfig{"": {}}}, "Queue"},
+	} {
+		if _, err := leasehold.NewClient(st, tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error naming %q", tc.name, err, tc.want)
+		}
+	}
+	c, err := leasehold.NewClient(st, leasehold.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Enqueue(context.Background(), sendEmail{}, &leasehold.EnqueueOptions{MaxDeliveries: -1}); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("a bad option: %v, want ErrInvalid", err)
+	}
+	leasehold.AddHandler(c, func(context.Context, *leasehold.Job[sendEmail]) error { return nil })
+	defer func() {
+		if recover() == nil {
+			t.Fatal("a second handler for a kind did not panic")
+		}
+	}()
+	leasehold.AddHandler(c, func(context.Context, *leasehold.Job[sendEmail]) error { return nil })
+}

@@ -1,0 +1,77 @@
+package leasehold
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/leasehold/leasehold/worker"
+)
+
+// JobArgs are a job's arguments. Kind names the job's type: it is stored
+// with the job and picks the handler that runs it, so it must stay the same
+// for as long as jobs of the type may be waiting. Args are stored as JSON.
+type JobArgs interface {
+	Kind() string
+}
+
+// Job is a job as its handler sees it.
+type Job[T JobArgs] struct {
+	// ID is the job's message id.
+	ID int64
+	// Args are the job's arguments, decoded.
+	Args T
+	// Kind is Args' kind.
+	Kind string
+	// Queue is the queue the job was enqueued on.
+	Queue string
+	// Key orders jobs: jobs of one queue with the same key run one at a
+	// time, in enqueue order. Empty for unordered jobs.
+	Key string
+	// Attempt counts the deliveries of the job, this one included.
+	Attempt int
+	// MaxDeliveries is how many deliveries the job gets before it is
+	// dead-lettered.
+	MaxDeliveries int
+	// FencingToken is unique to this delivery and larger than any earlier
+	// delivery's of the same job. Pass it to systems the handler writes to,
+	// so that they can refuse a write from a delivery that lost its lease.
+	FencingToken int64
+	// EnqueuedAt is when the job was enqueued.
+	EnqueuedAt time.Time
+}
+
+// Handler runs jobs of one kind. Returning nil completes the job; an error
+// retries it with backoff until its deliveries are used up, then
+// dead-letters it; Permanent(err) dead-letters it at once; Snooze(d) runs it
+// again after d without using up a delivery. The context ends when the
+// job's lease is lost, its maximum processing time passes or the client
+// stops; context.Cause says which.
+type Handler[T JobArgs] func(ctx context.Context, job *Job[T]) error
+
+// Permanent marks err as one that retrying cannot fix: the job is
+// dead-lettered at once with it. A nil err stays nil.
+func Permanent(err error) error { return worker.Permanent(err) }
+
+// Snooze returns the error a handler returns to run its job again after d,
+// without counting the delivery: the job keeps its deliveries and its
+// place behind its key.
+func Snooze(d time.Duration) error { return worker.Snooze(d) }
+
+// AddHandler registers h for the jobs of T's kind. It panics when that kind
+// already has a handler or the client has started: both are programming
+// errors, found at the first run.
+func AddHandler[T JobArgs](c *Client, h Handler[T]) {
+	var zero T
+	kind := zero.Kind()
+	c.addHandler(kind, func(ctx context.Context, m *worker.Message) error {
+		job := &Job[T]{ID: m.MessageID, Kind: kind, Queue: m.Queue, Key: m.Key, Attempt: m.Attempt,
+			MaxDeliveries: m.MaxDeliveries, FencingToken: m.FencingToken, EnqueuedAt: m.EnqueuedAt}
+		if err := json.Unmarshal(m.Payload, &job.Args); err != nil {
+			// The same bytes will not decode next time either.
+			return Permanent(fmt.Errorf("decode the args of a %s job: %w", kind, err))
+		}
+		return h(ctx, job)
+	})
+}
