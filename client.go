@@ -85,8 +85,12 @@ type EnqueueResult struct {
 
 // Client enqueues jobs and works the queues of its Config: one front door
 // to leasehold for a Go program. Its methods are safe for concurrent use.
-type Client struct {
-	st  store.Store
+//
+// TTx is the type of the store's transactions (pgx.Tx for store/postgres,
+// *sql.Tx for store/sqlite, store.NoTx for store/memory), inferred from the
+// store given to NewClient, so that EnqueueTx takes only the right one.
+type Client[TTx any] struct {
+	st  store.TxStore[TTx]
 	cfg Config
 	log *slog.Logger
 
@@ -98,7 +102,7 @@ type Client struct {
 
 // NewClient returns a client of st, any store: memory, SQLite or
 // PostgreSQL. Bad settings are refused with an error naming each.
-func NewClient(st store.Store, cfg Config) (*Client, error) {
+func NewClient[TTx any](st store.TxStore[TTx], cfg Config) (*Client[TTx], error) {
 	if st == nil {
 		return nil, errors.New("leasehold: the store is nil")
 	}
@@ -125,7 +129,7 @@ func NewClient(st store.Store, cfg Config) (*Client, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("leasehold: %w", err)
 	}
-	return &Client{st: st, cfg: cfg, log: cfg.Logger, handlers: map[string]worker.HandlerFunc{}}, nil
+	return &Client[TTx]{st: st, cfg: cfg, log: cfg.Logger, handlers: map[string]worker.HandlerFunc{}}, nil
 }
 
 // workerConfig is the configuration of the worker of queue q.
@@ -135,7 +139,7 @@ func workerConfig(cfg Config, q string, qc QueueConfig) worker.Config {
 		Logger: cfg.Logger, MeterProvider: cfg.MeterProvider}
 }
 
-func (c *Client) addHandler(kind string, h worker.HandlerFunc) {
+func (c *Client[TTx]) addHandler(kind string, h worker.HandlerFunc) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
@@ -152,7 +156,7 @@ func (c *Client) addHandler(kind string, h worker.HandlerFunc) {
 // handle runs a message's job with the handler of its kind. A kind without
 // a handler fails, so that it is retried (a newer version of the program
 // may know it) and, its deliveries used up, dead-lettered with the reason.
-func (c *Client) handle(ctx context.Context, m *worker.Message) error {
+func (c *Client[TTx]) handle(ctx context.Context, m *worker.Message) error {
 	h := c.handlers[m.Kind]
 	if h == nil {
 		return fmt.Errorf("no handler for jobs of kind %q", m.Kind)
@@ -161,7 +165,7 @@ func (c *Client) handle(ctx context.Context, m *worker.Message) error {
 }
 
 // Enqueue puts a job on its queue. Its args are stored as JSON.
-func (c *Client) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOptions) (*EnqueueResult, error) {
+func (c *Client[TTx]) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOptions) (*EnqueueResult, error) {
 	m, err := newMessage(args, opts)
 	if err != nil {
 		return nil, err
@@ -171,6 +175,25 @@ func (c *Client) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOptions
 		return nil, fmt.Errorf("leasehold: enqueue a %s job: %w", m.Kind, err)
 	}
 	return &EnqueueResult{ID: res[0].ID, Duplicate: res[0].Duplicate}, nil
+}
+
+// EnqueueTx puts a job on its queue inside the caller's transaction tx: the
+// job becomes visible when tx commits and vanishes if it rolls back, so a
+// program can record its own change and the job that follows from it
+// atomically (the transactional outbox). On PostgreSQL a job with a key
+// or a dedup id takes a lock on that key or id in tx, held until tx ends:
+// keep such transactions short, as they hold back every other enqueue of
+// the same key or id. A SQLite transaction holds the database's write
+// lock from its first write to its end in any case.
+func (c *Client[TTx]) EnqueueTx(ctx context.Context, tx TTx, args JobArgs, opts *EnqueueOptions) error {
+	m, err := newMessage(args, opts)
+	if err != nil {
+		return err
+	}
+	if _, err := c.st.EnqueueTx(ctx, tx, []store.NewMessage{m}); err != nil {
+		return fmt.Errorf("leasehold: enqueue a %s job in a transaction: %w", m.Kind, err)
+	}
+	return nil
 }
 
 // newMessage turns a job into the message that stores it.
@@ -198,7 +221,7 @@ func newMessage(args JobArgs, opts *EnqueueOptions) (store.NewMessage, error) {
 // work goes on in the background until Stop. It logs each queue's
 // effective lease, heartbeat and maximum processing time. A client starts
 // once.
-func (c *Client) Start(ctx context.Context) error {
+func (c *Client[TTx]) Start(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.group != nil {
@@ -232,7 +255,7 @@ func (c *Client) Start(ctx context.Context) error {
 // contexts are cancelled and the leases of those that do not return are
 // released, so that the jobs run again elsewhere. It returns nil after a
 // clean stop. Safe before Start and more than once.
-func (c *Client) Stop(ctx context.Context) error {
+func (c *Client[TTx]) Stop(ctx context.Context) error {
 	c.mu.Lock()
 	g, ran := c.group, c.ran
 	c.mu.Unlock()

@@ -37,7 +37,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 
 // newClient returns a client of a fresh memory store and the store. Call
 // inside a synctest bubble.
-func newClient(t *testing.T, cfg leasehold.Config) (*leasehold.Client, store.Store) {
+func newClient(t *testing.T, cfg leasehold.Config) (*leasehold.Client[store.NoTx], store.Store) {
 	t.Helper()
 	st, err := memory.New(memory.Config{})
 	if err != nil {

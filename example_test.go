@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"os"
+	"path/filepath"
 
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/store/memory"
+	"github.com/leasehold/leasehold/store/sqlite"
 )
 
 // SendEmail is a job: its fields are its args, stored as JSON.
@@ -50,4 +53,48 @@ func Example() {
 		log.Fatal(err)
 	}
 	// Output: sending to ann@example.com (attempt 1)
+}
+
+// The transactional outbox: an order and the job that follows from it are
+// written in one transaction of the application's own database, so there
+// is never one without the other.
+func ExampleClient_EnqueueTx() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "outbox")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(dir, "app.db")})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer st.Close()
+	db := st.DB() // the application's tables may live in the same file
+	if _, err := db.ExecContext(ctx, `CREATE TABLE orders (id INTEGER PRIMARY KEY, email TEXT)`); err != nil {
+		log.Fatal(err)
+	}
+	c, err := leasehold.NewClient(st, leasehold.Config{Logger: quiet()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO orders (email) VALUES (?)`, "ann@example.com"); err != nil {
+		log.Fatal(err)
+	}
+	if err := c.EnqueueTx(ctx, tx, SendEmail{To: "ann@example.com"}, nil); err != nil {
+		log.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		log.Fatal(err)
+	}
+	s, err := st.Stats(ctx, leasehold.DefaultQueue)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("jobs waiting after the commit:", s.Pending)
+	// Output: jobs waiting after the commit: 1
 }

@@ -62,7 +62,7 @@ func Snooze(d time.Duration) error { return worker.Snooze(d) }
 // AddHandler registers h for the jobs of T's kind. It panics when that kind
 // already has a handler or the client has started: both are programming
 // errors, found at the first run.
-func AddHandler[T JobArgs](c *Client, h Handler[T]) {
+func AddHandler[T JobArgs, TTx any](c *Client[TTx], h Handler[T]) {
 	var zero T
 	kind := zero.Kind()
 	c.addHandler(kind, func(ctx context.Context, m *worker.Message) error {

@@ -136,6 +136,18 @@ type NewMessage struct {
 	Kind string
 }
 
+// TxStore is a store that can enqueue inside its caller's transaction, of
+// type TTx: the transactional outbox. The messages become visible when the
+// transaction commits and vanish if it rolls back.
+type TxStore[TTx any] interface {
+	Store
+	EnqueueTx(ctx context.Context, tx TTx, msgs []NewMessage) ([]Enqueued, error)
+}
+
+// NoTx is the transaction type of a store without transactions of its
+// own: its EnqueueTx enqueues at once.
+type NoTx struct{}
+
 // Enqueued is the outcome of enqueueing one message.
 type Enqueued struct {
 	ID int64

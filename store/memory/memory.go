@@ -335,6 +335,12 @@ func (s *Store) finishLocked(m *message, st store.State, now int64) {
 	heap.Push(&q.ready, next)
 }
 
+// EnqueueTx enqueues msgs at once: the memory store has no transactions.
+// It makes the store a store.TxStore, for code written for any store.
+func (s *Store) EnqueueTx(ctx context.Context, _ store.NoTx, msgs []store.NewMessage) ([]store.Enqueued, error) {
+	return s.Enqueue(ctx, msgs)
+}
+
 // Claim implements store.Store.
 func (s *Store) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, error) {
 	if err := store.CheckClaim(c); err != nil {

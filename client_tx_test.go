@@ -1,0 +1,90 @@
+package leasehold_test
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/internal/pgtest"
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/postgres"
+	"github.com/leasehold/leasehold/store/sqlite"
+)
+
+// testEnqueueTx enqueues a job in a transaction that commits and one in a
+// transaction that rolls back: only the first is there afterwards.
+func testEnqueueTx[TTx any](t *testing.T, c *leasehold.Client[TTx], st store.Store, begin func() (TTx, func(commit bool) error)) {
+	t.Helper()
+	ctx := context.Background()
+	for _, commit := range []bool{true, false} {
+		tx, end := begin()
+		if err := c.EnqueueTx(ctx, tx, sendEmail{To: "ann"}, &leasehold.EnqueueOptions{Key: "customer-1"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := end(commit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	infos, err := st.List(ctx, store.ListFilter{Queue: leasehold.DefaultQueue, State: store.Pending})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(infos) != 1 || infos[0].Kind != "send_email" || string(infos[0].Payload) != `{"to":"ann"}` || infos[0].Key != "customer-1" {
+		t.Fatalf("after a commit and a rollback: %+v, want the committed job only", infos)
+	}
+}
+
+func TestEnqueueTxSQLite(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "tx.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	c, err := leasehold.NewClient(st, leasehold.Config{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testEnqueueTx(t, c, st, func() (*sql.Tx, func(bool) error) {
+		tx, err := st.DB().BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tx, func(commit bool) error {
+			if commit {
+				return tx.Commit()
+			}
+			return tx.Rollback()
+		}
+	})
+}
+
+func TestEnqueueTxPostgres(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	st, err := postgres.Open(ctx, postgres.Config{Pool: pool, Schema: pgtest.Schema(t, pool)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	c, err := leasehold.NewClient(st, leasehold.Config{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testEnqueueTx(t, c, st, func() (pgx.Tx, func(bool) error) {
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tx, func(commit bool) error {
+			if commit {
+				return tx.Commit(ctx)
+			}
+			return tx.Rollback(ctx)
+		}
+	})
+}
