@@ -97,7 +97,9 @@ type Client[TTx any] struct {
 	mu       sync.Mutex
 	handlers map[string]worker.HandlerFunc
 	group    *lifecycle.Group
-	ran      chan error
+	// done is closed when the workers have stopped; runErr is then how.
+	done   chan struct{}
+	runErr error
 }
 
 // NewClient returns a client of st, any store: memory, SQLite or
@@ -245,37 +247,73 @@ func (c *Client[TTx]) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("leasehold: %w", err)
 	}
-	c.group, c.ran = g, make(chan error, 1)
-	go func() { c.ran <- g.Run(context.WithoutCancel(ctx)) }()
+	c.group, c.done = g, make(chan struct{})
+	go func() {
+		c.runErr = g.Run(context.WithoutCancel(ctx))
+		close(c.done)
+	}()
 	return nil
 }
 
 // Stop stops claiming jobs and waits for running handlers to finish, until
-// ctx ends or ShutdownTimeout passes; then it stops them at once: their
-// contexts are cancelled and the leases of those that do not return are
-// released, so that the jobs run again elsewhere. It returns nil after a
+// ctx ends or ShutdownTimeout passes; then it stops them at once, as
+// StopAndCancel does. It returns once the client has stopped: nil after a
 // clean stop. Safe before Start and more than once.
 func (c *Client[TTx]) Stop(ctx context.Context) error {
 	c.mu.Lock()
-	g, ran := c.group, c.ran
+	g, done := c.group, c.done
 	c.mu.Unlock()
 	if g == nil {
 		return nil
 	}
 	err := g.Shutdown(ctx)
-	if ran != nil {
-		select {
-		case rerr, ok := <-ran:
-			if ok {
-				err = errors.Join(err, rerr)
-				close(ran)
-			}
-		case <-ctx.Done():
-			err = errors.Join(err, ctx.Err())
-		}
-	}
-	if err != nil {
+	<-done // a hard stop ends within a few seconds
+	if err = errors.Join(err, c.runErr); err != nil {
 		return fmt.Errorf("leasehold: stop: %w", err)
 	}
 	return nil
+}
+
+// StopAndCancel stops at once: running handlers' contexts are cancelled
+// (context.Cause is worker.ErrShutdown), and the leases of those that have
+// not returned a few seconds later are released, so that their jobs run
+// again elsewhere at once. It returns once the client has stopped.
+func (c *Client[TTx]) StopAndCancel(ctx context.Context) error {
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	return c.Stop(ended)
+}
+
+// RunUntilSignal starts the client and works until SIGTERM or SIGINT, or
+// until ctx ends. The first signal stops it as Stop does, letting running
+// handlers finish within ShutdownTimeout; a second signal stops it at once,
+// as StopAndCancel does. The same signal delivered twice within
+// lifecycle.DuplicateSignalWindow (to the process and to its group, as
+// some supervisors send it) counts once. It returns how the client
+// stopped. The signals get their default behaviour back when it returns.
+func (c *Client[TTx]) RunUntilSignal(ctx context.Context) error {
+	co := lifecycle.NewCoordinator()
+	co.RepeatWindow, co.Clock = lifecycle.DuplicateSignalWindow, c.cfg.Clock
+	unlisten := co.Listen()
+	defer unlisten()
+	if err := c.Start(ctx); err != nil {
+		return err
+	}
+	select {
+	case <-co.Triggered():
+		c.log.Info("leasehold: signal: stopping gracefully; a second signal stops at once")
+	case <-ctx.Done():
+		return c.StopAndCancel(context.WithoutCancel(ctx))
+	}
+	stopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	go func() {
+		select {
+		case <-co.Escalated():
+			c.log.Warn("leasehold: second signal: stopping at once")
+			cancel()
+		case <-stopCtx.Done():
+		}
+	}()
+	return c.Stop(stopCtx)
 }
