@@ -215,6 +215,11 @@ func newMessage(args JobArgs, opts *EnqueueOptions) (store.NewMessage, error) {
 	if opts != nil {
 		o = *opts
 	}
+	if d, ok := args.(JobArgsWithOpts); ok {
+		def := d.EnqueueOpts()
+		o = EnqueueOptions{Queue: cmp.Or(o.Queue, def.Queue), Key: cmp.Or(o.Key, def.Key), Delay: cmp.Or(o.Delay, def.Delay),
+			DedupID: cmp.Or(o.DedupID, def.DedupID), MaxDeliveries: cmp.Or(o.MaxDeliveries, def.MaxDeliveries)}
+	}
 	return store.NewMessage{Queue: cmp.Or(o.Queue, DefaultQueue), Kind: kind, Payload: payload, Key: o.Key, DedupID: o.DedupID,
 		Delay: o.Delay, MaxDeliveries: o.MaxDeliveries}, nil
 }

@@ -3,6 +3,7 @@ package leasehold_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -250,4 +251,49 @@ func TestClientRefusesBadSettings(t *testing.T) {
 		}
 	}()
 	leasehold.AddHandler(c, func(context.Context, *leasehold.Job[sendEmail]) error { return nil })
+}
+
+type report struct {
+	Day string `json:"day"`
+}
+
+func (report) Kind() string { return "report" }
+
+func (report) EnqueueOpts() leasehold.EnqueueOptions {
+	return leasehold.EnqueueOptions{Queue: "reports", MaxDeliveries: 2, Key: "reports"}
+}
+
+// A kind's own options fill what the enqueue leaves out.
+func TestKindOptions(t *testing.T) {
+	ctx := context.Background()
+	st, err := memory.New(memory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	c, err := leasehold.NewClient(st, leasehold.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Enqueue(ctx, report{Day: "mon"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Enqueue(ctx, report{Day: "tue"}, &leasehold.EnqueueOptions{MaxDeliveries: 7, Key: "tuesday"}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range []store.State{store.Pending, store.Waiting} {
+		infos, err := st.List(ctx, store.ListFilter{Queue: "reports", State: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range infos {
+			got = append(got, fmt.Sprintf("%s %s %d", in.Payload, in.Key, in.MaxDeliveries))
+		}
+	}
+	slices.Sort(got)
+	want := []string{`{"day":"mon"} reports 2`, `{"day":"tue"} tuesday 7`}
+	if !slices.Equal(got, want) {
+		t.Fatalf("enqueued %q, want %q", got, want)
+	}
 }

@@ -16,6 +16,14 @@ type JobArgs interface {
 	Kind() string
 }
 
+// JobArgsWithOpts are job args that carry their kind's default options:
+// a field left zero in the options given to Enqueue takes the value of the
+// same field here.
+type JobArgsWithOpts interface {
+	JobArgs
+	EnqueueOpts() EnqueueOptions
+}
+
 // Job is a job as its handler sees it.
 type Job[T JobArgs] struct {
 	// ID is the job's message id.
