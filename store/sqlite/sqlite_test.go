@@ -250,32 +250,5 @@ func TestUpgradeCountsCompletedMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	want := func(queue string, completed, pending int64) {
-		t.Helper()
-		st, err := s.Stats(ctx, queue)
-		if err != nil || st.Completed != completed || st.Pending != pending {
-			t.Fatalf("stats of %s: %+v, %v; want %d completed, %d pending", queue, st, err, completed, pending)
-		}
-	}
-	want("a", 2, 1)
-	want("b", 1, 0)
-	ds, err := s.Claim(ctx, store.Claim{Queue: "a", WorkerID: "w", Max: 1, LeaseDuration: time.Minute})
-	if err != nil || len(ds) != 1 {
-		t.Fatalf("claim: %v, %v", ds, err)
-	}
-	if errs, err := s.Complete(ctx, []store.Completion{{Lease: ds[0].Lease}}); err != nil || errs[0] != nil {
-		t.Fatalf("complete: %v, %v", errs, err)
-	}
-	want("a", 3, 0)
-	// Messages written after the upgrade carry a kind.
-	if _, err := s.Enqueue(ctx, []store.NewMessage{{Queue: "a", Kind: "send_email"}}); err != nil {
-		t.Fatal(err)
-	}
-	if infos, err := s.List(ctx, store.ListFilter{Queue: "a", State: store.Pending}); err != nil || len(infos) != 1 || infos[0].Kind != "send_email" {
-		t.Fatalf("after the upgrade: %+v, %v", infos, err)
-	}
-	if _, err := s.DeleteQueue(ctx, "a"); err != nil {
-		t.Fatal(err)
-	}
-	want("a", 0, 0)
+	storetest.CheckUpgraded(t, s)
 }
