@@ -53,7 +53,8 @@
 // installed: leasehold.messages.claimed, .completed, .failed,
 // .dead_lettered and .in_flight; leasehold.handler.duration;
 // leasehold.lease.extensions by result (ok, lost, error);
-// reaper.recovered.count, reaper.stale.duration and reaper.runs.total; and
-// leasehold.watchdog.stalls. The worker's carry the attributes queue and
-// worker.id.
+// leasehold.reaper.recovered and leasehold.reaper.stale.duration, by queue,
+// and leasehold.reaper.runs; and leasehold.watchdog.stalls. The worker's
+// carry the attribute queue; the worker id, new at every restart, is in the
+// logs only.
 package worker

@@ -50,7 +50,7 @@ type workerMetrics struct {
 	extOK, extLost, extError         metric.MeasurementOption
 }
 
-func newWorkerMetrics(p metric.MeterProvider, queue, workerID string) (*workerMetrics, error) {
+func newWorkerMetrics(p metric.MeterProvider, queue string) (*workerMetrics, error) {
 	b := &instruments{m: meter(p)}
 	wm := &workerMetrics{
 		claimed:    b.counter("leasehold.messages.claimed", "{message}", "Messages claimed by the worker."),
@@ -66,7 +66,9 @@ func newWorkerMetrics(p metric.MeterProvider, queue, workerID string) (*workerMe
 	if err := errors.Join(b.err, err); err != nil {
 		return nil, err
 	}
-	base := []attribute.KeyValue{attribute.String("queue", queue), attribute.String("worker.id", workerID)}
+	// The worker id stays out of the attributes: it changes at every
+	// restart, and each value would start new series. Logs carry it.
+	base := []attribute.KeyValue{attribute.String("queue", queue)}
 	wm.attrs = metric.WithAttributeSet(attribute.NewSet(base...))
 	result := func(r string) metric.MeasurementOption {
 		return metric.WithAttributeSet(attribute.NewSet(append(base[:len(base):len(base)], attribute.String("result", r))...))
@@ -75,7 +77,8 @@ func newWorkerMetrics(p metric.MeterProvider, queue, workerID string) (*workerMe
 	return wm, nil
 }
 
-// reaperMetrics are the reaper's instruments, under their conventional names.
+// reaperMetrics are the reaper's instruments. Recoveries carry the queue
+// of the message recovered.
 type reaperMetrics struct {
 	recovered metric.Int64Counter
 	stale     metric.Float64Histogram
@@ -85,9 +88,9 @@ type reaperMetrics struct {
 func newReaperMetrics(p metric.MeterProvider) (*reaperMetrics, error) {
 	b := &instruments{m: meter(p)}
 	rm := &reaperMetrics{
-		recovered: b.counter("reaper.recovered.count", "{message}", "Messages the reaper took back from expired leases."),
-		stale:     b.histogram("reaper.stale.duration", "How long recovered messages had been stuck with an expired lease."),
-		runs:      b.counter("reaper.runs.total", "{run}", "Reaper runs."),
+		recovered: b.counter("leasehold.reaper.recovered", "{message}", "Messages the reaper took back from expired leases."),
+		stale:     b.histogram("leasehold.reaper.stale.duration", "How long recovered messages had been stuck with an expired lease."),
+		runs:      b.counter("leasehold.reaper.runs", "{run}", "Reaper runs."),
 	}
 	return rm, b.err
 }

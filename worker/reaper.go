@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/leasehold/leasehold/clock"
@@ -33,9 +34,9 @@ type ReaperConfig struct {
 	// Logger receives a line per run that recovered messages and per error.
 	// Default slog.Default().
 	Logger *slog.Logger
-	// MeterProvider gets reaper.recovered.count, reaper.stale.duration and
-	// reaper.runs.total. Default: the global OpenTelemetry provider, a no-op
-	// unless one is installed.
+	// MeterProvider gets leasehold.reaper.recovered,
+	// leasehold.reaper.stale.duration and leasehold.reaper.runs. Default:
+	// the global OpenTelemetry provider, a no-op unless one is installed.
 	MeterProvider metric.MeterProvider
 }
 
@@ -109,10 +110,11 @@ func (r *Reaper) RunOnce(ctx context.Context) ([]store.Recovered, error) {
 		r.cfg.Logger.Error("reaper run failed", "error", err)
 		return nil, err
 	}
-	r.m.recovered.Add(ctx, int64(len(rec)))
 	dead := 0
 	for _, m := range rec {
-		r.m.stale.Record(ctx, m.StuckFor.Seconds())
+		q := metric.WithAttributes(attribute.String("queue", m.Queue))
+		r.m.recovered.Add(ctx, 1, q)
+		r.m.stale.Record(ctx, m.StuckFor.Seconds(), q)
 		if m.Dead {
 			dead++
 		}

@@ -77,18 +77,21 @@ func TestReaperMetrics(t *testing.T) {
 		t.Fatalf("reap after expiry: %v, %v", rec, err)
 	}
 	data := collect(t, reader)
-	if got := sum(t, data, "reaper.runs.total"); got != 2 {
-		t.Fatalf("reaper.runs.total = %d, want 2", got)
+	if got := sum(t, data, "leasehold.reaper.runs"); got != 2 {
+		t.Fatalf("leasehold.reaper.runs = %d, want 2", got)
 	}
-	if got := sum(t, data, "reaper.recovered.count"); got != 2 {
-		t.Fatalf("reaper.recovered.count = %d, want 2", got)
+	if got := sum(t, data, "leasehold.reaper.recovered"); got != 2 {
+		t.Fatalf("leasehold.reaper.recovered = %d, want 2", got)
 	}
-	h, ok := data["reaper.stale.duration"].(metricdata.Histogram[float64])
+	h, ok := data["leasehold.reaper.stale.duration"].(metricdata.Histogram[float64])
 	if !ok || len(h.DataPoints) != 1 {
-		t.Fatalf("reaper.stale.duration: %#v", data["reaper.stale.duration"])
+		t.Fatalf("leasehold.reaper.stale.duration: %#v", data["leasehold.reaper.stale.duration"])
 	}
 	if dp := h.DataPoints[0]; dp.Count != 2 || dp.Sum != 6 {
 		t.Fatalf("stale durations: count %d sum %v, want 2 and 6 s (each stuck 3 s)", dp.Count, dp.Sum)
+	}
+	if q, _ := h.DataPoints[0].Attributes.Value("queue"); q.AsString() != queue {
+		t.Fatalf("stale durations of queue %q, want %q", q.AsString(), queue)
 	}
 }
 
@@ -113,7 +116,7 @@ func TestReaperRunsOnItsInterval(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-		if got := sum(t, collect(t, reader), "reaper.runs.total"); got != 4 {
+		if got := sum(t, collect(t, reader), "leasehold.reaper.runs"); got != 4 {
 			t.Fatalf("runs in 9 s at 2 s = %d, want 4", got)
 		}
 	})
@@ -333,8 +336,11 @@ func TestWorkerMetrics(t *testing.T) {
 		if len(h.DataPoints) != 1 || h.DataPoints[0].Count != 5 {
 			t.Fatalf("handler.duration: %+v", h.DataPoints)
 		}
-		if a, _ := h.DataPoints[0].Attributes.Value("worker.id"); a.AsString() != b.w.ID() {
-			t.Fatalf("worker.id attribute %q, want %q", a.AsString(), b.w.ID())
+		// Series are by queue; the worker id, new at every restart, is not
+		// an attribute.
+		attrs := h.DataPoints[0].Attributes
+		if q, _ := attrs.Value("queue"); q.AsString() != queue || attrs.HasValue("worker.id") || attrs.Len() != 1 {
+			t.Fatalf("handler.duration attributes %v, want the queue only", attrs.ToSlice())
 		}
 	})
 }

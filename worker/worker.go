@@ -71,7 +71,7 @@ func New(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
-	m, err := newWorkerMetrics(r.MeterProvider, r.Queue, r.WorkerID)
+	m, err := newWorkerMetrics(r.MeterProvider, r.Queue)
 	if err != nil {
 		return nil, fmt.Errorf("worker: metrics: %w", err)
 	}
