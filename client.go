@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"slices"
 	"sync"
 	"time"
 
@@ -119,7 +118,7 @@ func NewClient[TTx any](st store.TxStore[TTx], cfg Config) (*Client[TTx], error)
 		errs = append(errs, fmt.Errorf("MaxProcessingTime %s is below LeaseDuration %s: a job would be stopped before its first lease ended",
 			cfg.MaxProcessingTime, cfg.LeaseDuration))
 	}
-	for _, q := range slices.Sorted(maps.Keys(cfg.Queues)) {
+	for _, q := range sortedQueues(cfg) {
 		qc := cfg.Queues[q]
 		qc.Concurrency = cmp.Or(qc.Concurrency, worker.DefaultConcurrency)
 		cfg.Queues[q] = qc
@@ -235,7 +234,7 @@ func (c *Client[TTx]) Start(ctx context.Context) error {
 		return errors.New("leasehold: the client has started already")
 	}
 	var loops []lifecycle.Runnable
-	for i, q := range slices.Sorted(maps.Keys(c.cfg.Queues)) {
+	for i, q := range sortedQueues(c.cfg) {
 		wc := workerConfig(c.cfg, q, c.cfg.Queues[q])
 		wc.Store, wc.Handler = c.st, worker.HandlerFunc(c.handle)
 		// One reaper serves the whole store: the first queue's.
@@ -252,9 +251,13 @@ func (c *Client[TTx]) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("leasehold: %w", err)
 	}
+	unobserve, err := observeQueues(c.cfg.MeterProvider, c.st, sortedQueues(c.cfg))
+	if err != nil {
+		return fmt.Errorf("leasehold: metrics: %w", err)
+	}
 	c.group, c.done = g, make(chan struct{})
 	go func() {
-		c.runErr = g.Run(context.WithoutCancel(ctx))
+		c.runErr = errors.Join(g.Run(context.WithoutCancel(ctx)), unobserve())
 		close(c.done)
 	}()
 	return nil

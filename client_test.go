@@ -13,6 +13,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/memory"
@@ -296,4 +299,58 @@ func TestKindOptions(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("enqueued %q, want %q", got, want)
 	}
+}
+
+// The client reports each queue's depth by state and the age of its oldest
+// pending job.
+func TestClientQueueGauges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		reader := sdkmetric.NewManualReader()
+		c, st := newClient(t, leasehold.Config{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
+			Queues: map[string]leasehold.QueueConfig{"default": {Concurrency: 1}}})
+		release := make(chan struct{})
+		leasehold.AddHandler(c, func(ctx context.Context, job *leasehold.Job[sendEmail]) error {
+			<-release
+			return nil
+		})
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if _, err := c.Enqueue(ctx, sendEmail{To: "ann"}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitFor(t, "one job running", func() bool { return count(t, st, "default").Processing == 1 })
+		time.Sleep(3 * time.Second)
+		var rm metricdata.ResourceMetrics
+		if err := reader.Collect(ctx, &rm); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				switch d := m.Data.(type) {
+				case metricdata.Gauge[int64]:
+					for _, dp := range d.DataPoints {
+						state, _ := dp.Attributes.Value("state")
+						got[m.Name+"/"+state.AsString()] = float64(dp.Value)
+					}
+				case metricdata.Gauge[float64]:
+					for _, dp := range d.DataPoints {
+						got[m.Name] = dp.Value
+					}
+				}
+			}
+		}
+		if got["leasehold.queue.depth/pending"] != 1 || got["leasehold.queue.depth/processing"] != 1 ||
+			got["leasehold.queue.depth/completed"] != 0 || got["leasehold.queue.oldest_pending_age"] < 3 {
+			t.Fatalf("gauges %v", got)
+		}
+		close(release)
+		if err := c.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

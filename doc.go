@@ -33,6 +33,13 @@
 // dead-lettered with its last error; Permanent dead-letters it at once and
 // Snooze runs it again later without using up a delivery.
 //
+// Metrics go through the OpenTelemetry API (Config.MeterProvider), a no-op
+// unless a provider is installed: every instrument is named leasehold.*
+// and carries the queue; besides the workers' counters and histograms, the
+// client reports leasehold.queue.depth by queue and state and
+// leasehold.queue.oldest_pending_age, read at each collection without
+// scanning history.
+//
 // The store is any store.Store: store/memory for tests, store/sqlite (one
 // file, no server) or store/postgres for many processes on many machines.
 package leasehold
