@@ -19,10 +19,6 @@ import (
 	"github.com/leasehold/leasehold/store"
 )
 
-// ErrLeaseLost reports that a message's lease is no longer current: the
-// receipt handle has expired. The operation changed nothing.
-var ErrLeaseLost = store.ErrLeaseLost
-
 // DefaultPollInterval is how often a long poll looks again when nothing in
 // this process signalled new messages.
 const DefaultPollInterval = time.Second
@@ -280,7 +276,7 @@ func (msg *Message) Fail(ctx context.Context, cause error, retryDelay time.Durat
 }
 
 // ExtendVisibility keeps the message invisible for d from now. It returns
-// an error wrapping ErrLeaseLost when the lease is no longer current.
+// an error wrapping store.ErrLeaseLost when the lease is no longer current.
 func (msg *Message) ExtendVisibility(ctx context.Context, d time.Duration) error {
 	sent := msg.mb.clk.Monotonic()
 	res, err := msg.mb.store.Extend(ctx, []store.Lease{msg.Lease}, d)

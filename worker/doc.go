@@ -34,7 +34,7 @@
 // with one store call per tick (LeaseExtenderConfig). A lease is lost when
 // the store refuses to extend it or when it ends, by the worker's own
 // reckoning, without a successful extension; its handler's context is then
-// cancelled with cause ErrLeaseLost and the message is not completed by
+// cancelled with cause store.ErrLeaseLost and the message is not completed by
 // this worker: it is delivered again. A handler still running after
 // MaxProcessingTime is cancelled with cause ErrMaxProcessingTime and its
 // message failed. KeepAlive gives the same protection to a message received

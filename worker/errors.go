@@ -4,17 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/leasehold/leasehold/store"
 )
 
 // Causes of a handler's context being cancelled; read them with
-// context.Cause.
+// context.Cause. Besides these, store.ErrLeaseLost: the message's lease was
+// lost (the store refused to extend it, or it expired before an extension
+// got through); the message is not completed by this worker and is
+// delivered again.
 var (
-	// ErrLeaseLost: the message's lease was lost (the store refused to
-	// extend it, or it expired before an extension got through). The
-	// message is not completed by this worker; it is delivered again.
-	ErrLeaseLost = store.ErrLeaseLost
 	// ErrMaxProcessingTime: the handler ran longer than MaxProcessingTime.
 	// The message is failed and retried or dead-lettered as usual.
 	ErrMaxProcessingTime = errors.New("maximum processing time exceeded")

@@ -44,8 +44,8 @@ type KeepAliveConfig struct {
 // The lease is extended every Interval to Extension from then. When it is
 // lost (the store refuses an extension, or the lease ends without one: the
 // first extension comes after Interval, so receive with a visibility longer
-// than that) fn's context is cancelled with cause ErrLeaseLost, and
-// KeepAlive returns an error wrapping ErrLeaseLost, joined with fn's: do not
+// than that) fn's context is cancelled with cause store.ErrLeaseLost, and
+// KeepAlive returns an error wrapping store.ErrLeaseLost, joined with fn's: do not
 // acknowledge the message then. Extension has stopped when KeepAlive
 // returns; msg's LeaseExpires and LeaseDeadline still tell the lease it was
 // received with.
@@ -72,7 +72,7 @@ func KeepAlive(ctx context.Context, msg *mailbox.Message, cfg KeepAliveConfig, f
 	k := newKeeper(msg.Mailbox().Store(), clk, ext, log, m)
 	fnCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	h := k.hold(msg.Lease, msg.LeaseDeadline(), func() { cancel(ErrLeaseLost) })
+	h := k.hold(msg.Lease, msg.LeaseDeadline(), func() { cancel(store.ErrLeaseLost) })
 	keeperCtx, stopKeeper := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() { k.run(keeperCtx) })

@@ -24,7 +24,7 @@ type LeaseExtenderConfig struct {
 	Extension time.Duration
 	// Enabled turns extension on. Off, nothing is extended: a handler still
 	// running when its lease ends loses the lease (its context is cancelled
-	// with ErrLeaseLost).
+	// with store.ErrLeaseLost).
 	Enabled bool
 }
 

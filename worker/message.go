@@ -32,7 +32,7 @@ func (m *Message) SetReply(output []byte) {
 // (retried with backoff until its deliveries are used up, then
 // dead-lettered); an error marked with Permanent dead-letters it at once.
 // The context is cancelled when the worker must stop the handler, with a
-// cause from context.Cause: ErrLeaseLost, ErrMaxProcessingTime or
+// cause from context.Cause: store.ErrLeaseLost, ErrMaxProcessingTime or
 // ErrShutdown.
 type Handler interface {
 	Handle(ctx context.Context, msg *Message) error

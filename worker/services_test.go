@@ -252,7 +252,7 @@ func TestKeepAlive(t *testing.T) {
 			cause = sleepCtx(ctx, 10*time.Second)
 			return cause
 		})
-		if !errors.Is(err, worker.ErrLeaseLost) || !errors.Is(cause, worker.ErrLeaseLost) {
+		if !errors.Is(err, store.ErrLeaseLost) || !errors.Is(cause, store.ErrLeaseLost) {
 			t.Fatalf("KeepAlive = %v, fn's cause %v; want ErrLeaseLost for both", err, cause)
 		}
 		noop := func(context.Context) error { return nil }
@@ -274,7 +274,7 @@ func TestStoreRefusedExtensionCancels(t *testing.T) {
 				t0 := time.Now()
 				leases <- m.Lease
 				err := sleepCtx(ctx, time.Hour)
-				if errors.Is(err, worker.ErrLeaseLost) {
+				if errors.Is(err, store.ErrLeaseLost) {
 					causes <- time.Since(t0)
 				}
 				return err

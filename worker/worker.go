@@ -461,7 +461,7 @@ func (l *loop) start(msg *mailbox.Message) {
 	w := l.w
 	ctx, cancel := context.WithCancelCause(l.base)
 	j := &job{ops: l.ops, msg: msg, ctx: ctx, cancel: cancel}
-	j.hold = w.keeper.hold(msg.Lease, msg.LeaseDeadline(), func() { cancel(ErrLeaseLost) })
+	j.hold = w.keeper.hold(msg.Lease, msg.LeaseDeadline(), func() { cancel(store.ErrLeaseLost) })
 	l.jobs[j] = struct{}{}
 	l.free--
 	w.m.claimed.Add(ctx, 1, w.m.attrs)

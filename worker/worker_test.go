@@ -246,7 +246,7 @@ func TestKeeperDisabledLosesLease(t *testing.T) {
 			})})
 		b.enqueue(store.NewMessage{Payload: []byte("slow")})
 		b.wait(10*lease, "redelivery and completion", b.completed(1))
-		if err := recv(t, causes, time.Minute); !errors.Is(err, worker.ErrLeaseLost) {
+		if err := recv(t, causes, time.Minute); !errors.Is(err, store.ErrLeaseLost) {
 			t.Fatalf("first attempt's cause = %v, want ErrLeaseLost", err)
 		}
 		if n := b.store.extendCalls.Load(); n != 0 {
@@ -303,7 +303,7 @@ func TestExtendErrorsUntilExpiryCancel(t *testing.T) {
 		b.enqueue(store.NewMessage{Payload: []byte("x")})
 		t0 := recv(t, began, time.Second)
 		err := recv(t, causes, time.Minute)
-		if !errors.Is(err, worker.ErrLeaseLost) {
+		if !errors.Is(err, store.ErrLeaseLost) {
 			t.Fatalf("cause = %v, want ErrLeaseLost", err)
 		}
 		if took := time.Since(t0); took != lease {

@@ -1402,10 +1402,10 @@ func testMailbox(t *testing.T, f Factory) {
 	if err := m.Nack(b.ctx, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Ack(b.ctx); !errors.Is(err, mailbox.ErrLeaseLost) {
+	if err := m.Ack(b.ctx); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("Ack after Nack = %v, want ErrLeaseLost", err)
 	}
-	if err := m.ExtendVisibility(b.ctx, time.Second); !errors.Is(err, mailbox.ErrLeaseLost) {
+	if err := m.ExtendVisibility(b.ctx, time.Second); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("ExtendVisibility after Nack = %v, want ErrLeaseLost", err)
 	}
 	ms, _ = mb.Receive(b.ctx, mailbox.ReceiveOptions{Visibility: lease})
