@@ -79,7 +79,7 @@ func KeepAlive(ctx context.Context, msg *mailbox.Message, cfg KeepAliveConfig, f
 	err = fn(fnCtx)
 	stopKeeper()
 	wg.Wait()
-	if k.drop(h) {
+	if lost, _ := k.drop(h); lost {
 		return errors.Join(fmt.Errorf("worker: %w", store.LeaseLost(msg.Lease)), err)
 	}
 	return err

@@ -115,25 +115,18 @@ func (k *keeper) hold(l store.Lease, deadline time.Duration, onLost func()) *hol
 	return h
 }
 
-// drop stops keeping h's lease and reports whether it was lost.
-func (k *keeper) drop(h *hold) (lost bool) {
+// drop stops keeping h's lease and reports whether it was lost, and when,
+// on the monotonic clock, the lease ends by the worker's reckoning.
+func (k *keeper) drop(h *hold) (lost bool, deadline time.Duration) {
 	k.mu.Lock()
 	h.dropped = true
-	lost = h.lost
+	lost, deadline = h.lost, h.deadline
 	if !lost {
 		delete(k.held, h.lease)
 	}
 	k.mu.Unlock()
 	h.timer.Stop()
-	return lost
-}
-
-// deadline returns when h's lease ends by the worker's reckoning: after
-// drop, as the last extension left it.
-func (k *keeper) deadline(h *hold) time.Duration {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return h.deadline
+	return lost, deadline
 }
 
 func (k *keeper) lose(h *hold, why string) {

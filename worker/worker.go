@@ -55,9 +55,12 @@ type job struct {
 	completion store.Completion
 	msg        *mailbox.Message
 	hold       *hold
-	ctx        context.Context
-	cancel     context.CancelCauseFunc
-	state      atomic.Int32
+	// until is when the lease ends, on the monotonic clock, by the
+	// worker's reckoning once the handler returned.
+	until  time.Duration
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	state  atomic.Int32
 }
 
 // New returns a worker for cfg, or an error naming every field that is out
@@ -502,7 +505,8 @@ func (w *Worker) process(j *job) bool {
 	err := w.call(ctx, msg)
 	took := w.cfg.Clock.Monotonic() - began
 	limit.Stop()
-	lost := w.keeper.drop(j.hold)
+	lost, until := w.keeper.drop(j.hold)
+	j.until = until
 	cause := context.Cause(ctx)
 	cancel(nil)
 	opCtx := j.ops
@@ -512,7 +516,6 @@ func (w *Worker) process(j *job) bool {
 		return false // a hard stop released the lease
 	}
 	log := &msgLog{w: w, msg: msg} // stays on the stack unless it logs
-	var snooze *SnoozeError
 	switch {
 	case lost:
 		log.Warn("lease lost while the handler ran; not completing", "handler_error", err)
@@ -526,31 +529,44 @@ func (w *Worker) process(j *job) bool {
 		} else {
 			log.Info("handler stopped by shutdown; message released", "handler_error", err)
 		}
-	case IsNotStarted(err), errors.As(err, &snooze):
-		delay := w.cfg.Backoff.Delay(1)
-		if snooze != nil {
-			delay = snooze.Delay
-		}
-		if rerr := w.cfg.Store.Release(opCtx, store.Release{Lease: msg.Lease, Uncount: true, Delay: delay}); rerr != nil {
-			log.Warn("could not give back a message; it returns when its lease expires", "error", err, "store_error", rerr)
-		} else if snooze != nil {
-			log.Debug("message snoozed", "retry_in", delay)
-		} else {
-			log.Warn("handler did not start; message given back without counting the delivery", "error", err, "retry_in", delay)
-		}
+	case err != nil && w.giveBack(opCtx, log, msg, err):
 	case err != nil:
 		w.fail(opCtx, log, msg, err, "")
 	default:
 		if w.cfg.Concurrency == 1 {
 			// One slot, one completion at a time: nothing to batch, so
 			// skip the handoff.
-			w.complete(opCtx, log, msg, w.keeper.deadline(j.hold))
+			w.complete(opCtx, log, msg, until)
 			return false
 		}
 		j.handled, j.completion = msg, w.completion(msg)
 		return true
 	}
 	return false
+}
+
+// giveBack gives msg back without counting its delivery when err asks for
+// that (Snooze, NotStarted), and reports whether it did. It is apart from
+// process so that the success path does not pay for the error it inspects.
+func (w *Worker) giveBack(ctx context.Context, log *msgLog, msg *Message, err error) bool {
+	var snooze *SnoozeError
+	isSnooze := errors.As(err, &snooze)
+	if !isSnooze && !IsNotStarted(err) {
+		return false
+	}
+	delay := w.cfg.Backoff.Delay(1)
+	if isSnooze {
+		delay = snooze.Delay
+	}
+	switch rerr := w.cfg.Store.Release(ctx, store.Release{Lease: msg.Lease, Uncount: true, Delay: delay}); {
+	case rerr != nil:
+		log.Warn("could not give back a message; it returns when its lease expires", "error", err, "store_error", rerr)
+	case isSnooze:
+		log.Debug("message snoozed", "retry_in", delay)
+	default:
+		log.Warn("handler did not start; message given back without counting the delivery", "error", err, "retry_in", delay)
+	}
+	return true
 }
 
 // call runs the handler, turning a panic into a *PanicError.
@@ -670,13 +686,13 @@ func (l *loop) completer() {
 		until := time.Duration(math.MaxInt64)
 		for _, j := range batch {
 			cs = append(cs, j.completion)
-			until = min(until, w.keeper.deadline(j.hold))
+			until = min(until, j.until)
 		}
 		errs, err := w.storeComplete(l.ops, cs, until)
 		if errors.Is(err, store.ErrInvalid) {
 			// One bad completion must not sink the batch: each goes alone.
 			for _, j := range batch {
-				w.complete(l.ops, &msgLog{w: w, msg: j.handled}, j.handled, w.keeper.deadline(j.hold))
+				w.complete(l.ops, &msgLog{w: w, msg: j.handled}, j.handled, j.until)
 				j.handled, j.completion = nil, store.Completion{}
 				l.done <- j
 			}

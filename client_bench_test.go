@@ -1,0 +1,63 @@
+package leasehold_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/memory"
+)
+
+// BenchmarkClientOverhead measures what the client adds per job on the
+// memory store, around a handler that does nothing: everything the
+// worker's overhead benchmark counts, plus decoding the args and
+// dispatching by kind. Jobs are enqueued before the timer starts.
+func BenchmarkClientOverhead(b *testing.B) {
+	for _, conc := range []int{1, 10, 100} {
+		b.Run(fmt.Sprintf("concurrency=%d", conc), func(b *testing.B) {
+			ctx := context.Background()
+			st, err := memory.New(memory.Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			c, err := leasehold.NewClient(st, leasehold.Config{Logger: quiet(),
+				Queues: map[string]leasehold.QueueConfig{leasehold.DefaultQueue: {Concurrency: conc}}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			// Stored as the client stores them: JSON args and a kind.
+			batch := make([]store.NewMessage, 0, 1000)
+			for i := 0; i < b.N; i += len(batch) {
+				batch = batch[:min(cap(batch), b.N-i)]
+				for j := range batch {
+					batch[j] = store.NewMessage{Queue: leasehold.DefaultQueue, Kind: "send_email", Payload: []byte(`{"to":"ann@example.com"}`)}
+				}
+				if _, err := st.Enqueue(ctx, batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var n atomic.Int64
+			done := make(chan struct{})
+			leasehold.AddHandler(c, func(ctx context.Context, job *leasehold.Job[sendEmail]) error {
+				if n.Add(1) == int64(b.N) {
+					close(done)
+				}
+				return nil
+			})
+			b.ReportAllocs()
+			b.ResetTimer()
+			if err := c.Start(ctx); err != nil {
+				b.Fatal(err)
+			}
+			<-done
+			b.StopTimer()
+			if err := c.Stop(ctx); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}
