@@ -1,0 +1,182 @@
+package leasehold_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"sync"
+	"time"
+
+	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/memory"
+)
+
+// Charge is a job that charges a customer.
+type Charge struct {
+	Customer string `json:"customer"`
+	Cents    int    `json:"cents"`
+}
+
+func (Charge) Kind() string { return "charge" }
+
+// exampleClient returns a started client of a memory store whose default
+// queue runs ten jobs at once, with the handler add registers.
+func exampleClient(add func(*leasehold.Client[store.NoTx])) (*leasehold.Client[store.NoTx], store.Store) {
+	st, err := memory.New(memory.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := leasehold.NewClient(st, leasehold.Config{Logger: quiet(),
+		Queues: map[string]leasehold.QueueConfig{leasehold.DefaultQueue: {Concurrency: 10}}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	add(c)
+	if err := c.Start(context.Background()); err != nil {
+		log.Fatal(err)
+	}
+	return c, st
+}
+
+// Jobs with the same key run one at a time, in the order they were
+// enqueued, however many handlers the queue runs at once.
+func Example_perKeyOrder() {
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	wg.Add(3)
+	c, _ := exampleClient(func(c *leasehold.Client[store.NoTx]) {
+		leasehold.AddHandler(c, func(ctx context.Context, job *leasehold.Job[Charge]) error {
+			fmt.Println(job.Args.Customer, job.Args.Cents)
+			wg.Done()
+			return nil
+		})
+	})
+	for _, cents := range []int{100, 200, 300} {
+		if _, err := c.Enqueue(ctx, Charge{Customer: "c-1", Cents: cents}, &leasehold.EnqueueOptions{Key: "c-1"}); err != nil {
+			log.Fatal(err)
+		}
+	}
+	wg.Wait()
+	if err := c.Stop(ctx); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// c-1 100
+	// c-1 200
+	// c-1 300
+}
+
+// A handler snoozes a job that cannot run yet (run again later, without
+// using up a delivery) and fails one for good that no retry can fix.
+func Example_snoozeAndPermanent() {
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	var mu sync.Mutex
+	tries := map[string]int{}
+	c, st := exampleClient(func(c *leasehold.Client[store.NoTx]) {
+		leasehold.AddHandler(c, func(ctx context.Context, job *leasehold.Job[Charge]) error {
+			mu.Lock()
+			tries[job.Args.Customer]++
+			n := tries[job.Args.Customer]
+			mu.Unlock()
+			switch {
+			case job.Args.Cents <= 0:
+				defer wg.Done()
+				return leasehold.Permanent(errors.New("nothing to charge"))
+			case n < 3:
+				return leasehold.Snooze(10 * time.Millisecond) // the card processor is busy
+			}
+			fmt.Printf("charged %s on try %d, delivery %d of %d\n", job.Args.Customer, n, job.Attempt, job.MaxDeliveries)
+			wg.Done()
+			return nil
+		})
+	})
+	for _, ch := range []Charge{{Customer: "c-1", Cents: 100}, {Customer: "c-2"}} {
+		if _, err := c.Enqueue(ctx, ch, &leasehold.EnqueueOptions{MaxDeliveries: 1}); err != nil {
+			log.Fatal(err)
+		}
+	}
+	wg.Wait()
+	if err := c.Stop(ctx); err != nil {
+		log.Fatal(err)
+	}
+	dead, err := store.ListDeadLetters(ctx, st, leasehold.DefaultQueue, 0, 10)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("dead:", dead[0].Reason, dead[0].LastError)
+	// Output:
+	// charged c-1 on try 3, delivery 1 of 1
+	// dead: permanent_error permanent: nothing to charge
+}
+
+// ledger is a downstream system that refuses a write from a delivery older
+// than one it has seen: a delivery whose lease was lost, say, and whose job
+// already ran again elsewhere.
+type ledger struct {
+	mu      sync.Mutex
+	fenced  map[int64]int64 // job id to the largest fencing token seen
+	entries []string
+}
+
+func (l *ledger) write(jobID, token int64, entry string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if token < l.fenced[jobID] {
+		return errors.New("stale fencing token")
+	}
+	l.fenced[jobID] = token
+	l.entries = append(l.entries, entry)
+	return nil
+}
+
+// The fencing token makes a side effect safe against a delivery that lost
+// its lease: the downstream system keeps the largest token it has seen
+// for each job and refuses older ones.
+func Example_fencingToken() {
+	ctx := context.Background()
+	l := &ledger{fenced: map[int64]int64{}}
+	done := make(chan struct{})
+	c, _ := exampleClient(func(c *leasehold.Client[store.NoTx]) {
+		leasehold.AddHandler(c, func(ctx context.Context, job *leasehold.Job[Charge]) error {
+			defer close(done)
+			return l.write(job.ID, job.FencingToken, fmt.Sprintf("%s %d", job.Args.Customer, job.Args.Cents))
+		})
+	})
+	res, err := c.Enqueue(ctx, Charge{Customer: "c-1", Cents: 100}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	<-done
+	if err := c.Stop(ctx); err != nil {
+		log.Fatal(err)
+	}
+	// A delivery from before, arriving late:
+	fmt.Println(l.write(res.ID, 0, "c-1 100"))
+	fmt.Println(l.entries)
+	// Output:
+	// stale fencing token
+	// [c-1 100]
+}
+
+// A program's main: work until SIGTERM or SIGINT; the first lets running
+// jobs finish, a second stops at once.
+func ExampleClient_RunUntilSignal() {
+	st, err := memory.New(memory.Config{}) // or store/sqlite, store/postgres
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := leasehold.NewClient(st, leasehold.Config{
+		Queues: map[string]leasehold.QueueConfig{leasehold.DefaultQueue: {}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	leasehold.AddHandler(c, func(ctx context.Context, job *leasehold.Job[Charge]) error { return nil })
+	if err := c.RunUntilSignal(context.Background()); err != nil {
+		log.Fatal(err)
+	}
+}
