@@ -86,8 +86,9 @@ type EnqueueResult struct {
 // to leasehold for a Go program. Its methods are safe for concurrent use.
 //
 // TTx is the type of the store's transactions (pgx.Tx for store/postgres,
-// *sql.Tx for store/sqlite, store.NoTx for store/memory), inferred from the
-// store given to NewClient, so that EnqueueTx takes only the right one.
+// or *sql.Tx for its SQL() view; *sql.Tx for store/sqlite; store.NoTx for
+// store/memory), inferred from the store given to NewClient, so that
+// EnqueueTx takes only the right one.
 type Client[TTx any] struct {
 	st  store.TxStore[TTx]
 	cfg Config

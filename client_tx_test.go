@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/internal/pgtest"
@@ -85,6 +86,39 @@ func TestEnqueueTxPostgres(t *testing.T) {
 				return tx.Commit(ctx)
 			}
 			return tx.Rollback(ctx)
+		}
+	})
+}
+
+// A program whose queries go through database/sql enqueues in its
+// transactions on PostgreSQL too.
+func TestEnqueueTxPostgresDatabaseSQL(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	st, err := postgres.Open(ctx, postgres.Config{Pool: pool, Schema: pgtest.Schema(t, pool)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	db, err := sql.Open("pgx", pgtest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c, err := leasehold.NewClient(st.SQL(), leasehold.Config{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testEnqueueTx(t, c, st, func() (*sql.Tx, func(bool) error) {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tx, func(commit bool) error {
+			if commit {
+				return tx.Commit()
+			}
+			return tx.Rollback()
 		}
 	})
 }

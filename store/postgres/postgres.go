@@ -419,6 +419,20 @@ func (s *Store) EnqueueSQLTx(ctx context.Context, tx *sql.Tx, msgs []store.NewMe
 	return s.enqueueIn(ctx, sqlRunner{tx}, msgs)
 }
 
+// SQLStore is the store with database/sql transactions: its EnqueueTx
+// takes a *sql.Tx on the same database, so that a program whose own
+// queries go through database/sql can enqueue in its transactions, and a
+// client built on it (leasehold.NewClient) takes *sql.Tx in EnqueueTx.
+type SQLStore struct{ *Store }
+
+// EnqueueTx is Store.EnqueueSQLTx.
+func (s SQLStore) EnqueueTx(ctx context.Context, tx *sql.Tx, msgs []store.NewMessage) ([]store.Enqueued, error) {
+	return s.EnqueueSQLTx(ctx, tx, msgs)
+}
+
+// SQL returns the store with database/sql transactions.
+func (s *Store) SQL() SQLStore { return SQLStore{s} }
+
 func (s *Store) enqueueIn(ctx context.Context, r runner, msgs []store.NewMessage) ([]store.Enqueued, error) {
 	if needsLocks(msgs) {
 		// Per-key order and dedup rely on each statement seeing what
