@@ -3,11 +3,11 @@ package leasehold
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -35,9 +35,23 @@ type Config struct {
 	// context is cancelled and the job fails. Default 3 x LeaseDuration;
 	// not below LeaseDuration.
 	MaxProcessingTime time.Duration
+	// HeartbeatInterval is how often the leases of running handlers are
+	// renewed, all in one store call. Default a third of LeaseDuration;
+	// at most that.
+	HeartbeatInterval time.Duration
+	// ReapInterval is how often the client's reaper takes back jobs whose
+	// lease expired (their worker died). Default 10 s, or half of a
+	// shorter LeaseDuration; below LeaseDuration.
+	ReapInterval time.Duration
 	// ShutdownTimeout bounds how long Stop waits for running handlers when
 	// its context has no earlier deadline. Default 30 s.
 	ShutdownTimeout time.Duration
+	// HardStopWait is how long a hard stop waits for cancelled handlers to
+	// return before it releases their leases. Default 5 s.
+	HardStopWait time.Duration
+	// Codec encodes job args for storage and decodes them for handlers.
+	// Default JSON.
+	Codec Codec
 	// Clock times everything. Default: the system clock.
 	Clock clock.Clock
 	// Logger receives the client's logs. Default slog.Default().
@@ -96,7 +110,11 @@ type Client[TTx any] struct {
 
 	mu       sync.Mutex
 	handlers map[string]worker.HandlerFunc
+	kinds    map[string]WorkOptions
+	// fallback, when set, handles the jobs of every kind without a handler.
+	fallback worker.Handler
 	group    *lifecycle.Group
+	w        *worker.Worker
 	// done is closed when the workers have stopped; runErr is then how.
 	done   chan struct{}
 	runErr error
@@ -113,35 +131,51 @@ func NewClient[TTx any](st store.TxStore[TTx], cfg Config) (*Client[TTx], error)
 	cfg.ShutdownTimeout = cmp.Or(cfg.ShutdownTimeout, worker.DefaultShutdownTimeout)
 	cfg.Clock = clock.OrSystem(cfg.Clock)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
+	cfg.HeartbeatInterval = cmp.Or(cfg.HeartbeatInterval, cfg.LeaseDuration/3)
+	cfg.HardStopWait = cmp.Or(cfg.HardStopWait, worker.DefaultHardStopWait)
+	cfg.Codec = cmp.Or[Codec](cfg.Codec, JSON{})
 	cfg.Queues = maps.Clone(cfg.Queues)
 	var errs []error
 	if cfg.MaxProcessingTime < cfg.LeaseDuration {
 		errs = append(errs, fmt.Errorf("MaxProcessingTime %s is below LeaseDuration %s: a job would be stopped before its first lease ended",
 			cfg.MaxProcessingTime, cfg.LeaseDuration))
 	}
-	for _, q := range sortedQueues(cfg) {
-		qc := cfg.Queues[q]
+	if cfg.HeartbeatInterval <= 0 || 3*cfg.HeartbeatInterval > cfg.LeaseDuration {
+		errs = append(errs, fmt.Errorf("HeartbeatInterval %s does not fit LeaseDuration %s: it must be positive and at most a third of the lease (%s), so that a lease sees several renewals before it ends",
+			cfg.HeartbeatInterval, cfg.LeaseDuration, cfg.LeaseDuration/3))
+	}
+	for q, qc := range cfg.Queues {
 		qc.Concurrency = cmp.Or(qc.Concurrency, worker.DefaultConcurrency)
 		cfg.Queues[q] = qc
-		// The worker's own checks name the queue's settings.
-		if err := workerConfig(cfg, q, qc).Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("queue %q: %w", q, err))
-		}
+	}
+	// The worker's own checks name the remaining settings.
+	wc := workerConfig(cfg)
+	if len(wc.Queues) == 0 {
+		wc.Queue = DefaultQueue // a client that only enqueues: check the rest
+	}
+	if err := wc.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("leasehold: %w", err)
 	}
-	return &Client[TTx]{st: st, cfg: cfg, log: cfg.Logger, handlers: map[string]worker.HandlerFunc{}}, nil
+	return &Client[TTx]{st: st, cfg: cfg, log: cfg.Logger, handlers: map[string]worker.HandlerFunc{}, kinds: map[string]WorkOptions{}}, nil
 }
 
-// workerConfig is the configuration of the worker of queue q.
-func workerConfig(cfg Config, q string, qc QueueConfig) worker.Config {
-	return worker.Config{Queue: q, Concurrency: qc.Concurrency, LeaseDuration: cfg.LeaseDuration,
-		MaxProcessingTime: cfg.MaxProcessingTime, ShutdownTimeout: cfg.ShutdownTimeout, Clock: cfg.Clock,
-		Logger: cfg.Logger, MeterProvider: cfg.MeterProvider}
+// workerConfig is the configuration of the client's worker, without its
+// store, handler and kinds.
+func workerConfig(cfg Config) worker.Config {
+	wc := worker.Config{LeaseDuration: cfg.LeaseDuration,
+		LeaseExtender:     &worker.LeaseExtenderConfig{Enabled: true, Interval: cfg.HeartbeatInterval, Extension: cfg.LeaseDuration},
+		MaxProcessingTime: cfg.MaxProcessingTime, ReapInterval: cfg.ReapInterval, ShutdownTimeout: cfg.ShutdownTimeout,
+		HardStopWait: cfg.HardStopWait, Clock: cfg.Clock, Logger: cfg.Logger, MeterProvider: cfg.MeterProvider}
+	for _, q := range sortedQueues(cfg) {
+		wc.Queues = append(wc.Queues, worker.QueueConfig{Name: q, Concurrency: cfg.Queues[q].Concurrency})
+	}
+	return wc
 }
 
-func (c *Client[TTx]) addHandler(kind string, h worker.HandlerFunc) {
+func (c *Client[TTx]) addHandler(kind string, h worker.HandlerFunc, opts *WorkOptions) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
@@ -153,6 +187,9 @@ func (c *Client[TTx]) addHandler(kind string, h worker.HandlerFunc) {
 		panic(fmt.Sprintf("leasehold: AddHandler: kind %q has a handler already", kind))
 	}
 	c.handlers[kind] = h
+	if opts != nil {
+		c.kinds[kind] = *opts
+	}
 }
 
 // handle runs a message's job with the handler of its kind. A kind without
@@ -161,6 +198,9 @@ func (c *Client[TTx]) addHandler(kind string, h worker.HandlerFunc) {
 func (c *Client[TTx]) handle(ctx context.Context, m *worker.Message) error {
 	h := c.handlers[m.Kind]
 	if h == nil {
+		if c.fallback != nil {
+			return c.fallback.Handle(ctx, m)
+		}
 		return fmt.Errorf("no handler for jobs of kind %q", m.Kind)
 	}
 	return h(ctx, m)
@@ -168,7 +208,7 @@ func (c *Client[TTx]) handle(ctx context.Context, m *worker.Message) error {
 
 // Enqueue puts a job on its queue. Its args are stored as JSON.
 func (c *Client[TTx]) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOptions) (*EnqueueResult, error) {
-	m, err := newMessage(args, opts)
+	m, err := c.newMessage(args, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +228,7 @@ func (c *Client[TTx]) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOp
 // the same key or id. A SQLite transaction holds the database's write
 // lock from its first write to its end in any case.
 func (c *Client[TTx]) EnqueueTx(ctx context.Context, tx TTx, args JobArgs, opts *EnqueueOptions) error {
-	m, err := newMessage(args, opts)
+	m, err := c.newMessage(args, opts)
 	if err != nil {
 		return err
 	}
@@ -199,7 +239,7 @@ func (c *Client[TTx]) EnqueueTx(ctx context.Context, tx TTx, args JobArgs, opts 
 }
 
 // newMessage turns a job into the message that stores it.
-func newMessage(args JobArgs, opts *EnqueueOptions) (store.NewMessage, error) {
+func (c *Client[TTx]) newMessage(args JobArgs, opts *EnqueueOptions) (store.NewMessage, error) {
 	if args == nil {
 		return store.NewMessage{}, errors.New("leasehold: enqueue: the job args are nil")
 	}
@@ -207,7 +247,7 @@ func newMessage(args JobArgs, opts *EnqueueOptions) (store.NewMessage, error) {
 	if kind == "" {
 		return store.NewMessage{}, fmt.Errorf("leasehold: enqueue: %T has an empty kind", args)
 	}
-	payload, err := json.Marshal(args)
+	payload, err := c.cfg.Codec.Marshal(args)
 	if err != nil {
 		return store.NewMessage{}, fmt.Errorf("leasehold: enqueue a %s job: encode its args: %w", kind, err)
 	}
@@ -234,20 +274,37 @@ func (c *Client[TTx]) Start(ctx context.Context) error {
 	if c.group != nil {
 		return errors.New("leasehold: the client has started already")
 	}
-	var loops []lifecycle.Runnable
-	for i, q := range sortedQueues(c.cfg) {
-		wc := workerConfig(c.cfg, q, c.cfg.Queues[q])
-		wc.Store, wc.Handler = c.st, worker.HandlerFunc(c.handle)
-		// One reaper serves the whole store: the first queue's.
-		wc.DisableReaper = i > 0
-		w, err := worker.New(wc)
-		if err != nil {
-			return fmt.Errorf("leasehold: queue %q: %w", q, err)
-		}
-		c.log.Info("leasehold: working queue", "queue", q, "concurrency", wc.Concurrency, "lease", c.cfg.LeaseDuration,
-			"heartbeat", c.cfg.LeaseDuration/3, "max_processing_time", c.cfg.MaxProcessingTime)
-		loops = append(loops, w)
+	wc := workerConfig(c.cfg)
+	if len(wc.Queues) == 0 {
+		return errors.New("leasehold: Start: the client works no queues (Config.Queues is empty); it can only enqueue")
 	}
+	wc.Store, wc.Handler, wc.Kinds = c.st, worker.HandlerFunc(c.handle), map[string]worker.KindConfig{}
+	var errs []error
+	for _, kind := range slices.Sorted(maps.Keys(c.kinds)) {
+		o := c.kinds[kind]
+		if o.MaxProcessingTime != 0 && o.MaxProcessingTime < c.cfg.LeaseDuration {
+			errs = append(errs, fmt.Errorf("kind %q: MaxProcessingTime %s is below LeaseDuration %s: a job would be stopped before its first lease ended",
+				kind, o.MaxProcessingTime, c.cfg.LeaseDuration))
+		}
+		wc.Kinds[kind] = worker.KindConfig{MaxProcessingTime: o.MaxProcessingTime, RetryDelay: o.RetryDelay}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("leasehold: %w", err)
+	}
+	w, err := worker.New(wc)
+	if err != nil {
+		return fmt.Errorf("leasehold: %w", err)
+	}
+	for _, q := range wc.Queues {
+		c.log.Info("leasehold: working queue", "queue", q.Name, "concurrency", q.Concurrency, "lease", c.cfg.LeaseDuration,
+			"heartbeat", c.cfg.HeartbeatInterval, "max_processing_time", c.cfg.MaxProcessingTime)
+	}
+	for _, kind := range slices.Sorted(maps.Keys(c.kinds)) {
+		if o := c.kinds[kind]; o.MaxProcessingTime != 0 {
+			c.log.Info("leasehold: kind's own limit", "kind", kind, "max_processing_time", o.MaxProcessingTime)
+		}
+	}
+	loops := []lifecycle.Runnable{w}
 	g, err := lifecycle.NewGroup(lifecycle.GroupConfig{ShutdownTimeout: c.cfg.ShutdownTimeout, Clock: c.cfg.Clock}, loops...)
 	if err != nil {
 		return fmt.Errorf("leasehold: %w", err)
@@ -256,7 +313,7 @@ func (c *Client[TTx]) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("leasehold: metrics: %w", err)
 	}
-	c.group, c.done = g, make(chan struct{})
+	c.group, c.w, c.done = g, w, make(chan struct{})
 	go func() {
 		c.runErr = errors.Join(g.Run(context.WithoutCancel(ctx)), unobserve())
 		close(c.done)

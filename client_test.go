@@ -235,6 +235,7 @@ func TestClientRefusesBadSettings(t *testing.T) {
 		{"processing below the lease", leasehold.Config{LeaseDuration: 10 * time.Second, MaxProcessingTime: 5 * time.Second}, "MaxProcessingTime 5s is below LeaseDuration 10s"},
 		{"concurrency", leasehold.Config{Queues: map[string]leasehold.QueueConfig{"q": {Concurrency: -1}}}, `queue "q"`},
 		{"queue name", leasehold.Config{Queues: map[string]leasehold.QueueConfig{"": {}}}, "Queue"},
+		{"heartbeat the lease cannot keep", leasehold.Config{LeaseDuration: 3 * time.Second, HeartbeatInterval: 2 * time.Second}, "HeartbeatInterval 2s does not fit LeaseDuration 3s"},
 	} {
 		if _, err := leasehold.NewClient(st, tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error naming %q", tc.name, err, tc.want)

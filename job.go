@@ -24,6 +24,43 @@ type JobArgsWithOpts interface {
 	EnqueueOpts() EnqueueOptions
 }
 
+// JobArgsWithWorkOpts are job args whose kind is worked with options of
+// its own, such as a longer maximum processing time or another retry
+// schedule. The options are read once, from the zero value of the args'
+// type, when the kind's handler is added.
+type JobArgsWithWorkOpts interface {
+	JobArgs
+	WorkOpts() WorkOptions
+}
+
+// WorkOptions are how the jobs of one kind are worked, where they differ
+// from the client's settings. A zero field takes the client's.
+type WorkOptions struct {
+	// MaxProcessingTime bounds one run of a job of the kind: past it the
+	// handler's context is cancelled and the job fails. Not below the
+	// client's LeaseDuration (Start refuses it).
+	MaxProcessingTime time.Duration
+	// RetryDelay gives the delay before a failed job of the kind runs
+	// again; attempt counts its deliveries so far, from 1. Default: the
+	// client's backoff, 1 s doubling up to 10 minutes, with 20% jitter.
+	RetryDelay func(attempt int) time.Duration
+}
+
+// Codec turns job args into the bytes stored with a job, and back.
+type Codec interface {
+	Marshal(v any) ([]byte, error)
+	Unmarshal(data []byte, v any) error
+}
+
+// JSON is the default Codec: encoding/json.
+type JSON struct{}
+
+// Marshal encodes v as JSON.
+func (JSON) Marshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+// Unmarshal decodes JSON data into v.
+func (JSON) Unmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
+
 // Job is a job as its handler sees it.
 type Job[T JobArgs] struct {
 	// ID is the job's message id.
@@ -67,19 +104,26 @@ func Permanent(err error) error { return worker.Permanent(err) }
 // place behind its key.
 func Snooze(d time.Duration) error { return worker.Snooze(d) }
 
-// AddHandler registers h for the jobs of T's kind. It panics when that kind
-// already has a handler or the client has started: both are programming
-// errors, found at the first run.
+// AddHandler registers h for the jobs of T's kind, worked with T's
+// WorkOpts when T has them. It panics when that kind already has a handler
+// or the client has started: both are programming errors, found at the
+// first run.
 func AddHandler[T JobArgs, TTx any](c *Client[TTx], h Handler[T]) {
 	var zero T
 	kind := zero.Kind()
+	var opts *WorkOptions
+	if w, ok := any(zero).(JobArgsWithWorkOpts); ok {
+		o := w.WorkOpts()
+		opts = &o
+	}
+	codec := c.cfg.Codec
 	c.addHandler(kind, func(ctx context.Context, m *worker.Message) error {
 		job := &Job[T]{ID: m.MessageID, Kind: kind, Queue: m.Queue, Key: m.Key, Attempt: m.Attempt,
 			MaxDeliveries: m.MaxDeliveries, FencingToken: m.FencingToken, EnqueuedAt: m.EnqueuedAt}
-		if err := json.Unmarshal(m.Payload, &job.Args); err != nil {
+		if err := codec.Unmarshal(m.Payload, &job.Args); err != nil {
 			// The same bytes will not decode next time either.
 			return Permanent(fmt.Errorf("decode the args of a %s job: %w", kind, err))
 		}
 		return h(ctx, job)
-	})
+	}, opts)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -30,21 +31,31 @@ const (
 	DefaultHardStopWait    = 5 * time.Second
 )
 
-// Config configures a Worker. Store, Queue and Handler are required; every
-// other field has a default.
+// Config configures a Worker. Store, Handler and either Queue or Queues are
+// required; every other field has a default.
 type Config struct {
 	// Store holds the messages. Required.
 	Store store.Store
-	// Queue is the queue to work. Required.
+	// Queue is the queue to work, for a worker of one queue, with
+	// Concurrency handlers. Either Queue or Queues.
 	Queue string
+	// Queues are the queues to work, each with a concurrency of its own,
+	// for a worker of several: they share one lease keeper (one store call
+	// per tick for every lease held), one completer and one reaper. Either
+	// Queue or Queues.
+	Queues []QueueConfig
+	// Kinds gives messages of some kinds a maximum processing time or a
+	// retry delay of their own; other kinds get the worker's.
+	Kinds map[string]KindConfig
 	// Handler handles each message. Required.
 	Handler Handler
 	// WorkerID names the worker in leases, logs and metrics. Default:
 	// mailbox.NewWorkerID() (host, pid and a random suffix).
 	WorkerID string
-	// Concurrency bounds the handlers running at once; the worker claims
-	// only as many messages as it has free slots. Default
-	// DefaultConcurrency; at most store.MaxBatch.
+	// Concurrency bounds the handlers of Queue running at once; the worker
+	// claims only as many messages as it has free slots. Default
+	// DefaultConcurrency; at most store.MaxBatch. With Queues, each
+	// queue's own.
 	Concurrency int
 	// LeaseDuration is the lease a claim starts with. Default
 	// DefaultLeaseDuration.
@@ -99,10 +110,32 @@ type Config struct {
 	MeterProvider metric.MeterProvider
 }
 
+// QueueConfig is one queue of a worker that works several.
+type QueueConfig struct {
+	// Name is the queue's name. Required.
+	Name string
+	// Concurrency bounds the queue's handlers running at once. Default
+	// DefaultConcurrency; at most store.MaxBatch.
+	Concurrency int
+}
+
+// KindConfig is how messages of one kind are worked, where it differs from
+// the worker's settings. A zero field takes the worker's.
+type KindConfig struct {
+	// MaxProcessingTime bounds a handler's run on a message of the kind.
+	MaxProcessingTime time.Duration
+	// RetryDelay gives the delay before a failed message of the kind is
+	// delivered again; attempt counts the deliveries so far, from 1.
+	RetryDelay func(attempt int) time.Duration
+}
+
 // resolved is a validated Config with its defaults filled in.
 type resolved struct {
 	Config
 	extender LeaseExtenderConfig
+	queues   []QueueConfig
+	// concurrency is the sum of the queues' concurrencies.
+	concurrency int
 }
 
 // Validate checks every setting as New does, except that Store and Handler
@@ -119,8 +152,41 @@ func (c Config) resolve(needDeps bool) (resolved, error) {
 	if c.Store == nil && needDeps {
 		bad("Store is nil")
 	}
-	if err := store.CheckQueue(c.Queue); err != nil {
-		bad("Queue: %w", err)
+	var r resolved
+	switch {
+	case len(c.Queues) == 0:
+		r.queues = []QueueConfig{{Name: c.Queue, Concurrency: c.Concurrency}}
+	case c.Queue != "" || c.Concurrency != 0:
+		bad("Queue (%q) and Concurrency (%d) are set beside Queues: set either Queue or Queues", c.Queue, c.Concurrency)
+	default:
+		r.queues = slices.Clone(c.Queues)
+	}
+	seen := make(map[string]bool, len(r.queues))
+	for i := range r.queues {
+		q := &r.queues[i]
+		field, conc := "Queue", "Concurrency"
+		if len(c.Queues) > 0 {
+			field = fmt.Sprintf("Queues[%d]", i)
+			conc = fmt.Sprintf("Concurrency of queue %q", q.Name)
+		}
+		if err := store.CheckQueue(q.Name); err != nil {
+			bad("%s: %w", field, err)
+		} else if seen[q.Name] {
+			bad("%s: queue %q is listed twice", field, q.Name)
+		}
+		seen[q.Name] = true
+		if q.Concurrency == 0 {
+			q.Concurrency = DefaultConcurrency
+		}
+		if q.Concurrency < 1 || q.Concurrency > store.MaxBatch {
+			bad("%s is %d, must be 1 to %d", conc, q.Concurrency, store.MaxBatch)
+		}
+		r.concurrency += q.Concurrency
+	}
+	for kind, k := range c.Kinds {
+		if k.MaxProcessingTime < 0 {
+			bad("Kinds[%q]: MaxProcessingTime is %s, must be positive", kind, k.MaxProcessingTime)
+		}
 	}
 	if c.Handler == nil && needDeps {
 		bad("Handler is nil")
@@ -131,12 +197,6 @@ func (c Config) resolve(needDeps bool) (resolved, error) {
 	if err := store.CheckWorkerID(c.WorkerID); err != nil {
 		bad("WorkerID: %w", err)
 	}
-	if c.Concurrency == 0 {
-		c.Concurrency = DefaultConcurrency
-	}
-	if c.Concurrency < 1 || c.Concurrency > store.MaxBatch {
-		bad("Concurrency is %d, must be 1 to %d", c.Concurrency, store.MaxBatch)
-	}
 	if c.LeaseDuration == 0 {
 		c.LeaseDuration = DefaultLeaseDuration
 	}
@@ -145,7 +205,6 @@ func (c Config) resolve(needDeps bool) (resolved, error) {
 	} else if c.LeaseDuration < MinLeaseDuration {
 		bad("LeaseDuration is %s, must be at least %s: heartbeats every third of a shorter lease cannot keep it", c.LeaseDuration, MinLeaseDuration)
 	}
-	var r resolved
 	if c.LeaseExtender == nil {
 		r.extender = LeaseExtenderConfig{Enabled: true}
 	} else {

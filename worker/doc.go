@@ -3,10 +3,13 @@
 //
 // # The worker loop
 //
-// A Worker claims messages of one queue, at most as many as it has free
-// handler slots (Concurrency, default 10), long-polling when the queue is
-// empty and claiming nothing while its slots are full or Saturated says
-// downstream is. Handlers run on goroutines the worker keeps, one message at a
+// A Worker claims messages of one queue or of several (Queues), for each
+// at most as many as that queue has free handler slots (Concurrency,
+// default 10), long-polling when the queue is empty and claiming nothing
+// while its slots are full or Saturated says downstream is. The queues of
+// one worker share its lease keeper, its completer and its reaper. A kind
+// of message may have a maximum processing time and a retry delay of its
+// own (Kinds). Handlers run on goroutines the worker keeps, one message at a
 // time each:
 //
 //   - the handler returns nil: the message is completed;
@@ -54,7 +57,8 @@
 // .dead_lettered and .in_flight; leasehold.handler.duration;
 // leasehold.lease.extensions by result (ok, lost, error);
 // leasehold.reaper.recovered and leasehold.reaper.stale.duration, by queue,
-// and leasehold.reaper.runs; and leasehold.watchdog.stalls. The worker's
-// carry the attribute queue; the worker id, new at every restart, is in the
-// logs only.
+// and leasehold.reaper.runs; and leasehold.watchdog.stalls. Message
+// counts and durations carry the attributes queue and, for messages that
+// have one, kind; the worker id, new at every restart, is in the logs
+// only.
 package worker

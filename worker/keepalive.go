@@ -65,7 +65,7 @@ func KeepAlive(ctx context.Context, msg *mailbox.Message, cfg KeepAliveConfig, f
 		clk = msg.Mailbox().Clock()
 	}
 	log := orDefaultLogger(cfg.Logger).With("queue", msg.Queue)
-	m, err := newWorkerMetrics(cfg.MeterProvider, msg.Queue)
+	m, err := newWorkerMetrics(cfg.MeterProvider)
 	if err != nil {
 		return fmt.Errorf("worker: KeepAlive: metrics: %w", err)
 	}

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"errors"
+	"sync"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -40,17 +41,18 @@ func (b *instruments) histogram(name, desc string) metric.Float64Histogram {
 	return h
 }
 
-// workerMetrics are a worker's instruments with its attributes bound.
+// workerMetrics are a worker's instruments. Message counts carry the
+// queue and the kind (see queueAttrs); extensions, made for every queue at
+// once, carry only their result.
 type workerMetrics struct {
 	claimed, completed, failed, dead metric.Int64Counter
 	duration                         metric.Float64Histogram
 	inFlight                         metric.Int64UpDownCounter
 	extensions                       metric.Int64Counter
-	attrs                            metric.MeasurementOption
 	extOK, extLost, extError         metric.MeasurementOption
 }
 
-func newWorkerMetrics(p metric.MeterProvider, queue string) (*workerMetrics, error) {
+func newWorkerMetrics(p metric.MeterProvider) (*workerMetrics, error) {
 	b := &instruments{m: meter(p)}
 	wm := &workerMetrics{
 		claimed:    b.counter("leasehold.messages.claimed", "{message}", "Messages claimed by the worker."),
@@ -66,15 +68,38 @@ func newWorkerMetrics(p metric.MeterProvider, queue string) (*workerMetrics, err
 	if err := errors.Join(b.err, err); err != nil {
 		return nil, err
 	}
-	// The worker id stays out of the attributes: it changes at every
-	// restart, and each value would start new series. Logs carry it.
-	base := []attribute.KeyValue{attribute.String("queue", queue)}
-	wm.attrs = metric.WithAttributeSet(attribute.NewSet(base...))
 	result := func(r string) metric.MeasurementOption {
-		return metric.WithAttributeSet(attribute.NewSet(append(base[:len(base):len(base)], attribute.String("result", r))...))
+		return metric.WithAttributeSet(attribute.NewSet(attribute.String("result", r)))
 	}
 	wm.extOK, wm.extLost, wm.extError = result("ok"), result("lost"), result("error")
 	return wm, nil
+}
+
+// queueAttrs are the attributes of one queue's measurements: the queue,
+// and the kind of the message when it has one. The worker id stays out:
+// it changes at every restart, and each value would start new series.
+// Logs carry it.
+type queueAttrs struct {
+	queue  string
+	noKind metric.MeasurementOption
+	kinds  sync.Map // kind -> metric.MeasurementOption
+}
+
+func newQueueAttrs(queue string) *queueAttrs {
+	return &queueAttrs{queue: queue, noKind: metric.WithAttributeSet(attribute.NewSet(attribute.String("queue", queue)))}
+}
+
+// of returns the attributes of a message of kind. Sets are built once per
+// kind, so measuring allocates nothing.
+func (a *queueAttrs) of(kind string) metric.MeasurementOption {
+	if kind == "" {
+		return a.noKind
+	}
+	if o, ok := a.kinds.Load(kind); ok {
+		return o.(metric.MeasurementOption)
+	}
+	o, _ := a.kinds.LoadOrStore(kind, metric.WithAttributeSet(attribute.NewSet(attribute.String("queue", a.queue), attribute.String("kind", kind))))
+	return o.(metric.MeasurementOption)
 }
 
 // reaperMetrics are the reaper's instruments. Recoveries carry the queue

@@ -1,0 +1,211 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/leasehold/leasehold/store"
+)
+
+// process runs the handler and settles the message by its result, except
+// that a message to complete is left to the completer: it reports whether
+// it was.
+func (w *Worker) process(j *job) bool {
+	ctx, cancel := j.ctx, j.cancel
+	msg := &Message{Delivery: j.msg.Delivery}
+	log := &msgLog{q: j.l.q, msg: msg} // stays on the stack unless it logs
+	attrs := log.attrs()
+	maxProcessing := w.maxProcessingTime(msg.Kind)
+	w.m.inFlight.Add(ctx, 1, attrs)
+	limit := w.cfg.Clock.AfterFunc(maxProcessing, func() { cancel(ErrMaxProcessingTime) })
+	began := w.cfg.Clock.Monotonic()
+	err := w.call(ctx, log, msg)
+	took := w.cfg.Clock.Monotonic() - began
+	limit.Stop()
+	lost, until := w.keeper.drop(j.hold)
+	j.until = until
+	cause := context.Cause(ctx)
+	cancel(nil)
+	opCtx := j.l.r.ops
+	w.m.inFlight.Add(opCtx, -1, attrs)
+	w.m.duration.Record(opCtx, took.Seconds(), attrs)
+	if !j.state.CompareAndSwap(jobRunning, jobFinishing) {
+		return false // a hard stop released the lease
+	}
+	switch {
+	case lost:
+		log.Warn("lease lost while the handler ran; not completing", "handler_error", err)
+	case took >= maxProcessing:
+		// Decided by the time taken, not by whether the timer's cancel
+		// won the race with the handler's return.
+		w.fail(opCtx, log, msg, fmt.Errorf("%w (%s): handler result: %v", ErrMaxProcessingTime, maxProcessing, err), store.ReasonMaxProcessingTime)
+	case errors.Is(cause, ErrShutdown) && err != nil:
+		if rerr := w.cfg.Store.Release(opCtx, store.Release{Lease: msg.Lease}); rerr != nil {
+			log.Warn("could not release a message stopped by shutdown; it returns when its lease expires", "error", rerr)
+		} else {
+			log.Info("handler stopped by shutdown; message released", "handler_error", err)
+		}
+	case err != nil && w.giveBack(opCtx, log, msg, err):
+	case err != nil:
+		w.fail(opCtx, log, msg, err, "")
+	default:
+		if w.cfg.concurrency == 1 {
+			// One slot, one completion at a time: nothing to batch, so
+			// skip the handoff.
+			w.complete(opCtx, log, msg, until)
+			return false
+		}
+		j.handled, j.completion = msg, w.completion(msg)
+		return true
+	}
+	return false
+}
+
+// giveBack gives msg back without counting its delivery when err asks for
+// that (Snooze, NotStarted), and reports whether it did. It is apart from
+// process so that the success path does not pay for the error it inspects.
+func (w *Worker) giveBack(ctx context.Context, log *msgLog, msg *Message, err error) bool {
+	var snooze *SnoozeError
+	isSnooze := errors.As(err, &snooze)
+	if !isSnooze && !IsNotStarted(err) {
+		return false
+	}
+	delay := w.retryDelay(msg.Kind, 1)
+	if isSnooze {
+		delay = snooze.Delay
+	}
+	switch rerr := w.cfg.Store.Release(ctx, store.Release{Lease: msg.Lease, Uncount: true, Delay: delay}); {
+	case rerr != nil:
+		log.Warn("could not give back a message; it returns when its lease expires", "error", err, "store_error", rerr)
+	case isSnooze:
+		log.Debug("message snoozed", "retry_in", delay)
+	default:
+		log.Warn("handler did not start; message given back without counting the delivery", "error", err, "retry_in", delay)
+	}
+	return true
+}
+
+// call runs the handler, turning a panic into a *PanicError.
+func (w *Worker) call(ctx context.Context, log *msgLog, msg *Message) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			stack := debug.Stack()
+			log.Error("handler panicked", "panic", fmt.Sprint(v), "stack", string(stack))
+			err = &PanicError{Value: v, Stack: stack}
+		}
+	}()
+	return w.cfg.Handler.Handle(ctx, msg)
+}
+
+// complete completes msg, sending the reply when it names a ReplyTo queue;
+// its lease ends at until, on the monotonic clock.
+func (w *Worker) complete(ctx context.Context, log *msgLog, msg *Message, until time.Duration) {
+	errs, err := w.storeComplete(ctx, []store.Completion{w.completion(msg)}, until)
+	if err == nil {
+		err = errs[0]
+	}
+	if errors.Is(err, store.ErrInvalid) {
+		// The store refuses the completion itself (a reply too large, say):
+		// retrying cannot help, so the message fails for good, with why
+		// (for a request, in its error reply).
+		w.fail(ctx, log, msg, Permanent(fmt.Errorf("cannot complete: %w", err)), "")
+		return
+	}
+	w.completed(ctx, log, err)
+}
+
+// completion is the store's completion of msg, with its reply when it names
+// a ReplyTo queue.
+func (w *Worker) completion(msg *Message) store.Completion {
+	c := store.Completion{Lease: msg.Lease}
+	if msg.ReplyTo != "" {
+		r := Reply{RequestID: msg.MessageID}
+		if msg.hasReply {
+			r.Output = msg.reply
+		}
+		c.Reply = &store.NewMessage{Queue: msg.ReplyTo, Payload: encodeReply(r)}
+	}
+	return c
+}
+
+// completed records the outcome of one completion.
+func (w *Worker) completed(ctx context.Context, log *msgLog, err error) {
+	if err != nil {
+		log.Warn("completion refused; the message will be delivered again", "error", err)
+		return
+	}
+	w.m.completed.Add(ctx, 1, log.attrs())
+	if log.q.log.Enabled(ctx, slog.LevelDebug) {
+		log.Debug("message completed")
+	}
+}
+
+// msgLog logs about one message. The logger with the message's attributes
+// is built on first use: most messages log nothing.
+type msgLog struct {
+	q   *queue
+	msg *Message
+	l   *slog.Logger
+}
+
+// attrs are the attributes of the message's measurements.
+func (m *msgLog) attrs() metric.MeasurementOption { return m.q.attrs.of(m.msg.Kind) }
+
+func (m *msgLog) logger() *slog.Logger {
+	if m.l == nil {
+		m.l = m.q.log.With("message_id", m.msg.MessageID, "attempt", m.msg.Attempt, "fencing_token", m.msg.FencingToken)
+	}
+	return m.l
+}
+
+func (m *msgLog) Debug(msg string, args ...any) { m.logger().Debug(msg, args...) }
+func (m *msgLog) Info(msg string, args ...any)  { m.logger().Info(msg, args...) }
+func (m *msgLog) Warn(msg string, args ...any)  { m.logger().Warn(msg, args...) }
+func (m *msgLog) Error(msg string, args ...any) { m.logger().Error(msg, args...) }
+
+// fail records a failed delivery: retried after a backoff delay, or
+// dead-lettered when permanent or out of deliveries. A request that is
+// dead-lettered is answered with its error in the same transaction, so the
+// requester hears of it.
+func (w *Worker) fail(ctx context.Context, log *msgLog, msg *Message, err error, reason store.DeadReason) {
+	permanent := IsPermanent(err)
+	f := store.Failure{Lease: msg.Lease, Error: err.Error(), RetryDelay: w.retryDelay(msg.Kind, msg.Attempt), Permanent: permanent, Reason: reason}
+	if msg.ReplyTo != "" {
+		f.Reply = &store.NewMessage{Queue: msg.ReplyTo, Payload: encodeReply(Reply{RequestID: msg.MessageID, Error: err.Error()})}
+	}
+	delay := f.RetryDelay
+	dead, ferr := w.cfg.Store.Fail(ctx, f)
+	switch {
+	case ferr != nil:
+		log.Warn("could not record the failure; the message will be delivered again", "error", err, "store_error", ferr)
+	case dead:
+		w.m.dead.Add(ctx, 1, log.attrs())
+		log.Error("message dead-lettered", "error", err, "permanent", permanent)
+	default:
+		w.m.failed.Add(ctx, 1, log.attrs())
+		log.Warn("handler failed; retrying", "error", err, "retry_in", delay)
+	}
+}
+
+// maxProcessingTime is how long a handler may run on a message of kind.
+func (w *Worker) maxProcessingTime(kind string) time.Duration {
+	if k, ok := w.cfg.Kinds[kind]; ok && k.MaxProcessingTime > 0 {
+		return k.MaxProcessingTime
+	}
+	return w.cfg.MaxProcessingTime
+}
+
+// retryDelay is the delay before a message of kind that failed its
+// delivery number attempt is delivered again.
+func (w *Worker) retryDelay(kind string, attempt int) time.Duration {
+	if k, ok := w.cfg.Kinds[kind]; ok && k.RetryDelay != nil {
+		return k.RetryDelay(attempt)
+	}
+	return w.cfg.Backoff.Delay(attempt)
+}
