@@ -126,6 +126,22 @@ func NewClient[TTx any](st store.TxStore[TTx], cfg Config) (*Client[TTx], error)
 	if st == nil {
 		return nil, errors.New("leasehold: the store is nil")
 	}
+	cfg, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	return &Client[TTx]{st: st, cfg: cfg, log: cfg.Logger, handlers: map[string]worker.HandlerFunc{}, kinds: map[string]WorkOptions{}}, nil
+}
+
+// Validate checks the settings as NewClient does, for a program that
+// checks them before it opens a store.
+func (cfg Config) Validate() error {
+	_, err := cfg.resolve()
+	return err
+}
+
+// resolve fills in cfg's defaults and checks every setting.
+func (cfg Config) resolve() (Config, error) {
 	cfg.LeaseDuration = cmp.Or(cfg.LeaseDuration, worker.DefaultLeaseDuration)
 	cfg.MaxProcessingTime = cmp.Or(cfg.MaxProcessingTime, 3*cfg.LeaseDuration)
 	cfg.ShutdownTimeout = cmp.Or(cfg.ShutdownTimeout, worker.DefaultShutdownTimeout)
@@ -157,9 +173,9 @@ func NewClient[TTx any](st store.TxStore[TTx], cfg Config) (*Client[TTx], error)
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("leasehold: %w", err)
+		return cfg, fmt.Errorf("leasehold: %w", err)
 	}
-	return &Client[TTx]{st: st, cfg: cfg, log: cfg.Logger, handlers: map[string]worker.HandlerFunc{}, kinds: map[string]WorkOptions{}}, nil
+	return cfg, nil
 }
 
 // workerConfig is the configuration of the client's worker, without its

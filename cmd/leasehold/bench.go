@@ -19,7 +19,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/internal/anyjob"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/worker"
 )
@@ -232,23 +234,24 @@ func (a *app) bench(ctx context.Context, f benchFlags) error {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
-	var wg sync.WaitGroup
-	var workers []*worker.Worker
+	// Each worker is a client of its own, with its own reaper, as separate
+	// processes would be.
+	var clients []*leasehold.Client[store.NoTx]
 	for range f.workers {
-		w, err := worker.New(worker.Config{Store: counting, Queue: queue, Concurrency: f.concurrency, LeaseDuration: f.lease,
-			Handler: handler, Logger: quiet, PollInterval: 100 * time.Millisecond, LongPoll: time.Second})
+		c, err := leasehold.NewClient[store.NoTx](plainStore{counting}, leasehold.Config{
+			Queues:        map[string]leasehold.QueueConfig{queue: {Concurrency: f.concurrency}},
+			LeaseDuration: f.lease, Logger: quiet})
 		if err != nil {
 			return err
 		}
-		workers = append(workers, w)
+		anyjob.Handle(c, handler)
+		clients = append(clients, c)
 	}
 	began := clk.Monotonic()
-	for _, w := range workers {
-		wg.Go(func() {
-			if err := w.Run(runCtx); err != nil {
-				failures.Add(1)
-			}
-		})
+	for _, c := range clients {
+		if err := c.Start(runCtx); err != nil {
+			return err
+		}
 	}
 	// The producer for continuous and offered-load modes.
 	prodCtx, stopProducer := context.WithCancel(runCtx)
@@ -286,12 +289,11 @@ loop:
 	completed := done.Load()
 	stopProducer()
 	prod.Wait()
-	for _, w := range workers {
-		if err := w.Shutdown(context.WithoutCancel(ctx)); err != nil {
+	for _, c := range clients {
+		if err := c.Stop(context.WithoutCancel(ctx)); err != nil {
 			failures.Add(1)
 		}
 	}
-	wg.Wait()
 	stopRun()
 	if progress.tty && !f.asJSON {
 		fmt.Fprintln(a.stdout)

@@ -63,7 +63,7 @@ func TestReadOnlyCommandsChangeNothing(t *testing.T) {
 	for _, path := range []string{"app.db", "absent.db"} {
 		before := snapshot(t, dir)
 		for _, args := range [][]string{{"stats"}, {"stats", "--queue", "q"}, {"list", "--queue", "q"}, {"dead", "list", "--queue", "q"}} {
-			r := leasehold(t, dir, "", append([]string{"--db", path}, args...)...)
+			r := runBin(t, dir, "", append([]string{"--db", path}, args...)...)
 			if r.code != 1 || !strings.Contains(r.stderr, "not a leasehold database; run leasehold migrate") || strings.Count(r.stderr, "\n") != 1 {
 				t.Fatalf("%s %v: exit %d, stderr %q; want exit 1 saying it is not a leasehold database", path, args, r.code, r.stderr)
 			}
@@ -73,8 +73,8 @@ func TestReadOnlyCommandsChangeNothing(t *testing.T) {
 		}
 	}
 	// A writing command migrates the shared file and keeps the app's table.
-	leasehold(t, dir, "", "--db", "app.db", "enqueue", "--queue", "q", "x").must(t)
-	leasehold(t, dir, "", "--db", "app.db", "stats").must(t)
+	runBin(t, dir, "", "--db", "app.db", "enqueue", "--queue", "q", "x").must(t)
+	runBin(t, dir, "", "--db", "app.db", "stats").must(t)
 	db, err = sql.Open("sqlite", app)
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +89,7 @@ func TestReadOnlyCommandsChangeNothing(t *testing.T) {
 func TestNewDatabaseFilesArePrivate(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	leasehold(t, dir, "", "--db", "private.db", "enqueue", "--queue", "sig", "x").must(t)
+	runBin(t, dir, "", "--db", "private.db", "enqueue", "--queue", "sig", "x").must(t)
 	// A worker keeps the -wal and -shm files while the test looks.
 	startWork(t, dir, "sqlite:private.db", "touch started; sleep 60\n")
 	for _, name := range []string{"private.db", "private.db-wal", "private.db-shm"} {
@@ -107,13 +107,13 @@ func TestDSNForms(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	// A libpq keyword/value string is PostgreSQL, never a file name.
-	r := leasehold(t, dir, "", "--db", "host=127.0.0.1 port=1 user=app password=sekrit dbname=app connect_timeout=5", "stats")
+	r := runBin(t, dir, "", "--db", "host=127.0.0.1 port=1 user=app password=sekrit dbname=app connect_timeout=5", "stats")
 	if r.code != 1 || !strings.Contains(r.stderr, "cannot connect to PostgreSQL as app, database app") || strings.Contains(r.stderr, "sekrit") {
 		t.Fatalf("keyword DSN: exit %d, stderr %q", r.code, r.stderr)
 	}
 	// A SQLite path is taken as it is, without percent-decoding.
-	leasehold(t, dir, "", "--db", "a%41.db", "enqueue", "--queue", "q", "x").must(t)
-	leasehold(t, dir, "", "--db", "sqlite:b%20c.db?synchronous=normal", "enqueue", "--queue", "q", "x").must(t)
+	runBin(t, dir, "", "--db", "a%41.db", "enqueue", "--queue", "q", "x").must(t)
+	runBin(t, dir, "", "--db", "sqlite:b%20c.db?synchronous=normal", "enqueue", "--queue", "q", "x").must(t)
 	for _, name := range []string{"a%41.db", "b%20c.db"} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			t.Fatalf("the file %s: %v", name, err)
@@ -125,7 +125,7 @@ func TestDSNForms(t *testing.T) {
 		{"x.db?cache=shared", `unknown SQLite option "cache"`},
 		{"postgresql://u@h:notaport/db", "malformed PostgreSQL URL"},
 	} {
-		r := leasehold(t, dir, "", "--db", tc.db, "enqueue", "--queue", "q", "x")
+		r := runBin(t, dir, "", "--db", tc.db, "enqueue", "--queue", "q", "x")
 		if r.code != 2 || !strings.Contains(r.stderr, tc.want) || strings.Count(r.stderr, "\n") != 1 {
 			t.Fatalf("--db %s: exit %d, stderr %q; want a usage error naming %q", tc.db, r.code, r.stderr, tc.want)
 		}
@@ -134,7 +134,7 @@ func TestDSNForms(t *testing.T) {
 		t.Fatal("a refused --db changed the directory")
 	}
 	// A database that cannot be created says why, in one line.
-	r = leasehold(t, dir, "", "--db", "/sys/leasehold-test.db", "enqueue", "--queue", "q", "x")
+	r = runBin(t, dir, "", "--db", "/sys/leasehold-test.db", "enqueue", "--queue", "q", "x")
 	if r.code != 1 || !strings.Contains(r.stderr, "cannot create /sys/leasehold-test.db: directory /sys is not writable") || strings.Count(r.stderr, "\n") != 1 {
 		t.Fatalf("a database in a read-only directory: exit %d, stderr %q", r.code, r.stderr)
 	}
@@ -143,7 +143,7 @@ func TestDSNForms(t *testing.T) {
 // A connection error is one line, each reason once.
 func TestConnectionErrorIsOneLine(t *testing.T) {
 	t.Parallel()
-	r := leasehold(t, t.TempDir(), "", "--db", "postgres://postgres@127.0.0.1:1/none", "stats")
+	r := runBin(t, t.TempDir(), "", "--db", "postgres://postgres@127.0.0.1:1/none", "stats")
 	want := "leasehold: postgres store: cannot connect to PostgreSQL as postgres, database none: 127.0.0.1:1 (127.0.0.1): dial error: dial tcp 127.0.0.1:1: connect: connection refused\n"
 	if r.code != 1 || r.stderr != want {
 		t.Fatalf("exit %d, stderr %q; want %q", r.code, r.stderr, want)
@@ -174,7 +174,7 @@ func TestConnectTimesOut(t *testing.T) {
 			held = append(held, c)
 		}
 	}()
-	r := leasehold(t, t.TempDir(), "", "--db", "postgres://postgres@"+ln.Addr().String()+"/x?sslmode=disable&connect_timeout=1", "stats")
+	r := runBin(t, t.TempDir(), "", "--db", "postgres://postgres@"+ln.Addr().String()+"/x?sslmode=disable&connect_timeout=1", "stats")
 	if r.code != 1 || !strings.Contains(r.stderr, "timeout") || strings.Count(r.stderr, "\n") != 1 {
 		t.Fatalf("exit %d, stderr %q; want one line saying the connection timed out", r.code, r.stderr)
 	}
@@ -219,6 +219,6 @@ func TestMigrateWithSchemaPrivilegeOnly(t *testing.T) {
 	})
 	u.User = url.User(role)
 	asRole := u.String()
-	leasehold(t, t.TempDir(), "", "--db", asRole, "migrate").must(t)
-	leasehold(t, t.TempDir(), "", "--db", asRole, "enqueue", "--queue", "q", "x").must(t)
+	runBin(t, t.TempDir(), "", "--db", asRole, "migrate").must(t)
+	runBin(t, t.TempDir(), "", "--db", asRole, "enqueue", "--queue", "q", "x").must(t)
 }

@@ -48,8 +48,8 @@ type result struct {
 	stdout, stderr string
 }
 
-// leasehold runs the binary with args in dir, stdin as its input.
-func leasehold(t *testing.T, dir, stdin string, args ...string) result {
+// runBin runs the binary with args in dir, stdin as its input.
+func runBin(t *testing.T, dir, stdin string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -128,6 +128,7 @@ func TestUsageErrors(t *testing.T) {
 		{"two payloads", []string{"enqueue", "--queue", "q", "a", "b"}, "at most 1 argument"},
 		{"memory store outside bench", []string{"--db", "memory:", "enqueue", "--queue", "q", "x"}, "for bench only"},
 		{"explicit zero max processing", []string{"work", "--queue", "q", "--max-processing", "0", "--", "true"}, "--max-processing 0"},
+		{"max processing below the lease", []string{"work", "--queue", "q", "--lease", "10s", "--max-processing", "5s", "--", "true"}, "--max-processing 5s: must be at least --lease 10s"},
 		{"huge lease", []string{"work", "--queue", "q", "--lease", "1000000h", "--", "true"}, "--lease 1000000h"},
 		{"lease too short to keep", []string{"work", "--queue", "q", "--lease", "1ms", "--", "true"}, "--lease 1ms: must be 1s to"},
 		{"zero max deliveries", []string{"enqueue", "--queue", "q", "--max-deliveries", "0", "x"}, "--max-deliveries 0"},
@@ -139,7 +140,7 @@ func TestUsageErrors(t *testing.T) {
 			if len(args) == 0 || args[0] != "--db" {
 				args = append([]string{"--db", "usage.db"}, args...)
 			}
-			r := leasehold(t, dir, "", args...)
+			r := runBin(t, dir, "", args...)
 			if r.code != 2 {
 				t.Fatalf("exit %d, want 2\nstderr: %s", r.code, r.stderr)
 			}
@@ -161,7 +162,7 @@ func TestUsageErrors(t *testing.T) {
 func TestUsageErrorWritesNoDefaultDatabase(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	if r := leasehold(t, dir, "", "enqueue", "--queue", "q", "--delay", "-1s", "x"); r.code != 2 {
+	if r := runBin(t, dir, "", "enqueue", "--queue", "q", "--delay", "-1s", "x"); r.code != 2 {
 		t.Fatalf("exit %d, want 2", r.code)
 	}
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
@@ -171,7 +172,7 @@ func TestUsageErrorWritesNoDefaultDatabase(t *testing.T) {
 
 func TestUnreachableServerIsRuntimeError(t *testing.T) {
 	t.Parallel()
-	r := leasehold(t, t.TempDir(), "", "--db", "postgres://postgres@127.0.0.1:1/none?connect_timeout=2", "stats")
+	r := runBin(t, t.TempDir(), "", "--db", "postgres://postgres@127.0.0.1:1/none?connect_timeout=2", "stats")
 	if r.code != 1 || !strings.Contains(r.stderr, "leasehold:") {
 		t.Fatalf("exit %d, stderr %q; want status 1 with a message", r.code, r.stderr)
 	}
@@ -194,11 +195,11 @@ func testEnqueueWorkStats(t *testing.T, db string) {
 payload=$(cat)
 echo "$LEASEHOLD_MESSAGE_ID|$LEASEHOLD_QUEUE|$LEASEHOLD_KEY|$LEASEHOLD_ATTEMPT|$LEASEHOLD_FENCING_TOKEN|$payload" >> "$OUT"
 `)
-	ids := strings.Fields(leasehold(t, dir, "one\ntwo\nthree\n", "--db", db, "enqueue", "--queue", "e2e", "--key", "k").must(t).stdout)
+	ids := strings.Fields(runBin(t, dir, "one\ntwo\nthree\n", "--db", db, "enqueue", "--queue", "e2e", "--key", "k").must(t).stdout)
 	if len(ids) != 3 {
 		t.Fatalf("enqueue printed %v, want 3 ids", ids)
 	}
-	leasehold(t, dir, "", "--db", db, "enqueue", "--queue", "e2e", "four").must(t)
+	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "e2e", "four").must(t)
 	out := filepath.Join(dir, "out.txt")
 	work := exec.Command(bin, "--db", db, "work", "--queue", "e2e", "--concurrency", "2", "--drain", "--", handler)
 	work.Dir, work.Env = dir, append(os.Environ(), "OUT="+out, "LEASEHOLD_DB=")
@@ -228,12 +229,12 @@ echo "$LEASEHOLD_MESSAGE_ID|$LEASEHOLD_QUEUE|$LEASEHOLD_KEY|$LEASEHOLD_ATTEMPT|$
 	if strings.Join(keyed, ",") != strings.Join(want, ",") {
 		t.Fatalf("keyed order %v, want %v", keyed, want)
 	}
-	stats := jsonLines(t, leasehold(t, dir, "", "--db", db, "stats", "--json").must(t).stdout)
+	stats := jsonLines(t, runBin(t, dir, "", "--db", db, "stats", "--json").must(t).stdout)
 	if len(stats) != 1 || stats[0]["queue"] != "e2e" || stats[0]["completed"] != 4.0 || stats[0]["pending"] != 0.0 ||
 		stats[0]["processing"] != 0.0 || stats[0]["dead"] != 0.0 {
 		t.Fatalf("stats %v", stats)
 	}
-	list := jsonLines(t, leasehold(t, dir, "", "--db", db, "list", "--queue", "e2e", "--state", "completed", "--json").must(t).stdout)
+	list := jsonLines(t, runBin(t, dir, "", "--db", db, "list", "--queue", "e2e", "--state", "completed", "--json").must(t).stdout)
 	if len(list) != 4 {
 		t.Fatalf("list %v", list)
 	}
@@ -252,10 +253,10 @@ func TestEnqueueWorkStatsSQLite(t *testing.T) {
 func TestEnqueueWorkStatsPostgres(t *testing.T) {
 	t.Parallel()
 	db := freshDatabase(t)
-	if r := leasehold(t, t.TempDir(), "", "--db", db, "stats"); r.code != 1 || !strings.Contains(r.stderr, "migrate") {
+	if r := runBin(t, t.TempDir(), "", "--db", db, "stats"); r.code != 1 || !strings.Contains(r.stderr, "migrate") {
 		t.Fatalf("stats before migrate: exit %d, stderr %q; want status 1 naming migrate", r.code, r.stderr)
 	}
-	leasehold(t, t.TempDir(), "", "--db", db, "migrate").must(t)
+	runBin(t, t.TempDir(), "", "--db", db, "migrate").must(t)
 	testEnqueueWorkStats(t, db)
 }
 
@@ -307,11 +308,11 @@ bad) echo "cannot parse" >&2; exit 65 ;;
 esac
 `)
 	for _, p := range []string{"ok", "bad", "flaky"} {
-		leasehold(t, dir, "", "--db", db, "enqueue", "--queue", "codes", "--max-deliveries", "2", p).must(t)
+		runBin(t, dir, "", "--db", db, "enqueue", "--queue", "codes", "--max-deliveries", "2", p).must(t)
 	}
-	leasehold(t, dir, "", "--db", db, "--log-level", "error", "work", "--queue", "codes", "--drain", "--", handler).must(t)
+	runBin(t, dir, "", "--db", db, "--log-level", "error", "work", "--queue", "codes", "--drain", "--", handler).must(t)
 	byPayload := map[string]map[string]any{}
-	for _, m := range jsonLines(t, leasehold(t, dir, "", "--db", db, "list", "--queue", "codes", "--json").must(t).stdout) {
+	for _, m := range jsonLines(t, runBin(t, dir, "", "--db", db, "list", "--queue", "codes", "--json").must(t).stdout) {
 		byPayload[m["payload"].(string)] = m
 	}
 	if m := byPayload["ok"]; m["state"] != "completed" {
@@ -325,14 +326,14 @@ esac
 		!strings.Contains(m["last_error"].(string), "boom on attempt 2") {
 		t.Fatalf("exit 3: %v", m)
 	}
-	dead := leasehold(t, dir, "", "--db", db, "dead", "list", "--queue", "codes").must(t).stdout
+	dead := runBin(t, dir, "", "--db", db, "dead", "list", "--queue", "codes").must(t).stdout
 	if !strings.Contains(dead, "permanent_error") || !strings.Contains(dead, "max_deliveries") {
 		t.Fatalf("dead list:\n%s", dead)
 	}
-	if out := leasehold(t, dir, "", "--db", db, "dead", "redrive", "--queue", "codes").must(t).stdout; strings.TrimSpace(out) != "redrove 2" {
+	if out := runBin(t, dir, "", "--db", db, "dead", "redrive", "--queue", "codes").must(t).stdout; strings.TrimSpace(out) != "redrove 2" {
 		t.Fatalf("redrive: %q", out)
 	}
-	if out := leasehold(t, dir, "", "--db", db, "dead", "purge", "--queue", "codes", "--all").must(t).stdout; strings.TrimSpace(out) != "purged 0" {
+	if out := runBin(t, dir, "", "--db", db, "dead", "purge", "--queue", "codes", "--all").must(t).stdout; strings.TrimSpace(out) != "purged 0" {
 		t.Fatalf("purge after redrive: %q", out)
 	}
 }
@@ -375,7 +376,7 @@ func TestSIGTERMFinishesInFlightWork(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	db := "sqlite:" + filepath.Join(dir, "sig.db")
-	leasehold(t, dir, "", "--db", db, "enqueue", "--queue", "sig", "slow").must(t)
+	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "sig", "slow").must(t)
 	cmd, stderr := startWork(t, dir, db, "touch started; sleep 1; cat > /dev/null\n")
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -383,7 +384,7 @@ func TestSIGTERMFinishesInFlightWork(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("work after SIGTERM: %v, want exit 0\n%s", err, stderr)
 	}
-	stats := jsonLines(t, leasehold(t, dir, "", "--db", db, "stats", "--json", "--queue", "sig").must(t).stdout)
+	stats := jsonLines(t, runBin(t, dir, "", "--db", db, "stats", "--json", "--queue", "sig").must(t).stdout)
 	if stats[0]["completed"] != 1.0 {
 		t.Fatalf("stats after a graceful stop: %v", stats)
 	}
@@ -393,7 +394,7 @@ func TestSecondSignalReleasesLease(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	db := "sqlite:" + filepath.Join(dir, "sig2.db")
-	leasehold(t, dir, "", "--db", db, "enqueue", "--queue", "sig", "stuck").must(t)
+	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "sig", "stuck").must(t)
 	cmd, stderr := startWork(t, dir, db, "touch started; exec sleep 600\n")
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -426,7 +427,7 @@ func TestSecondSignalReleasesLease(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() == 0 {
 		t.Fatalf("work after a second signal: %v, want a non-zero exit\n%s", err, stderr)
 	}
-	list := jsonLines(t, leasehold(t, dir, "", "--db", db, "list", "--queue", "sig", "--json").must(t).stdout)
+	list := jsonLines(t, runBin(t, dir, "", "--db", db, "list", "--queue", "sig", "--json").must(t).stdout)
 	if len(list) != 1 || list[0]["state"] != "pending" {
 		t.Fatalf("after a hard stop: %v, want the message pending at once, its 30 s lease released", list)
 	}
@@ -438,7 +439,7 @@ func TestSignalToProcessAndGroupIsOne(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	db := "sqlite:" + filepath.Join(dir, "dup.db")
-	leasehold(t, dir, "", "--db", db, "enqueue", "--queue", "sig", "short").must(t)
+	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "sig", "short").must(t)
 	cmd, stderr := startWork(t, dir, db, "touch started; sleep 1; cat > /dev/null\n")
 	pid := cmd.Process.Pid
 	_ = syscall.Kill(-pid, syscall.SIGTERM)
@@ -449,7 +450,7 @@ func TestSignalToProcessAndGroupIsOne(t *testing.T) {
 	if strings.Contains(stderr.String(), "second signal: stopping at once") {
 		t.Fatalf("a duplicate delivery counted as a second signal:\n%s", stderr)
 	}
-	list := jsonLines(t, leasehold(t, dir, "", "--db", db, "list", "--queue", "sig", "--json").must(t).stdout)
+	list := jsonLines(t, runBin(t, dir, "", "--db", db, "list", "--queue", "sig", "--json").must(t).stdout)
 	if len(list) != 1 || list[0]["state"] != "completed" {
 		t.Fatalf("after a graceful stop: %v, want the message completed", list)
 	}
@@ -487,8 +488,8 @@ func TestScriptChildrenDoNotOutliveTheirMessage(t *testing.T) {
 	db := "sqlite:" + filepath.Join(dir, "kids.db")
 	// A script that exits 0 leaving a child that holds its stderr, and one
 	// that ignores SIGTERM past its maximum processing time.
-	leasehold(t, dir, "", "--db", db, "enqueue", "--queue", "kids", "--max-deliveries", "1", "leave").must(t)
-	leasehold(t, dir, "", "--db", db, "enqueue", "--queue", "kids", "--max-deliveries", "1", "stubborn").must(t)
+	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "kids", "--max-deliveries", "1", "leave").must(t)
+	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "kids", "--max-deliveries", "1", "stubborn").must(t)
 	handler := script(t, dir, `
 case "$(cat)" in
 leave) sleep 60 & echo $! > leave.pid; exit 0 ;;
@@ -496,7 +497,7 @@ stubborn) trap '' TERM; sh -c "trap '' TERM; echo \$\$ > stubborn.pid; exec slee
 esac
 `)
 	t0 := time.Now()
-	leasehold(t, dir, "", "--db", db, "--log-level", "error", "work", "--queue", "kids", "--lease", "1500ms", "--max-processing", "1s", "--drain", "--", handler).must(t)
+	runBin(t, dir, "", "--db", db, "--log-level", "error", "work", "--queue", "kids", "--lease", "1s", "--max-processing", "1s", "--drain", "--", handler).must(t)
 	if took := time.Since(t0); took > 30*time.Second {
 		t.Fatalf("work took %s", took)
 	}
@@ -506,7 +507,7 @@ esac
 		}
 	}
 	byPayload := map[string]map[string]any{}
-	for _, m := range jsonLines(t, leasehold(t, dir, "", "--db", db, "list", "--queue", "kids", "--json").must(t).stdout) {
+	for _, m := range jsonLines(t, runBin(t, dir, "", "--db", db, "list", "--queue", "kids", "--json").must(t).stdout) {
 		byPayload[m["payload"].(string)] = m
 	}
 	if byPayload["leave"]["state"] != "completed" {
@@ -521,8 +522,8 @@ func TestListBinaryPayload(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	db := "sqlite:" + filepath.Join(dir, "bin.db")
-	leasehold(t, dir, "\xff\xfe\x00binary\n", "--db", db, "enqueue", "--queue", "bin").must(t)
-	list := jsonLines(t, leasehold(t, dir, "", "--db", db, "list", "--queue", "bin", "--json").must(t).stdout)
+	runBin(t, dir, "\xff\xfe\x00binary\n", "--db", db, "enqueue", "--queue", "bin").must(t)
+	list := jsonLines(t, runBin(t, dir, "", "--db", db, "list", "--queue", "bin", "--json").must(t).stdout)
 	if len(list) != 1 || list[0]["payload_base64"] != "//4AYmluYXJ5" || list[0]["payload"] != "" {
 		t.Fatalf("listed %v, want the payload in base64", list)
 	}

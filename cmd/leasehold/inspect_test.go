@@ -21,11 +21,11 @@ func TestTablesEscapeControlCharacters(t *testing.T) {
 	dir := t.TempDir()
 	db := "sqlite:" + filepath.Join(dir, "esc.db")
 	queue := "q\x1b[31mred\tx"
-	leasehold(t, dir, "", "--db", db, "enqueue", "--queue", queue, "--key", "k\r\x07", "--max-deliveries", "1", "pay\x1b]0;title\x07").must(t)
+	runBin(t, dir, "", "--db", db, "enqueue", "--queue", queue, "--key", "k\r\x07", "--max-deliveries", "1", "pay\x1b]0;title\x07").must(t)
 	script(t, dir, "printf 'bad\\033[2J\\tinput' >&2; exit 65\n")
-	leasehold(t, dir, "", "--db", db, "--log-level", "error", "work", "--queue", queue, "--drain", "--", "./handler.sh").must(t)
+	runBin(t, dir, "", "--db", db, "--log-level", "error", "work", "--queue", queue, "--drain", "--", "./handler.sh").must(t)
 	for _, args := range [][]string{{"stats"}, {"list", "--queue", queue}, {"dead", "list", "--queue", queue}} {
-		out := leasehold(t, dir, "", append([]string{"--db", db}, args...)...).must(t).stdout
+		out := runBin(t, dir, "", append([]string{"--db", db}, args...)...).must(t).stdout
 		if strings.ContainsAny(out, "\x1b\x07\r") {
 			t.Fatalf("%v printed control characters:\n%q", args, out)
 		}
@@ -50,9 +50,9 @@ func TestDeadPurgeAndRedriveRules(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	db := "sqlite:" + filepath.Join(dir, "purge.db")
-	leasehold(t, dir, "", "--db", db, "enqueue", "--queue", "p", "--max-deliveries", "1", "x").must(t)
+	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "p", "--max-deliveries", "1", "x").must(t)
 	handler := script(t, dir, "exit 65\n")
-	leasehold(t, dir, "", "--db", db, "--log-level", "error", "work", "--queue", "p", "--drain", "--", handler).must(t)
+	runBin(t, dir, "", "--db", db, "--log-level", "error", "work", "--queue", "p", "--drain", "--", handler).must(t)
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -66,12 +66,12 @@ func TestDeadPurgeAndRedriveRules(t *testing.T) {
 		{[]string{"dead", "redrive", "--queue", "nope"}, 1, "queue nope does not exist"},
 		{[]string{"dead", "list", "--queue", "nope"}, 1, "queue nope does not exist"},
 	} {
-		r := leasehold(t, dir, "", append([]string{"--db", db}, tc.args...)...)
+		r := runBin(t, dir, "", append([]string{"--db", db}, tc.args...)...)
 		if r.code != tc.code || !strings.Contains(r.stderr, tc.want) || strings.Count(r.stderr, "\n") != 1 {
 			t.Fatalf("%v: exit %d, stderr %q; want exit %d and one line naming %q", tc.args, r.code, r.stderr, tc.code, tc.want)
 		}
 	}
-	if out := leasehold(t, dir, "", "--db", db, "dead", "purge", "--queue", "p", "--all").must(t).stdout; strings.TrimSpace(out) != "purged 1" {
+	if out := runBin(t, dir, "", "--db", db, "dead", "purge", "--queue", "p", "--all").must(t).stdout; strings.TrimSpace(out) != "purged 1" {
 		t.Fatalf("purge --all: %q", out)
 	}
 }
@@ -84,11 +84,11 @@ func TestEnqueueBinarySafePayloads(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "payload"), bin, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	leasehold(t, dir, "", "--db", db, "enqueue", "--queue", "raw", "--file", "payload").must(t)
-	leasehold(t, dir, string(bin), "--db", db, "enqueue", "--queue", "raw", "--raw").must(t)
-	leasehold(t, dir, "one\ntwo\x00three\x00", "--db", db, "enqueue", "--queue", "raw", "-0").must(t)
+	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "raw", "--file", "payload").must(t)
+	runBin(t, dir, string(bin), "--db", db, "enqueue", "--queue", "raw", "--raw").must(t)
+	runBin(t, dir, "one\ntwo\x00three\x00", "--db", db, "enqueue", "--queue", "raw", "-0").must(t)
 	var got []string
-	for _, m := range jsonLines(t, leasehold(t, dir, "", "--db", db, "list", "--queue", "raw", "--json").must(t).stdout) {
+	for _, m := range jsonLines(t, runBin(t, dir, "", "--db", db, "list", "--queue", "raw", "--json").must(t).stdout) {
 		p := m["payload"].(string)
 		if b64, ok := m["payload_base64"].(string); ok {
 			b, err := base64.StdEncoding.DecodeString(b64)
@@ -106,12 +106,12 @@ func TestEnqueueBinarySafePayloads(t *testing.T) {
 	for _, args := range [][]string{
 		{"--raw", "x"}, {"--raw", "-0"}, {"--file", "payload", "--raw"}, {"--file", "missing"},
 	} {
-		r := leasehold(t, dir, "", append([]string{"--db", db, "enqueue", "--queue", "raw"}, args...)...)
+		r := runBin(t, dir, "", append([]string{"--db", db, "enqueue", "--queue", "raw"}, args...)...)
 		if r.code != 2 || strings.Count(r.stderr, "\n") != 1 {
 			t.Fatalf("enqueue %v: exit %d, stderr %q; want a one-line usage error", args, r.code, r.stderr)
 		}
 	}
-	help := leasehold(t, dir, "", "enqueue", "--help").must(t).stdout
+	help := runBin(t, dir, "", "enqueue", "--help").must(t).stdout
 	if !strings.Contains(help, "one message per line") {
 		t.Fatalf("enqueue --help does not say that plain standard input is a message per line:\n%s", help)
 	}
@@ -180,12 +180,12 @@ func TestEnqueueKind(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	db := "sqlite:" + filepath.Join(dir, "kind.db")
-	leasehold(t, dir, "", "--db", db, "enqueue", "--queue", "k", "--kind", "send_email", "x").must(t)
-	list := jsonLines(t, leasehold(t, dir, "", "--db", db, "list", "--queue", "k", "--json").must(t).stdout)
+	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "k", "--kind", "send_email", "x").must(t)
+	list := jsonLines(t, runBin(t, dir, "", "--db", db, "list", "--queue", "k", "--json").must(t).stdout)
 	if len(list) != 1 || list[0]["kind"] != "send_email" {
 		t.Fatalf("listed %v, want one message of kind send_email", list)
 	}
-	r := leasehold(t, dir, "", "--db", db, "enqueue", "--queue", "k", "--kind", strings.Repeat("k", store.MaxNameLength+1), "x")
+	r := runBin(t, dir, "", "--db", db, "enqueue", "--queue", "k", "--kind", strings.Repeat("k", store.MaxNameLength+1), "x")
 	if r.code != 2 || !strings.Contains(r.stderr, "kind is") {
 		t.Fatalf("a kind over the limit: exit %d, stderr %q", r.code, r.stderr)
 	}

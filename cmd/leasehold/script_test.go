@@ -41,7 +41,7 @@ func exists(path string) bool {
 func byPayload(t *testing.T, dir, db, queue string) map[string]map[string]any {
 	t.Helper()
 	out := map[string]map[string]any{}
-	for _, m := range jsonLines(t, leasehold(t, dir, "", "--db", db, "list", "--queue", queue, "--json").must(t).stdout) {
+	for _, m := range jsonLines(t, runBin(t, dir, "", "--db", db, "list", "--queue", queue, "--json").must(t).stdout) {
 		out[m["payload"].(string)] = m
 	}
 	return out
@@ -51,7 +51,7 @@ func TestReplyOutputIsCappedInMemory(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	db := "sqlite:" + filepath.Join(dir, "big.db")
-	leasehold(t, dir, "", "--db", db, "enqueue", "--queue", "big", "--reply-to", "answers", "flood").must(t)
+	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "big", "--reply-to", "answers", "flood").must(t)
 	handler := script(t, dir, "cat >/dev/null; head -c 100000000 /dev/zero\n")
 	cmd := exec.Command(bin, "--db", db, "--log-level", "error", "work", "--queue", "big", "--", handler)
 	cmd.Dir, cmd.Env = dir, append(os.Environ(), "LEASEHOLD_DB=")
@@ -87,7 +87,7 @@ func TestReplyOutputIsCappedInMemory(t *testing.T) {
 	if m["dead_reason"] != "permanent_error" || !strings.Contains(m["last_error"].(string), want) {
 		t.Fatalf("the request: %v, want dead with %q", m, want)
 	}
-	replies := jsonLines(t, leasehold(t, dir, "", "--db", db, "list", "--queue", "answers", "--json").must(t).stdout)
+	replies := jsonLines(t, runBin(t, dir, "", "--db", db, "list", "--queue", "answers", "--json").must(t).stdout)
 	if len(replies) != 1 || !strings.Contains(replies[0]["payload"].(string), want) {
 		t.Fatalf("replies %v, want one that says %q", replies, want)
 	}
@@ -98,10 +98,10 @@ func TestReplyLimitIsTheDocumentedOne(t *testing.T) {
 	dir := t.TempDir()
 	db := "sqlite:" + filepath.Join(dir, "limit.db")
 	for _, n := range []int{worker.MaxReplyOutput, worker.MaxReplyOutput + 1} {
-		leasehold(t, dir, "", "--db", db, "enqueue", "--queue", "limit", "--reply-to", "answers", strconv.Itoa(n)).must(t)
+		runBin(t, dir, "", "--db", db, "enqueue", "--queue", "limit", "--reply-to", "answers", strconv.Itoa(n)).must(t)
 	}
 	handler := script(t, dir, `head -c "$(cat)" /dev/zero`+"\n")
-	leasehold(t, dir, "", "--db", db, "--log-level", "error", "work", "--queue", "limit", "--drain", "--", handler).must(t)
+	runBin(t, dir, "", "--db", db, "--log-level", "error", "work", "--queue", "limit", "--drain", "--", handler).must(t)
 	msgs := byPayload(t, dir, db, "limit")
 	if m := msgs[strconv.Itoa(worker.MaxReplyOutput)]; m["state"] != "completed" {
 		t.Fatalf("a reply of exactly the limit: %v", m)
@@ -111,7 +111,7 @@ func TestReplyLimitIsTheDocumentedOne(t *testing.T) {
 		t.Fatalf("a reply one byte over the limit: %v", m)
 	}
 	var sizes []int
-	for _, r := range jsonLines(t, leasehold(t, dir, "", "--db", db, "list", "--queue", "answers", "--json").must(t).stdout) {
+	for _, r := range jsonLines(t, runBin(t, dir, "", "--db", db, "list", "--queue", "answers", "--json").must(t).stdout) {
 		rep, err := worker.DecodeReply([]byte(r["payload"].(string)))
 		if err != nil {
 			t.Fatal(err)
@@ -122,7 +122,7 @@ func TestReplyLimitIsTheDocumentedOne(t *testing.T) {
 	if len(sizes) != 2 || sizes[0] != 0 || sizes[1] != worker.MaxReplyOutput {
 		t.Fatalf("reply outputs of %v bytes, want %d and an error reply", sizes, worker.MaxReplyOutput)
 	}
-	help := leasehold(t, dir, "", "work", "--help").must(t).stdout
+	help := runBin(t, dir, "", "work", "--help").must(t).stdout
 	if !strings.Contains(help, strconv.Itoa(worker.MaxReplyOutput)+" bytes") {
 		t.Fatalf("work --help does not state the reply limit of %d bytes:\n%s", worker.MaxReplyOutput, help)
 	}
@@ -158,7 +158,7 @@ func TestScriptsDieWithTheirWorker(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	db := "sqlite:" + filepath.Join(dir, "kill.db")
-	leasehold(t, dir, "", "--db", db, "enqueue", "--queue", "sig", "long").must(t)
+	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "sig", "long").must(t)
 	// The script, a child in its process group, and a daemon that left
 	// both its group and its session.
 	work, stderr := startWork(t, dir, db, `
@@ -195,10 +195,10 @@ func TestDaemonHoldingOutputDoesNotPinMessage(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	db := "sqlite:" + filepath.Join(dir, "daemon.db")
-	leasehold(t, dir, "", "--db", db, "enqueue", "--queue", "d", "one").must(t)
+	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "d", "one").must(t)
 	handler := script(t, dir, "setsid sh -c 'echo $$ > daemon.pid; exec sleep 45' &\nwhile [ ! -s daemon.pid ]; do sleep 0.01; done\nexit 0\n")
 	began := time.Now()
-	leasehold(t, dir, "", "--db", db, "--log-level", "error", "work", "--queue", "d", "--drain", "--", handler).must(t)
+	runBin(t, dir, "", "--db", db, "--log-level", "error", "work", "--queue", "d", "--drain", "--", handler).must(t)
 	// The daemon would have held the script's output for 45 s.
 	if took := time.Since(began); took > 30*time.Second {
 		t.Fatalf("work --drain took %s: the daemon's hold on the script's output kept the message", took)
@@ -239,7 +239,7 @@ func TestScriptEnvironmentHasNoSecrets(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "env.db")
-	leasehold(t, dir, "", "--db", db, "enqueue", "--queue", "env", "x").must(t)
+	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "env", "x").must(t)
 	handler := script(t, dir, "env > env.txt\ngrep SigIgn /proc/$$/status > sigign.txt\n")
 	cmd := exec.Command(bin, "--log-level", "error", "work", "--queue", "env", "--drain", "--", handler)
 	cmd.Dir = dir
@@ -293,7 +293,7 @@ func TestBrokenCommandDeadLettersNothing(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			db := "sqlite:" + filepath.Join(dir, "broken.db")
-			leasehold(t, dir, "", "--db", db, "migrate").must(t)
+			runBin(t, dir, "", "--db", db, "migrate").must(t)
 			handler := filepath.Join(dir, "handler")
 			if err := os.WriteFile(handler, []byte(tc.body), 0o755); err != nil {
 				t.Fatal(err)
@@ -315,7 +315,7 @@ func TestBrokenCommandDeadLettersNothing(t *testing.T) {
 			for i := range 20 {
 				fmt.Fprintf(&in, "m%d\n", i)
 			}
-			leasehold(t, dir, in.String(), "--db", db, "enqueue", "--queue", "b", "--max-deliveries", "1").must(t)
+			runBin(t, dir, in.String(), "--db", db, "enqueue", "--queue", "b", "--max-deliveries", "1").must(t)
 			exited := make(chan error, 1)
 			go func() { exited <- cmd.Wait() }()
 			var err error
@@ -348,7 +348,7 @@ func TestConcurrentOutputLinesStayWhole(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	db := "sqlite:" + filepath.Join(dir, "lines.db")
-	leasehold(t, dir, "1\n2\n3\n4\n5\n6\n7\n8\n", "--db", db, "enqueue", "--queue", "lines").must(t)
+	runBin(t, dir, "1\n2\n3\n4\n5\n6\n7\n8\n", "--db", db, "enqueue", "--queue", "lines").must(t)
 	a, b := strings.Repeat("a", 300), strings.Repeat("b", 300)
 	handler := script(t, dir, fmt.Sprintf(`id=$(cat)
 i=0

@@ -15,8 +15,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/clock"
-	"github.com/leasehold/leasehold/internal/runstate"
+	"github.com/leasehold/leasehold/internal/anyjob"
 	"github.com/leasehold/leasehold/lifecycle"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/worker"
@@ -107,85 +108,97 @@ exits non-zero.`,
 	fl.IntVar(&f.concurrency, "concurrency", worker.DefaultConcurrency, "messages handled at once")
 	fl.DurationVar(&f.lease, "lease", worker.DefaultLeaseDuration, "lease duration, at least 1s: heartbeats renew it every third of it")
 	fl.DurationVar(&f.heartbeat, "heartbeat", 0, "lease extension interval, at most a third of --lease (default a third of --lease: 10s)")
-	fl.DurationVar(&f.maxProcessing, "max-processing", 0, "longest run of CMD (default 3 x --lease)")
+	fl.DurationVar(&f.maxProcessing, "max-processing", 0, "longest run of CMD, at least --lease (default 3 x --lease)")
 	fl.DurationVar(&f.reapEvery, "reap-interval", 0, "reaper interval, below --lease (default 10s, or half of a shorter --lease)")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", worker.DefaultShutdownTimeout, "how long a graceful shutdown waits for running commands")
 	fl.BoolVar(&f.drain, "drain", false, "exit 0 once the queue has nothing pending (visible or delayed) and nothing in flight")
 	return cmd
 }
 
-// config checks the flags and turns them into a worker configuration
-// without a store or handler.
-func (f workFlags) config(cmd *cobra.Command) (worker.Config, error) {
+// config checks the flags and turns them into the client's configuration.
+// The client's own checks name what is left.
+func (f workFlags) config(cmd *cobra.Command) (leasehold.Config, error) {
 	if err := requireQueue(f.queue); err != nil {
-		return worker.Config{}, err
+		return leasehold.Config{}, err
 	}
-	for name, d := range map[string]time.Duration{"--lease": f.lease, "--heartbeat": f.heartbeat, "--max-processing": f.maxProcessing,
-		"--reap-interval": f.reapEvery, "--shutdown-timeout": f.shutdownTimeout} {
-		if d < 0 {
-			return worker.Config{}, usagef("%s %s: must not be negative", name, d)
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"--lease", f.lease}, {"--heartbeat", f.heartbeat}, {"--max-processing", f.maxProcessing},
+		{"--reap-interval", f.reapEvery}, {"--shutdown-timeout", f.shutdownTimeout}} {
+		if d.d < 0 {
+			return leasehold.Config{}, usagef("%s %s: must not be negative", d.name, d.d)
 		}
 	}
 	if f.lease < worker.MinLeaseDuration || f.lease > maxLease {
-		return worker.Config{}, usagef("--lease %s: must be %s to %s (heartbeats every third of a shorter lease cannot keep it)", f.lease, worker.MinLeaseDuration, maxLease)
+		return leasehold.Config{}, usagef("--lease %s: must be %s to %s (heartbeats every third of a shorter lease cannot keep it)", f.lease, worker.MinLeaseDuration, maxLease)
 	}
-	if cmd.Flags().Changed("max-processing") && f.maxProcessing == 0 {
-		return worker.Config{}, usagef("--max-processing 0: must be positive (leave it out for 3 x --lease)")
+	if cmd.Flags().Changed("max-processing") && f.maxProcessing < f.lease {
+		return leasehold.Config{}, usagef("--max-processing %s: must be at least --lease %s (leave it out for 3 x --lease)", f.maxProcessing, f.lease)
 	}
 	if f.concurrency < 1 || f.concurrency > store.MaxBatch {
-		return worker.Config{}, usagef("--concurrency %d: must be 1 to %d", f.concurrency, store.MaxBatch)
+		return leasehold.Config{}, usagef("--concurrency %d: must be 1 to %d", f.concurrency, store.MaxBatch)
 	}
 	hb := f.heartbeat
 	if !cmd.Flags().Changed("heartbeat") {
 		hb = f.lease / 3
 	} else if hb == 0 || 3*hb > f.lease {
-		return worker.Config{}, usagef("--heartbeat %s: must be positive and at most a third of --lease %s (%s)", hb, f.lease, f.lease/3)
+		return leasehold.Config{}, usagef("--heartbeat %s: must be positive and at most a third of --lease %s (%s)", hb, f.lease, f.lease/3)
 	}
 	if f.shutdownTimeout == 0 {
-		return worker.Config{}, usagef("--shutdown-timeout 0: must be positive")
+		return leasehold.Config{}, usagef("--shutdown-timeout 0: must be positive")
 	}
 	if cmd.Flags().Changed("reap-interval") && (f.reapEvery == 0 || f.reapEvery >= f.lease) {
-		return worker.Config{}, usagef("--reap-interval %s: must be positive and below --lease %s", f.reapEvery, f.lease)
+		return leasehold.Config{}, usagef("--reap-interval %s: must be positive and below --lease %s", f.reapEvery, f.lease)
 	}
-	cfg := worker.Config{Queue: f.queue, Concurrency: f.concurrency, LeaseDuration: f.lease,
-		LeaseExtender:     &worker.LeaseExtenderConfig{Enabled: true, Interval: hb, Extension: f.lease},
-		MaxProcessingTime: f.maxProcessing, ReapInterval: f.reapEvery, ShutdownTimeout: f.shutdownTimeout}
+	cfg := leasehold.Config{Queues: map[string]leasehold.QueueConfig{f.queue: {Concurrency: f.concurrency}},
+		LeaseDuration: f.lease, HeartbeatInterval: hb, MaxProcessingTime: f.maxProcessing, ReapInterval: f.reapEvery,
+		ShutdownTimeout: f.shutdownTimeout,
+		// A hard stop waits for scripts to be killed (SIGTERM, then SIGKILL
+		// after killGrace) before it releases their leases, so that no
+		// script runs on after its message was handed to another worker.
+		HardStopWait: killGrace + 2*time.Second}
 	if err := cfg.Validate(); err != nil {
-		return worker.Config{}, usageError{err}
+		return leasehold.Config{}, usageError{err}
 	}
 	return cfg, nil
 }
 
-// work runs the worker until a signal, --drain or a failure stops it.
-func (a *app) work(ctx context.Context, cfg worker.Config, f workFlags, argv []string) error {
+// plainStore is a store whose "transactions" are none: the command never
+// enqueues inside a caller's transaction.
+type plainStore struct{ store.Store }
+
+func (p plainStore) EnqueueTx(ctx context.Context, _ store.NoTx, msgs []store.NewMessage) ([]store.Enqueued, error) {
+	return p.Enqueue(ctx, msgs)
+}
+
+// work runs a client whose one handler is the script, for jobs of every
+// kind, until a signal, --drain or a failure stops it.
+func (a *app) work(ctx context.Context, cfg leasehold.Config, f workFlags, argv []string) error {
 	st, err := a.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	cfg.Store, cfg.Logger = st, a.log
+	cfg.Logger = a.log
+	c, err := leasehold.NewClient[store.NoTx](plainStore{st}, cfg)
+	if err != nil {
+		return err
+	}
 	var g *lifecycle.Group
 	var cannotStart error
 	var startMu sync.Mutex
-	cfg.Handler = &scriptHandler{argv: argv, stdout: &lockedWriter{w: a.stdout}, stderr: &lockedWriter{w: a.stderr}, log: a.log,
+	anyjob.Handle(c, &scriptHandler{argv: argv, stdout: &lockedWriter{w: a.stdout}, stderr: &lockedWriter{w: a.stderr}, log: a.log,
 		broken: func(err error) {
 			startMu.Lock()
 			cannotStart = err
 			startMu.Unlock()
 			a.log.Error("the command failed to start several times in a row; stopping", "error", err, "failed_starts", maxStartFailures)
 			go func() { _ = g.Shutdown(context.WithoutCancel(ctx)) }()
-		}}
-	// A hard stop waits for scripts to be killed (SIGTERM, then SIGKILL
-	// after killGrace) before it releases their leases, so that no script
-	// runs on after its message was handed to another worker.
-	cfg.HardStopWait = killGrace + 2*time.Second
+		}})
 	// A reader of standard output that goes away must not kill the worker
 	// with SIGPIPE while it holds leases.
 	signal.Ignore(syscall.SIGPIPE)
-	w, err := worker.New(cfg)
-	if err != nil {
-		return err
-	}
 	runCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	wd, err := worker.NewWatchdog(worker.WatchdogConfig{Logger: a.log,
@@ -202,10 +215,9 @@ func (a *app) work(ctx context.Context, cfg worker.Config, f workFlags, argv []s
 	if err != nil {
 		return err
 	}
-	wd.Watch("worker", w.Heartbeat())
-	loops := []lifecycle.Runnable{w, wd}
+	loops := []lifecycle.Runnable{c.Runnable(), wd}
 	if f.drain {
-		loops = append(loops, &drainWatch{st: st, queue: cfg.Queue, log: a.log})
+		loops = append(loops, drainWatch(st, f.queue, a.log))
 	}
 	g, err = lifecycle.NewGroup(lifecycle.GroupConfig{ShutdownTimeout: f.shutdownTimeout}, loops...)
 	if err != nil {
@@ -223,7 +235,15 @@ func (a *app) work(ctx context.Context, cfg worker.Config, f workFlags, argv []s
 		a.log.Warn("second signal: stopping at once")
 		stop(errors.New("second signal"))
 	})
-	a.log.Info("worker started", "worker_id", w.ID(), "queue", cfg.Queue, "concurrency", cfg.Concurrency, "db", a.dsn.String())
+	// Started before the group runs it, so that the watchdog watches its
+	// claim loop from the first.
+	if err := c.Start(runCtx); err != nil {
+		return err
+	}
+	for q, hb := range anyjob.Heartbeats(c) {
+		wd.Watch("worker "+q, hb)
+	}
+	a.log.Info("worker started", "queue", f.queue, "concurrency", f.concurrency, "db", a.dsn.String())
 	err = g.Run(runCtx)
 	startMu.Lock()
 	if cannotStart != nil {
@@ -236,40 +256,25 @@ func (a *app) work(ctx context.Context, cfg worker.Config, f workFlags, argv []s
 	return err
 }
 
-// drainWatch ends the group once the queue is empty: it returns from Run,
-// which makes the group shut the worker down.
-type drainWatch struct {
-	st    store.Store
-	queue string
-	log   *slog.Logger
-	state runstate.State
+// drainWatch ends the group once the queue is empty: it returns, which
+// makes the group shut the worker down.
+func drainWatch(st store.Store, queue string, log *slog.Logger) lifecycle.Runnable {
+	return lifecycle.Func(func(ctx context.Context) error {
+		t := clock.System().NewTicker(drainPoll)
+		defer t.Stop()
+		for {
+			s, err := st.Stats(ctx, queue)
+			if err == nil && s.Pending+s.Waiting+s.Processing == 0 {
+				return nil
+			}
+			if err != nil && ctx.Err() == nil {
+				log.Warn("--drain could not count the queue; trying again", "error", err)
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C():
+			}
+		}
+	})
 }
-
-func (d *drainWatch) Run(ctx context.Context) error {
-	ok, err := d.state.Begin()
-	if !ok {
-		return err
-	}
-	defer d.state.End()
-	t := clock.System().NewTicker(drainPoll)
-	defer t.Stop()
-	for {
-		s, err := d.st.Stats(ctx, d.queue)
-		if err == nil && s.Pending+s.Waiting+s.Processing == 0 {
-			return nil
-		}
-		if err != nil && ctx.Err() == nil {
-			d.log.Warn("--drain could not count the queue; trying again", "error", err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-d.state.Stopping():
-			return nil
-		case <-t.C():
-		}
-	}
-}
-
-func (d *drainWatch) Shutdown(ctx context.Context) error { return d.state.Shutdown(ctx) }
-func (d *drainWatch) Running() bool                      { return d.state.Running() }

@@ -1,0 +1,98 @@
+package leasehold
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/leasehold/leasehold/internal/anyjob"
+	"github.com/leasehold/leasehold/internal/runstate"
+	"github.com/leasehold/leasehold/lifecycle"
+	"github.com/leasehold/leasehold/worker"
+)
+
+// Runnable returns the client as a lifecycle.Runnable, for a program that
+// runs it in a lifecycle.Group beside loops of its own. Run starts the
+// client unless it has started, and returns once it has stopped: through
+// Shutdown, which stops it as Stop does, or through the end of Run's
+// context, which stops it at once, as StopAndCancel does.
+func (c *Client[TTx]) Runnable() lifecycle.Runnable { return &clientLoop[TTx]{c: c} }
+
+type clientLoop[TTx any] struct {
+	c     *Client[TTx]
+	state runstate.State
+}
+
+func (l *clientLoop[TTx]) Run(ctx context.Context) error {
+	ok, err := l.state.Begin()
+	if !ok {
+		return err
+	}
+	defer l.state.End()
+	c := l.c
+	c.mu.Lock()
+	started := c.group != nil
+	c.mu.Unlock()
+	if !started {
+		if err := c.Start(ctx); err != nil {
+			return err
+		}
+	}
+	c.mu.Lock()
+	done := c.done
+	c.mu.Unlock()
+	select {
+	case <-done:
+	case <-l.state.Stopping():
+		// Shutdown stops the client under its own context; this stop
+		// covers a Shutdown that came before Start.
+		_ = c.Stop(ctx)
+	case <-ctx.Done():
+		_ = c.StopAndCancel(context.WithoutCancel(ctx))
+	}
+	<-done
+	if c.runErr != nil {
+		return fmt.Errorf("leasehold: %w", c.runErr)
+	}
+	return nil
+}
+
+func (l *clientLoop[TTx]) Shutdown(ctx context.Context) error {
+	l.state.RequestStop()
+	err := l.c.Stop(ctx)
+	if werr := l.state.Await(ctx); werr != nil && err == nil {
+		err = fmt.Errorf("leasehold: shutdown: %w", werr)
+	}
+	return err
+}
+
+func (l *clientLoop[TTx]) Running() bool { return l.state.Running() }
+
+// The command's script worker reaches the client through anyjob.
+func init() {
+	anyjob.Handle = func(c any, h worker.Handler) {
+		c.(interface{ setFallback(worker.Handler) }).setFallback(h)
+	}
+	anyjob.Heartbeats = func(c any) map[string]*worker.Heartbeat {
+		return c.(interface {
+			heartbeats() map[string]*worker.Heartbeat
+		}).heartbeats()
+	}
+}
+
+func (c *Client[TTx]) setFallback(h worker.Handler) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.group != nil {
+		panic("leasehold: a handler for every kind added after Start")
+	}
+	c.fallback = h
+}
+
+func (c *Client[TTx]) heartbeats() map[string]*worker.Heartbeat {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.w == nil {
+		return nil
+	}
+	return c.w.Heartbeats()
+}
