@@ -11,14 +11,16 @@ import (
 
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/internal/pgtest"
+	"github.com/leasehold/leasehold/leaseholdtest"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/postgres"
 	"github.com/leasehold/leasehold/store/sqlite"
 )
 
 // testEnqueueTx enqueues a job in a transaction that commits and one in a
-// transaction that rolls back: only the first is there afterwards.
-func testEnqueueTx[TTx any](t *testing.T, c *leasehold.Client[TTx], st store.Store, begin func() (TTx, func(commit bool) error)) {
+// transaction that rolls back: each is seen inside its transaction, and
+// only the first is there afterwards.
+func testEnqueueTx[TTx any](t *testing.T, c *leasehold.Client[TTx], st store.Store, lister store.TxLister[TTx], begin func() (TTx, func(commit bool) error)) {
 	t.Helper()
 	ctx := context.Background()
 	for _, commit := range []bool{true, false} {
@@ -26,6 +28,7 @@ func testEnqueueTx[TTx any](t *testing.T, c *leasehold.Client[TTx], st store.Sto
 		if err := c.EnqueueTx(ctx, tx, sendEmail{To: "ann"}, &leasehold.EnqueueOptions{Key: "customer-1"}); err != nil {
 			t.Fatal(err)
 		}
+		leaseholdtest.RequireEnqueuedTx(ctx, t, lister, tx, sendEmail{To: "ann"}, &leaseholdtest.RequireOpts{Key: "customer-1"})
 		if err := end(commit); err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +53,7 @@ func TestEnqueueTxSQLite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testEnqueueTx(t, c, st, func() (*sql.Tx, func(bool) error) {
+	testEnqueueTx(t, c, st, st, func() (*sql.Tx, func(bool) error) {
 		tx, err := st.DB().BeginTx(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -76,7 +79,7 @@ func TestEnqueueTxPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testEnqueueTx(t, c, st, func() (pgx.Tx, func(bool) error) {
+	testEnqueueTx(t, c, st, st, func() (pgx.Tx, func(bool) error) {
 		tx, err := pool.Begin(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -109,7 +112,7 @@ func TestEnqueueTxPostgresDatabaseSQL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testEnqueueTx(t, c, st, func() (*sql.Tx, func(bool) error) {
+	testEnqueueTx(t, c, st, st.SQL(), func() (*sql.Tx, func(bool) error) {
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -29,9 +29,27 @@ type RequireOpts struct {
 
 // RequireEnqueued fails tb unless st holds a job waiting to run (pending,
 // delayed or behind its key) of T's kind, on the queue opts names, whose
-// args equal want once both are encoded as the client stores them, and,
-// when opts names a key, with that key. It returns the first such job.
+// args equal want once both are encoded as JSON, and, when opts names a
+// key, with that key. It returns the first such job.
 func RequireEnqueued[T leasehold.JobArgs](ctx context.Context, tb testing.TB, st store.Store, want T, opts *RequireOpts) *leasehold.Job[T] {
+	tb.Helper()
+	return requireEnqueued(ctx, tb, st.List, want, opts)
+}
+
+// RequireEnqueuedTx is RequireEnqueued inside the caller's transaction tx,
+// before it commits: it sees the jobs tx enqueued (with Client.EnqueueTx)
+// and what had committed before. st is the store the client was built on:
+// a *postgres.Store with a pgx.Tx, its SQL() view or a *sqlite.Store with
+// a *sql.Tx, a *memory.Store with store.NoTx.
+func RequireEnqueuedTx[T leasehold.JobArgs, TTx any](ctx context.Context, tb testing.TB, st store.TxLister[TTx], tx TTx, want T, opts *RequireOpts) *leasehold.Job[T] {
+	tb.Helper()
+	return requireEnqueued(ctx, tb, func(ctx context.Context, f store.ListFilter) ([]store.Info, error) {
+		return st.ListTx(ctx, tx, f)
+	}, want, opts)
+}
+
+func requireEnqueued[T leasehold.JobArgs](ctx context.Context, tb testing.TB, list func(context.Context, store.ListFilter) ([]store.Info, error),
+	want T, opts *RequireOpts) *leasehold.Job[T] {
 	tb.Helper()
 	o := RequireOpts{}
 	if opts != nil {
@@ -48,7 +66,7 @@ func RequireEnqueued[T leasehold.JobArgs](ctx context.Context, tb testing.TB, st
 	for _, state := range []store.State{store.Pending, store.Waiting} {
 		var after int64
 		for {
-			infos, err := st.List(ctx, store.ListFilter{Queue: o.Queue, State: state, AfterID: after, Limit: store.MaxBatch})
+			infos, err := list(ctx, store.ListFilter{Queue: o.Queue, State: state, AfterID: after, Limit: store.MaxBatch})
 			if err != nil {
 				tb.Fatalf("leaseholdtest: list queue %q: %v", o.Queue, err)
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/internal/pgtest"
 	"github.com/leasehold/leasehold/leaseholdtest"
+	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/memory"
 )
 
@@ -32,17 +33,25 @@ func (r *recorder) Fatalf(format string, args ...any) {
 	}
 }
 
-func TestRequireEnqueued(t *testing.T) {
-	ctx := context.Background()
+// newClient returns a memory store, closed at the test's end, and a client
+// of it.
+func newClient(t *testing.T) (*memory.Store, *leasehold.Client[store.NoTx]) {
+	t.Helper()
 	st, err := memory.New(memory.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	t.Cleanup(func() { st.Close() })
 	c, err := leasehold.NewClient(st, leasehold.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return st, c
+}
+
+func TestRequireEnqueued(t *testing.T) {
+	ctx := context.Background()
+	st, c := newClient(t)
 	if _, err := c.Enqueue(ctx, SendEmail{To: "ann"}, &leasehold.EnqueueOptions{Queue: "mail", Key: "customer-1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -63,6 +72,24 @@ func TestRequireEnqueued(t *testing.T) {
 		if !strings.Contains(r.failed, "no send_email job") {
 			t.Fatalf("RequireEnqueued(%+v, %+v) did not fail: %q", tc.args, tc.opts, r.failed)
 		}
+	}
+}
+
+// Without transactions (the memory store), RequireEnqueuedTx is
+// RequireEnqueued, failures included.
+func TestRequireEnqueuedTxMemory(t *testing.T) {
+	ctx := context.Background()
+	st, c := newClient(t)
+	if err := c.EnqueueTx(ctx, store.NoTx{}, SendEmail{To: "ann"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if job := leaseholdtest.RequireEnqueuedTx(ctx, t, st, store.NoTx{}, SendEmail{To: "ann"}, nil); job.Args.To != "ann" {
+		t.Fatalf("found %+v", job)
+	}
+	r := &recorder{TB: t}
+	leaseholdtest.RequireEnqueuedTx(ctx, r, st, store.NoTx{}, SendEmail{To: "bob"}, nil)
+	if !strings.Contains(r.failed, "no send_email job") {
+		t.Fatalf("a job never enqueued was found: %q", r.failed)
 	}
 }
 

@@ -144,6 +144,13 @@ type TxStore[TTx any] interface {
 	EnqueueTx(ctx context.Context, tx TTx, msgs []NewMessage) ([]Enqueued, error)
 }
 
+// TxLister is a store that can list messages inside its caller's
+// transaction, of type TTx, seeing what the transaction enqueued before it
+// commits: how a test checks an outbox.
+type TxLister[TTx any] interface {
+	ListTx(ctx context.Context, tx TTx, f ListFilter) ([]Info, error)
+}
+
 // NoTx is the transaction type of a store without transactions of its
 // own: its EnqueueTx enqueues at once.
 type NoTx struct{}

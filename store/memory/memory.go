@@ -341,6 +341,11 @@ func (s *Store) EnqueueTx(ctx context.Context, _ store.NoTx, msgs []store.NewMes
 	return s.Enqueue(ctx, msgs)
 }
 
+// ListTx is List: the memory store has no transactions.
+func (s *Store) ListTx(ctx context.Context, _ store.NoTx, f store.ListFilter) ([]store.Info, error) {
+	return s.List(ctx, f)
+}
+
 // Claim implements store.Store.
 func (s *Store) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, error) {
 	if err := store.CheckClaim(c); err != nil {

@@ -1024,40 +1024,90 @@ func (s *Store) Stats(ctx context.Context, queue string) (store.Stats, error) {
 
 // List implements store.Store.
 func (s *Store) List(ctx context.Context, f store.ListFilter) ([]store.Info, error) {
-	limit, err := store.CheckListFilter(f)
+	return s.listPgx(ctx, s.pool, f)
+}
+
+// ListTx is List inside the caller's transaction tx: it sees what tx has
+// enqueued before it commits (a test's way to check an outbox).
+func (s *Store) ListTx(ctx context.Context, tx pgx.Tx, f store.ListFilter) ([]store.Info, error) {
+	return s.listPgx(ctx, tx, f)
+}
+
+// ListTx is List inside a database/sql transaction tx on the same
+// database.
+func (s SQLStore) ListTx(ctx context.Context, tx *sql.Tx, f store.ListFilter) ([]store.Info, error) {
+	limit, err := s.checkList(f)
 	if err != nil {
 		return nil, err
 	}
-	if s.closed.Load() {
-		return nil, store.ErrClosed
-	}
-	rows, err := s.pool.Query(ctx, s.sql.list[f.State], replan, f.Queue, f.AfterID, limit)
+	rows, err := tx.QueryContext(ctx, s.sql.list[f.State], f.Queue, f.AfterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: list: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Info, error) {
-		in := store.Info{Queue: f.Queue, State: f.State}
-		var key, dedup, worker, lastErr, reason, kind *string
-		var deliveries, max int32
-		var locked, finished *time.Time
-		err := r.Scan(&in.ID, &key, &dedup, &in.Payload, &deliveries, &max, &in.FencingToken, &worker, &lastErr, &reason,
-			&in.EnqueuedAt, &in.VisibleAt, &locked, &finished, &kind)
-		in.Key, in.DedupID, in.WorkerID, in.LastError, in.DeadReason = deref(key), deref(dedup), deref(worker), deref(lastErr), store.DeadReason(deref(reason))
-		in.Kind = deref(kind)
-		in.Deliveries, in.MaxDeliveries = int(deliveries), int(max)
-		in.EnqueuedAt, in.VisibleAt = in.EnqueuedAt.UTC(), in.VisibleAt.UTC()
-		if locked != nil && f.State == store.Processing {
-			in.LeaseExpires = locked.UTC()
+	defer rows.Close()
+	var out []store.Info
+	for rows.Next() {
+		in, err := scanInfo(rows, f)
+		if err != nil {
+			return nil, fmt.Errorf("postgres store: list: %w", err)
 		}
-		if finished != nil {
-			in.FinishedAt = finished.UTC()
-		}
-		return in, err
-	})
+		out = append(out, in)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres store: list: %w", err)
+	}
+	return out, nil
+}
+
+func (s *Store) checkList(f store.ListFilter) (int, error) {
+	limit, err := store.CheckListFilter(f)
+	if err != nil {
+		return 0, err
+	}
+	if s.closed.Load() {
+		return 0, store.ErrClosed
+	}
+	return limit, nil
+}
+
+// listPgx lists through q, the pool or a pgx transaction.
+func (s *Store) listPgx(ctx context.Context, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, f store.ListFilter) ([]store.Info, error) {
+	limit, err := s.checkList(f)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := q.Query(ctx, s.sql.list[f.State], replan, f.Queue, f.AfterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("postgres store: list: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Info, error) { return scanInfo(r, f) })
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: list: %w", err)
 	}
 	return out, nil
+}
+
+// scanInfo reads one row of a listing of f's queue and state.
+func scanInfo(r interface{ Scan(...any) error }, f store.ListFilter) (store.Info, error) {
+	in := store.Info{Queue: f.Queue, State: f.State}
+	var key, dedup, worker, lastErr, reason, kind *string
+	var deliveries, max int32
+	var locked, finished *time.Time
+	err := r.Scan(&in.ID, &key, &dedup, &in.Payload, &deliveries, &max, &in.FencingToken, &worker, &lastErr, &reason,
+		&in.EnqueuedAt, &in.VisibleAt, &locked, &finished, &kind)
+	in.Key, in.DedupID, in.WorkerID, in.LastError, in.DeadReason = deref(key), deref(dedup), deref(worker), deref(lastErr), store.DeadReason(deref(reason))
+	in.Kind = deref(kind)
+	in.Deliveries, in.MaxDeliveries = int(deliveries), int(max)
+	in.EnqueuedAt, in.VisibleAt = in.EnqueuedAt.UTC(), in.VisibleAt.UTC()
+	if locked != nil && f.State == store.Processing {
+		in.LeaseExpires = locked.UTC()
+	}
+	if finished != nil {
+		in.FinishedAt = finished.UTC()
+	}
+	return in, err
 }
 
 // DeleteCompleted implements store.Store.

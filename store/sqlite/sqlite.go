@@ -863,6 +863,19 @@ func (s *Store) Stats(ctx context.Context, queue string) (store.Stats, error) {
 
 // List implements store.Store.
 func (s *Store) List(ctx context.Context, f store.ListFilter) ([]store.Info, error) {
+	return s.list(ctx, s.db, f)
+}
+
+// ListTx is List inside the caller's transaction tx: it sees what tx has
+// enqueued before it commits (a test's way to check an outbox).
+func (s *Store) ListTx(ctx context.Context, tx *sql.Tx, f store.ListFilter) ([]store.Info, error) {
+	return s.list(ctx, tx, f)
+}
+
+// list lists through q, the database or a transaction.
+func (s *Store) list(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, f store.ListFilter) ([]store.Info, error) {
 	limit, err := store.CheckListFilter(f)
 	if err != nil {
 		return nil, err
@@ -871,7 +884,7 @@ func (s *Store) List(ctx context.Context, f store.ListFilter) ([]store.Info, err
 		return nil, store.ErrClosed
 	}
 	// The state is a literal so that SQLite can use the state's partial index.
-	rows, err := s.db.QueryContext(ctx, fmt.Sprintf(`SELECT id, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
+	rows, err := q.QueryContext(ctx, fmt.Sprintf(`SELECT id, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
 			worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at, kind
 		FROM leasehold_messages WHERE queue = ? AND state = %d AND id > ? ORDER BY id LIMIT ?`, int(f.State)),
 		f.Queue, f.AfterID, limit)
