@@ -2,7 +2,12 @@ package leasehold_test
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
+	"io"
+	"net/url"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -124,4 +129,61 @@ func TestEnqueueTxPostgresDatabaseSQL(t *testing.T) {
 			return tx.Rollback()
 		}
 	})
+}
+
+// ExampleClient_EnqueueTx_postgres needs a database, so this test runs it,
+// in a schema of its own for the application's table, and checks what it
+// prints.
+func TestExampleOutboxPostgres(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	app := "lh_example_" + hex.EncodeToString(b[:])
+	drop := func() {
+		if _, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+app+" CASCADE; DROP SCHEMA IF EXISTS shop_jobs CASCADE"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drop()
+	t.Cleanup(drop)
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+app); err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(pgtest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", app)
+	u.RawQuery = q.Encode()
+	t.Setenv("DATABASE_URL", u.String())
+	out := captureStdout(t, ExampleClient_EnqueueTx_postgres)
+	if out != "jobs waiting after the commit: 1\n" {
+		t.Fatalf("the example printed %q", out)
+	}
+	var orders int
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+app+".orders").Scan(&orders); err != nil || orders != 1 {
+		t.Fatalf("orders: %d (%v), want the one the example committed", orders, err)
+	}
+}
+
+// captureStdout runs f and returns what it wrote to standard output.
+func captureStdout(t *testing.T, f func()) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := os.Stdout
+	os.Stdout = w
+	read := make(chan string)
+	go func() {
+		b, _ := io.ReadAll(r)
+		read <- string(b)
+	}()
+	f()
+	os.Stdout = saved
+	w.Close()
+	return <-read
 }

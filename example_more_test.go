@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/memory"
 )
@@ -162,21 +165,60 @@ func Example_fencingToken() {
 	// [c-1 100]
 }
 
+// A job enqueued with a delay runs once the delay has passed.
+func Example_delay() {
+	ctx := context.Background()
+	ran := make(chan time.Time, 1)
+	c, _ := exampleClient(func(c *leasehold.Client[store.NoTx]) {
+		leasehold.AddHandler(c, func(ctx context.Context, job *leasehold.Job[Charge]) error {
+			ran <- clock.System().Now()
+			return nil
+		})
+	})
+	enqueued := clock.System().Now()
+	if _, err := c.Enqueue(ctx, Charge{Customer: "c-1", Cents: 100}, &leasehold.EnqueueOptions{Delay: 200 * time.Millisecond}); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("ran after the delay:", (<-ran).Sub(enqueued) >= 200*time.Millisecond)
+	if err := c.Stop(ctx); err != nil {
+		log.Fatal(err)
+	}
+	// Output: ran after the delay: true
+}
+
 // A program's main: work until SIGTERM or SIGINT; the first lets running
-// jobs finish, a second stops at once.
+// jobs finish, a second stops at once. Here the job itself sends the
+// signal, as an operator would.
 func ExampleClient_RunUntilSignal() {
 	st, err := memory.New(memory.Config{}) // or store/sqlite, store/postgres
 	if err != nil {
 		log.Fatal(err)
 	}
-	c, err := leasehold.NewClient(st, leasehold.Config{
+	c, err := leasehold.NewClient(st, leasehold.Config{Logger: quiet(),
 		Queues: map[string]leasehold.QueueConfig{leasehold.DefaultQueue: {}},
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
-	leasehold.AddHandler(c, func(ctx context.Context, job *leasehold.Job[Charge]) error { return nil })
-	if err := c.RunUntilSignal(context.Background()); err != nil {
+	leasehold.AddHandler(c, func(ctx context.Context, job *leasehold.Job[Charge]) error {
+		if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+			return err
+		}
+		fmt.Println("charged", job.Args.Customer, "after the signal: the running job finishes")
+		return nil
+	})
+	if _, err := c.Enqueue(context.Background(), Charge{Customer: "c-1", Cents: 100}, nil); err != nil {
 		log.Fatal(err)
 	}
+	err = c.RunUntilSignal(context.Background())
+	fmt.Println("stopped:", err)
+	s, err := st.Stats(context.Background(), leasehold.DefaultQueue)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("completed:", s.Completed)
+	// Output:
+	// charged c-1 after the signal: the running job finishes
+	// stopped: <nil>
+	// completed: 1
 }

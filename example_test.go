@@ -7,8 +7,11 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/store/memory"
+	"github.com/leasehold/leasehold/store/postgres"
 	"github.com/leasehold/leasehold/store/sqlite"
 )
 
@@ -97,4 +100,51 @@ func ExampleClient_EnqueueTx() {
 	}
 	fmt.Println("jobs waiting after the commit:", s.Pending)
 	// Output: jobs waiting after the commit: 1
+}
+
+// The outbox on PostgreSQL: the application's order and the job that
+// follows from it commit in one pgx transaction. It connects to the
+// database DATABASE_URL names.
+func ExampleClient_EnqueueTx_postgres() {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pool.Close()
+	// leasehold's tables, in a schema of their own.
+	if err := postgres.Migrate(ctx, pool, "shop_jobs"); err != nil {
+		log.Fatal(err)
+	}
+	st, err := postgres.Open(ctx, postgres.Config{Pool: pool, Schema: "shop_jobs"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS orders (id bigserial PRIMARY KEY, email text)`); err != nil {
+		log.Fatal(err)
+	}
+	c, err := leasehold.NewClient(st, leasehold.Config{Logger: quiet()}) // a Client[pgx.Tx]
+	if err != nil {
+		log.Fatal(err)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer tx.Rollback(ctx) // nothing to undo once committed
+	if _, err := tx.Exec(ctx, `INSERT INTO orders (email) VALUES ($1)`, "ann@example.com"); err != nil {
+		log.Fatal(err)
+	}
+	if err := c.EnqueueTx(ctx, tx, SendEmail{To: "ann@example.com"}, nil); err != nil {
+		log.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		log.Fatal(err)
+	}
+	s, err := st.Stats(ctx, leasehold.DefaultQueue)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("jobs waiting after the commit:", s.Pending)
 }
