@@ -14,9 +14,9 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/internal/worker"
 	"github.com/leasehold/leasehold/lifecycle"
 	"github.com/leasehold/leasehold/store"
-	"github.com/leasehold/leasehold/worker"
 )
 
 // DefaultQueue is the queue a job goes to when its options name none.
@@ -357,7 +357,7 @@ func (c *Client[TTx]) Stop(ctx context.Context) error {
 }
 
 // StopAndCancel stops at once: running handlers' contexts are cancelled
-// (context.Cause is worker.ErrShutdown), and the leases of those that have
+// (context.Cause is ErrShutdown), and the leases of those that have
 // not returned a few seconds later are released, so that their jobs run
 // again elsewhere at once. It returns once the client has stopped.
 func (c *Client[TTx]) StopAndCancel(ctx context.Context) error {

@@ -131,3 +131,28 @@ func TestStartWithoutQueuesIsRefused(t *testing.T) {
 		}
 	})
 }
+
+// A handler past its maximum processing time sees the client's cause.
+func TestHandlerSeesMaxProcessingTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		c, _ := newClient(t, leasehold.Config{LeaseDuration: time.Second, MaxProcessingTime: 3 * time.Second,
+			Queues: map[string]leasehold.QueueConfig{"default": {}}})
+		causes := make(chan error, 1)
+		leasehold.AddHandler(c, func(ctx context.Context, job *leasehold.Job[sendEmail]) error {
+			<-ctx.Done()
+			causes <- context.Cause(ctx)
+			return ctx.Err()
+		})
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Stop(ctx) })
+		if _, err := c.Enqueue(ctx, sendEmail{To: "ann"}, &leasehold.EnqueueOptions{MaxDeliveries: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-causes; !errors.Is(err, leasehold.ErrMaxProcessingTime) {
+			t.Fatalf("cause %v, want leasehold.ErrMaxProcessingTime", err)
+		}
+	})
+}

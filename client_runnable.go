@@ -2,12 +2,13 @@ package leasehold
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/leasehold/leasehold/internal/anyjob"
 	"github.com/leasehold/leasehold/internal/runstate"
+	"github.com/leasehold/leasehold/internal/worker"
 	"github.com/leasehold/leasehold/lifecycle"
-	"github.com/leasehold/leasehold/worker"
 )
 
 // Runnable returns the client as a lifecycle.Runnable, for a program that
@@ -66,6 +67,19 @@ func (l *clientLoop[TTx]) Shutdown(ctx context.Context) error {
 }
 
 func (l *clientLoop[TTx]) Running() bool { return l.state.Running() }
+
+// Ready is the client's readiness, a lifecycle.Check: nil while it works
+// its queues and reaches its store; an error before Start, once it is
+// stopping, or when the store does not answer.
+func (c *Client[TTx]) Ready(ctx context.Context) error {
+	c.mu.Lock()
+	w := c.w
+	c.mu.Unlock()
+	if w == nil {
+		return errors.New("leasehold: the client has not started")
+	}
+	return w.Ready(ctx)
+}
 
 // The command's script worker reaches the client through anyjob.
 func init() {

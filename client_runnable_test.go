@@ -87,3 +87,25 @@ func TestClientRunnableHardStop(t *testing.T) {
 		}
 	})
 }
+
+func TestClientReady(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		c, _ := newClient(t, leasehold.Config{Queues: map[string]leasehold.QueueConfig{"default": {}}})
+		if err := c.Ready(ctx); err == nil {
+			t.Fatal("ready before Start")
+		}
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Ready(ctx); err != nil {
+			t.Fatalf("not ready while working: %v", err)
+		}
+		if err := c.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Ready(ctx); err == nil {
+			t.Fatal("ready after Stop")
+		}
+	})
+}

@@ -31,15 +31,30 @@
 // with the same key run one at a time, in enqueue order. A job that fails
 // is retried with backoff until its deliveries are used up, then
 // dead-lettered with its last error; Permanent dead-letters it at once and
-// Snooze runs it again later without using up a delivery.
+// Snooze runs it again later without using up a delivery. A kind may set
+// its own default enqueue options (JobArgsWithOpts) and its own maximum
+// processing time and retry schedule (JobArgsWithWorkOpts). At Start the
+// client logs each queue's lease, heartbeat and maximum processing time,
+// and refuses settings that cannot work together.
+//
+// The queues of one client share one lease keeper (one store call per
+// renewal round for every lease held), one completer and one reaper.
+//
+// EnqueueTx enqueues inside the program's own transaction (the
+// transactional outbox): Client is generic in the store's transaction
+// type, pgx.Tx for store/postgres (*sql.Tx through its SQL view), *sql.Tx
+// for store/sqlite, so that passing the wrong kind of transaction does not
+// compile. Stop drains and stops; RunUntilSignal is a program's main loop;
+// Runnable puts a client in a lifecycle.Group beside the program's own
+// loops. Package leaseholdtest helps test handlers and enqueues.
 //
 // Metrics go through the OpenTelemetry API (Config.MeterProvider), a no-op
-// unless a provider is installed: every instrument is named leasehold.*
-// and carries the queue; besides the workers' counters and histograms, the
+// unless a provider is installed: every instrument is named leasehold.*;
+// those of jobs carry the queue and the kind; besides the workers' counters and histograms, the
 // client reports leasehold.queue.depth by queue and state and
 // leasehold.queue.oldest_pending_age, read at each collection without
 // scanning history.
 //
-// The store is any store.Store: store/memory for tests, store/sqlite (one
+// The store is any store with transactions of its own (store.TxStore): store/memory for tests, store/sqlite (one
 // file, no server) or store/postgres for many processes on many machines.
 package leasehold

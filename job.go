@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/leasehold/leasehold/worker"
+	"github.com/leasehold/leasehold/internal/worker"
 )
 
 // JobArgs are a job's arguments. Kind names the job's type: it is stored
@@ -92,8 +92,21 @@ type Job[T JobArgs] struct {
 // dead-letters it; Permanent(err) dead-letters it at once; Snooze(d) runs it
 // again after d without using up a delivery. The context ends when the
 // job's lease is lost, its maximum processing time passes or the client
-// stops; context.Cause says which.
+// stops; context.Cause says which (store.ErrLeaseLost,
+// ErrMaxProcessingTime, ErrShutdown).
 type Handler[T JobArgs] func(ctx context.Context, job *Job[T]) error
+
+// Causes of a handler's context ending, besides store.ErrLeaseLost (the
+// job's lease was lost: it runs again elsewhere, and this delivery can no
+// longer complete it); read them with context.Cause.
+var (
+	// ErrMaxProcessingTime: the job ran past its maximum processing time.
+	// It fails, and is retried or dead-lettered as usual.
+	ErrMaxProcessingTime = worker.ErrMaxProcessingTime
+	// ErrShutdown: the client is stopping and could wait no longer. The
+	// job's lease is released, so that it runs again at once elsewhere.
+	ErrShutdown = worker.ErrShutdown
+)
 
 // Permanent marks err as one that retrying cannot fix: the job is
 // dead-lettered at once with it. A nil err stays nil.

@@ -18,10 +18,10 @@ import (
 
 	"github.com/leasehold/leasehold/clock/clocktest"
 	"github.com/leasehold/leasehold/internal/runstate"
+	"github.com/leasehold/leasehold/internal/worker"
 	"github.com/leasehold/leasehold/lifecycle"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/memory"
-	"github.com/leasehold/leasehold/worker"
 )
 
 // testLoop runs until stopped, or fails when told to. Its graceful stop
@@ -219,7 +219,7 @@ func TestHealthHandlers(t *testing.T) {
 		}
 		silent := worker.NewHeartbeat(nil)
 		wd.Watch("worker", w.Heartbeat())
-		ready, live := lifecycle.ReadinessHandler(w), lifecycle.LivenessHandler(wd)
+		ready, live := lifecycle.HealthHandler(w.Ready), lifecycle.HealthHandler(wd.Live)
 		get := func(h http.Handler) (int, string) {
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
@@ -268,7 +268,7 @@ func TestHealthHandlers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if code, body := get(lifecycle.ReadinessHandler(w2)); code != http.StatusServiceUnavailable || !strings.Contains(body, "store unreachable") {
+		if code, body := get(lifecycle.HealthHandler(w2.Ready)); code != http.StatusServiceUnavailable || !strings.Contains(body, "store unreachable") {
 			t.Fatalf("readiness with a closed store: %d %s", code, body)
 		}
 	})

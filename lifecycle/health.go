@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
-
-	"github.com/leasehold/leasehold/worker"
 )
 
-// Check is one health check: nil means healthy.
+// Check is one health check: nil means healthy. A client's Ready is a
+// readiness check (nil unless it is stopping or its store is unreachable);
+// a watchdog's Live is a liveness check (nil unless a loop stalled).
 type Check func(ctx context.Context) error
 
 // HealthHandler serves 200 "ok" when every check passes and 503 with the
@@ -31,30 +30,4 @@ func HealthHandler(checks ...Check) http.Handler {
 		}
 		_, _ = fmt.Fprintln(w, "ok")
 	})
-}
-
-// LivenessHandler is the watchdog's view: 503 while any loop it watches was
-// found stalled at its last check.
-func LivenessHandler(wd *worker.Watchdog) http.Handler {
-	return HealthHandler(func(context.Context) error {
-		stalled := wd.Stalled()
-		if len(stalled) == 0 {
-			return nil
-		}
-		names := make([]string, len(stalled))
-		for i, s := range stalled {
-			names[i] = fmt.Sprintf("%s silent for %s", s.Name, s.Silent)
-		}
-		return fmt.Errorf("stalled: %s", strings.Join(names, ", "))
-	})
-}
-
-// ReadinessHandler is 503 while any worker is draining or cannot reach its
-// store.
-func ReadinessHandler(workers ...*worker.Worker) http.Handler {
-	checks := make([]Check, len(workers))
-	for i, w := range workers {
-		checks[i] = w.Ready
-	}
-	return HealthHandler(checks...)
 }

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/testproc"
+	"github.com/leasehold/leasehold/internal/worker"
 	"github.com/leasehold/leasehold/lifecycle"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/sqlite"
-	"github.com/leasehold/leasehold/worker"
 )
 
 // The child process: this test binary started with childEnv set runs a

@@ -20,10 +20,10 @@ import (
 
 	"github.com/leasehold/leasehold/backoff"
 	"github.com/leasehold/leasehold/clock"
-	"github.com/leasehold/leasehold/mailbox"
+	"github.com/leasehold/leasehold/internal/mailbox"
+	"github.com/leasehold/leasehold/internal/worker"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/sqlite"
-	"github.com/leasehold/leasehold/worker"
 )
 
 const (

@@ -15,8 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/leasehold/leasehold/internal/worker"
 	"github.com/leasehold/leasehold/store"
-	"github.com/leasehold/leasehold/worker"
 )
 
 // statsJSON is one queue's line of `stats --json`.

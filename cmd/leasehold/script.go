@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/clock"
-	"github.com/leasehold/leasehold/worker"
+	"github.com/leasehold/leasehold/internal/worker"
 )
 
 const (

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/testproc"
-	"github.com/leasehold/leasehold/worker"
+	"github.com/leasehold/leasehold/internal/worker"
 )
 
 // waitFor polls a real process's side effect until cond holds, failing

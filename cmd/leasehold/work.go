@@ -18,9 +18,9 @@ import (
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/internal/anyjob"
+	"github.com/leasehold/leasehold/internal/worker"
 	"github.com/leasehold/leasehold/lifecycle"
 	"github.com/leasehold/leasehold/store"
-	"github.com/leasehold/leasehold/worker"
 )
 
 // drainPoll is how often --drain looks at the queue.

@@ -6,7 +6,7 @@
 // Package leasehold fills in the functions when it is loaded.
 package anyjob
 
-import "github.com/leasehold/leasehold/worker"
+import "github.com/leasehold/leasehold/internal/worker"
 
 // Handle makes h handle every job of client c, a *leasehold.Client, whose
 // kind has no handler of its own. It panics after the client started.

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/internal/mailbox"
 	"github.com/leasehold/leasehold/internal/runstate"
-	"github.com/leasehold/leasehold/mailbox"
 	"github.com/leasehold/leasehold/store"
 )
 

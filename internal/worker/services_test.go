@@ -13,10 +13,10 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/leasehold/leasehold/clock/clocktest"
-	"github.com/leasehold/leasehold/mailbox"
+	"github.com/leasehold/leasehold/internal/mailbox"
+	"github.com/leasehold/leasehold/internal/worker"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/memory"
-	"github.com/leasehold/leasehold/worker"
 )
 
 // collect reads every metric of a manual reader by name.

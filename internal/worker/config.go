@@ -12,7 +12,7 @@ import (
 
 	"github.com/leasehold/leasehold/backoff"
 	"github.com/leasehold/leasehold/clock"
-	"github.com/leasehold/leasehold/mailbox"
+	"github.com/leasehold/leasehold/internal/mailbox"
 	"github.com/leasehold/leasehold/store"
 )
 

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/runstate"
+	"github.com/leasehold/leasehold/internal/worker"
 	"github.com/leasehold/leasehold/store"
-	"github.com/leasehold/leasehold/worker"
 )
 
 // runWorker builds and runs a worker without the cleanup of start, for

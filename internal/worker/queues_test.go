@@ -11,8 +11,8 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/leasehold/leasehold/internal/worker"
 	"github.com/leasehold/leasehold/store"
-	"github.com/leasehold/leasehold/worker"
 )
 
 // runMany runs a worker of several queues on a fresh spy store.

@@ -6,9 +6,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/leasehold/leasehold/internal/worker"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/memory"
-	"github.com/leasehold/leasehold/worker"
 )
 
 // countingStore closes done when n completions have gone through.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -123,6 +124,20 @@ func (w *Watchdog) Stalled() []Stall {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return slices.Clone(w.last)
+}
+
+// Live is the liveness check: nil unless loops were found stalled at the
+// last check, which the error names.
+func (w *Watchdog) Live(context.Context) error {
+	stalled := w.Stalled()
+	if len(stalled) == 0 {
+		return nil
+	}
+	names := make([]string, len(stalled))
+	for i, s := range stalled {
+		names[i] = fmt.Sprintf("%s silent for %s", s.Name, s.Silent)
+	}
+	return fmt.Errorf("stalled: %s", strings.Join(names, ", "))
 }
 
 // Run checks every Interval until ctx ends or Shutdown is called.

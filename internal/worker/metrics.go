@@ -10,7 +10,7 @@ import (
 )
 
 // meterName is the instrumentation scope of every leasehold instrument.
-const meterName = "github.com/leasehold/leasehold/worker"
+const meterName = "github.com/leasehold/leasehold/internal/worker"
 
 func meter(p metric.MeterProvider) metric.Meter {
 	if p == nil {

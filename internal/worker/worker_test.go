@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/backoff"
+	"github.com/leasehold/leasehold/internal/worker"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/memory"
-	"github.com/leasehold/leasehold/worker"
 )
 
 // spyStore counts and can break the calls the worker makes.
