@@ -1,0 +1,377 @@
+// Command river measures River's throughput and enqueue-to-start latency on
+// PostgreSQL the way `leasehold bench` measures leasehold in continuous mode,
+// so the two can be compared side by side. See README.md.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+	"github.com/riverqueue/river/rivertype"
+)
+
+const (
+	defaultDSN = "postgres://postgres@127.0.0.1:5432/river_bench?sslmode=disable"
+	queueName  = river.QueueDefault
+	batchSize  = 1000
+	// topUpEvery is how often the producer checks the backlog, as in
+	// leasehold bench.
+	topUpEvery = 20 * time.Millisecond
+)
+
+type flags struct {
+	dsn         string
+	duration    time.Duration
+	concurrency int
+	payload     int
+	asJSON      bool
+}
+
+// result has the shape of `leasehold bench --json`.
+type result struct {
+	DB                string  `json:"db"`
+	Mode              string  `json:"mode"`
+	Workers           int     `json:"workers"`
+	Concurrency       int     `json:"concurrency"`
+	Messages          int64   `json:"messages"`
+	Seconds           float64 `json:"seconds"`
+	MessagesPerSecond float64 `json:"messages_per_second"`
+	LatencyP50Ms      float64 `json:"latency_p50_ms"`
+	LatencyP95Ms      float64 `json:"latency_p95_ms"`
+	LatencyP99Ms      float64 `json:"latency_p99_ms"`
+	Errors            int64   `json:"errors"`
+}
+
+func main() {
+	var f flags
+	fs := flag.NewFlagSet("river", flag.ContinueOnError)
+	fs.StringVar(&f.dsn, "dsn", defaultDSN, "PostgreSQL URL of River's database (created if missing)")
+	fs.DurationVar(&f.duration, "duration", 30*time.Second, "how long to run")
+	fs.IntVar(&f.concurrency, "concurrency", 2000, "River MaxWorkers of the one queue")
+	fs.IntVar(&f.payload, "payload", 100, "payload size in bytes (a string of that many 'x' in the job args)")
+	fs.BoolVar(&f.asJSON, "json", false, "print one JSON object")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		os.Exit(2)
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "river: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
+		os.Exit(2)
+	}
+	switch {
+	case f.duration <= 0:
+		fmt.Fprintf(os.Stderr, "river: --duration %s: must be positive\n", f.duration)
+		os.Exit(2)
+	case f.concurrency < 1 || f.concurrency > river.QueueNumWorkersMax:
+		fmt.Fprintf(os.Stderr, "river: --concurrency %d: must be 1 to %d\n", f.concurrency, river.QueueNumWorkersMax)
+		os.Exit(2)
+	case f.payload < 0:
+		fmt.Fprintf(os.Stderr, "river: --payload %d: must not be negative\n", f.payload)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := run(ctx, f, os.Stdout); err != nil {
+		fmt.Fprintf(os.Stderr, "river: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// benchArgs are the job args: a payload string of --payload bytes.
+type benchArgs struct {
+	Payload string `json:"payload"`
+}
+
+func (benchArgs) Kind() string { return "bench" }
+
+// benchWorker records enqueue-to-start latency and does nothing else.
+type benchWorker struct {
+	river.WorkerDefaults[benchArgs]
+	lat  *latencies
+	done *atomic.Int64
+}
+
+func (w *benchWorker) Work(_ context.Context, job *river.Job[benchArgs]) error {
+	w.lat.add(time.Since(job.CreatedAt))
+	w.done.Add(1)
+	return nil
+}
+
+// countErrors counts job errors and panics (there should be none).
+type countErrors struct{ n *atomic.Int64 }
+
+func (c countErrors) HandleError(context.Context, *rivertype.JobRow, error) *river.ErrorHandlerResult {
+	c.n.Add(1)
+	return nil
+}
+
+func (c countErrors) HandlePanic(context.Context, *rivertype.JobRow, any, string) *river.ErrorHandlerResult {
+	c.n.Add(1)
+	return nil
+}
+
+// latencies collects enqueue-to-start latencies, as leasehold bench does.
+type latencies struct {
+	mu sync.Mutex
+	us []int64
+}
+
+func (l *latencies) add(d time.Duration) {
+	l.mu.Lock()
+	l.us = append(l.us, d.Microseconds())
+	l.mu.Unlock()
+}
+
+func (l *latencies) quantiles() (p50, p95, p99 float64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.us) == 0 {
+		return 0, 0, 0
+	}
+	slices.Sort(l.us)
+	q := func(p float64) float64 { return float64(l.us[min(len(l.us)-1, int(p*float64(len(l.us))))]) / 1000 }
+	return q(0.50), q(0.95), q(0.99)
+}
+
+// riverVersion is the version of River this binary was built with.
+func riverVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range bi.Deps {
+			if m.Path == "github.com/riverqueue/river" {
+				if m.Replace != nil {
+					return m.Replace.Version
+				}
+				return m.Version
+			}
+		}
+	}
+	return "unknown"
+}
+
+// redact drops the password from a postgres:// URL; a keyword/value DSN
+// is shown as "postgres database".
+func redact(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Scheme == "" {
+		return "postgres database"
+	}
+	if u.User != nil {
+		u.User = url.User(u.User.Username())
+	}
+	return u.String()
+}
+
+// ensureDatabase creates the database named in dsn if it does not exist,
+// connecting to the postgres database of the same server to do it.
+func ensureDatabase(ctx context.Context, dsn string) error {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return fmt.Errorf("--dsn: %w", err)
+	}
+	name := cfg.Database
+	if name == "" || name == "postgres" {
+		return nil
+	}
+	cfg.Database = "postgres"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("connect to the postgres database: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return err
+	}
+	if exists {
+		return nil
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return fmt.Errorf("create database %s: %w", name, err)
+	}
+	return nil
+}
+
+func run(ctx context.Context, f flags, stdout io.Writer) error {
+	version := riverVersion()
+	if err := ensureDatabase(ctx, f.dsn); err != nil {
+		return err
+	}
+	pool, err := pgxpool.New(ctx, f.dsn)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	driver := riverpgxv5.New(pool)
+	// River logs to stdout by default; keep stdout for the result.
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+	migrator, err := rivermigrate.New(driver, &rivermigrate.Config{Logger: logger})
+	if err != nil {
+		return err
+	}
+	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("river migrations: %w", err)
+	}
+	// Leftover jobs from earlier runs would make runs incomparable.
+	if _, err := pool.Exec(ctx, "TRUNCATE river_job"); err != nil {
+		return err
+	}
+
+	lat := &latencies{}
+	var done, enqueued, failures atomic.Int64
+	workers := river.NewWorkers()
+	if err := river.AddWorkerSafely(workers, &benchWorker{lat: lat, done: &done}); err != nil {
+		return err
+	}
+	client, err := river.NewClient(driver, &river.Config{
+		// River's defaults, spelled out: not tuned.
+		FetchCooldown:     river.FetchCooldownDefault,
+		FetchPollInterval: river.FetchPollIntervalDefault,
+		Queues:            map[string]river.QueueConfig{queueName: {MaxWorkers: f.concurrency}},
+		Workers:           workers,
+		ErrorHandler:      countErrors{&failures},
+		Logger:            logger,
+	})
+	if err != nil {
+		return err
+	}
+
+	payload := strings.Repeat("x", f.payload)
+	params := make([]river.InsertManyParams, batchSize)
+	for i := range params {
+		params[i] = river.InsertManyParams{Args: benchArgs{Payload: payload}}
+	}
+
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	began := time.Now()
+	if err := client.Start(runCtx); err != nil {
+		return err
+	}
+	prodCtx, stopProducer := context.WithCancel(runCtx)
+	defer stopProducer()
+	var prod sync.WaitGroup
+	prod.Go(func() {
+		produce(prodCtx, client, logger, f, params, func() int64 { return enqueued.Load() - done.Load() }, &enqueued, &failures)
+	})
+
+	tty := isTerminal(stdout) && !f.asJSON
+	tick := time.NewTicker(time.Second)
+	end := time.NewTimer(f.duration)
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-end.C:
+			break loop
+		case <-tick.C:
+			if tty {
+				el := time.Since(began).Seconds()
+				fmt.Fprintf(stdout, "\r%6.1fs  %d messages  %.0f/s  errors %d   ", el, done.Load(), float64(done.Load())/el, failures.Load())
+			}
+		}
+	}
+	tick.Stop()
+	end.Stop()
+	elapsed := time.Since(began)
+	completed := done.Load()
+	stopProducer()
+	prod.Wait()
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	if err := client.Stop(stopCtx); err != nil {
+		failures.Add(1)
+		logger.Error("river client stop", "error", err)
+	}
+	cancel()
+	stopRun()
+	if tty {
+		fmt.Fprintln(stdout)
+	}
+
+	p50, p95, p99 := lat.quantiles()
+	res := result{DB: "river:" + redact(f.dsn), Mode: "continuous", Workers: 1, Concurrency: f.concurrency,
+		Messages: completed, Seconds: elapsed.Seconds(), MessagesPerSecond: float64(completed) / elapsed.Seconds(),
+		LatencyP50Ms: p50, LatencyP95Ms: p95, LatencyP99Ms: p99, Errors: failures.Load()}
+	if f.asJSON {
+		// The JSON object keeps leasehold bench's shape; the version goes
+		// to stderr.
+		fmt.Fprintf(os.Stderr, "river %s\n", version)
+		if err := json.NewEncoder(stdout).Encode(res); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdout, "river %s\n", version)
+		fmt.Fprintf(stdout, "%s, %s, %d workers x %d: %d messages in %.2fs: %.0f messages/s\n", res.DB, res.Mode, res.Workers, res.Concurrency,
+			res.Messages, res.Seconds, res.MessagesPerSecond)
+		fmt.Fprintf(stdout, "enqueue-to-start latency: p50 %.2f ms, p95 %.2f ms, p99 %.2f ms\n", p50, p95, p99)
+		fmt.Fprintf(stdout, "errors: %d\n", res.Errors)
+	}
+	if ctx.Err() != nil {
+		return errors.New("interrupted")
+	}
+	return nil
+}
+
+// produce keeps the queue topped up until ctx ends, with leasehold bench's
+// rule: whenever the backlog (enqueued, not done) is below
+// max(2*workers*concurrency, 1000), checked every 20 ms, enqueue the
+// difference in batches of up to 1000.
+func produce(ctx context.Context, client *river.Client[pgx.Tx], log *slog.Logger, f flags, params []river.InsertManyParams,
+	backlog func() int64, enqueued, failures *atomic.Int64) {
+	const workers = 1
+	target := int64(max(2*workers*f.concurrency, 1000))
+	t := time.NewTicker(topUpEvery)
+	defer t.Stop()
+	for {
+		if b := backlog(); b < target {
+			for n := target - b; n > 0 && ctx.Err() == nil; n -= batchSize {
+				k := int(min(n, batchSize))
+				// Counted before the insert, as leasehold bench does, so
+				// a job cannot be done before it is counted as enqueued.
+				enqueued.Add(int64(k))
+				if _, err := client.InsertMany(ctx, params[:k]); err != nil && ctx.Err() == nil {
+					failures.Add(1)
+					log.Error("bench enqueue failed", "error", err)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// isTerminal reports whether w is a character device (for the progress line).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
