@@ -9,6 +9,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -32,8 +33,10 @@ func (v Violation) String() string {
 
 // Check parses every non-test Go file under root and returns each use
 // (call or function value) of a forbidden time function. It skips test
-// files, testdata, hidden folders, and every folder whose slash-separated
-// path relative to root is in exempt, with what lies below it.
+// files, testdata, hidden folders, modules of their own (a folder below
+// root with a go.mod, such as a benchmark of another library), and every
+// folder whose slash-separated path relative to root is in exempt, with
+// what lies below it.
 func Check(root string, exempt ...string) ([]Violation, error) {
 	var out []Violation
 	fset := token.NewFileSet()
@@ -50,6 +53,11 @@ func Check(root string, exempt ...string) ([]Violation, error) {
 			name := d.Name()
 			if rel != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor") {
 				return filepath.SkipDir
+			}
+			if rel != "." {
+				if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
+					return filepath.SkipDir
+				}
 			}
 			for _, e := range exempt {
 				if rel == e {

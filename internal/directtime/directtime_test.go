@@ -67,6 +67,8 @@ func D() time.Duration { return 3 * time.Second }
 	write("worker/worker_test.go", "package worker\n\nimport \"time\"\n\nvar _ = time.Now()\n")
 	write("clock/system.go", "package clock\n\nimport \"time\"\n\nvar _ = time.Now()\n")
 	write("worker/testdata/x.go", "package x\n\nimport \"time\"\n\nvar _ = time.Now()\n")
+	write("bench/other/go.mod", "module other\n")
+	write("bench/other/main.go", "package main\n\nimport \"time\"\n\nvar _ = time.Now()\n")
 
 	vs, err := directtime.Check(root, "clock")
 	if err != nil {
