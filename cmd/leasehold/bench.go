@@ -141,26 +141,41 @@ func (c *countingStore) Extend(ctx context.Context, ls []store.Lease, d time.Dur
 	return res, err
 }
 
-// latencies collects enqueue-to-start latencies.
+// latencies collects enqueue-to-start latencies in shards, so that
+// concurrent handlers seldom wait for each other's lock.
 type latencies struct {
-	mu sync.Mutex
-	us []int64
+	shards [latencyShards]latencyShard
 }
 
-func (l *latencies) add(d time.Duration) {
-	l.mu.Lock()
-	l.us = append(l.us, d.Microseconds())
-	l.mu.Unlock()
+const latencyShards = 64
+
+type latencyShard struct {
+	mu sync.Mutex
+	us []int64
+	_  [32]byte // keep shards on separate cache lines
+}
+
+// add records d; key spreads the records over the shards.
+func (l *latencies) add(key int64, d time.Duration) {
+	s := &l.shards[uint64(key)%latencyShards]
+	s.mu.Lock()
+	s.us = append(s.us, d.Microseconds())
+	s.mu.Unlock()
 }
 
 func (l *latencies) quantiles() (p50, p95, p99 float64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.us) == 0 {
+	var us []int64
+	for i := range l.shards {
+		s := &l.shards[i]
+		s.mu.Lock()
+		us = append(us, s.us...)
+		s.mu.Unlock()
+	}
+	if len(us) == 0 {
 		return 0, 0, 0
 	}
-	slices.Sort(l.us)
-	q := func(p float64) float64 { return float64(l.us[min(len(l.us)-1, int(p*float64(len(l.us))))]) / 1000 }
+	slices.Sort(us)
+	q := func(p float64) float64 { return float64(us[min(len(us)-1, int(p*float64(len(us))))]) / 1000 }
 	return q(0.50), q(0.95), q(0.99)
 }
 
@@ -210,12 +225,16 @@ func (a *app) bench(ctx context.Context, f benchFlags) error {
 		mode = fmt.Sprintf("offered %d/s", f.rate)
 	}
 
+	// target is the backlog the producer keeps in continuous mode; low
+	// wakes it when the backlog falls below half of that.
+	target := int64(max(2*f.workers*f.concurrency, 1000))
+	low := make(chan struct{}, 1)
 	lat := &latencies{}
 	var done, failures atomic.Int64
 	allDone := make(chan struct{})
 	var allOnce sync.Once
 	handler := worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
-		lat.add(clk.Now().Sub(m.EnqueuedAt))
+		lat.add(m.MessageID, clk.Now().Sub(m.EnqueuedAt))
 		if f.handlerTime > 0 {
 			t := clk.NewTimer(f.handlerTime)
 			defer t.Stop()
@@ -226,8 +245,17 @@ func (a *app) bench(ctx context.Context, f benchFlags) error {
 				return context.Cause(ctx)
 			}
 		}
-		if n := done.Add(1); f.messages > 0 && n == int64(f.messages) {
+		n := done.Add(1)
+		if f.messages > 0 && n == int64(f.messages) {
 			allOnce.Do(func() { close(allDone) })
+		}
+		if f.messages == 0 && f.rate == 0 && enqueued.Load()-n < target/2 {
+			// The backlog fell below half the target: wake the producer
+			// rather than leave the workers idle until its next tick.
+			select {
+			case low <- struct{}{}:
+			default:
+			}
 		}
 		return nil
 	})
@@ -259,7 +287,7 @@ func (a *app) bench(ctx context.Context, f benchFlags) error {
 	var prod sync.WaitGroup
 	if f.messages == 0 {
 		prod.Go(func() {
-			a.produce(prodCtx, st, f, newBatch, func() int64 { return enqueued.Load() - done.Load() }, &failures)
+			a.produce(prodCtx, st, f, newBatch, target, low, func() int64 { return enqueued.Load() - done.Load() }, &failures)
 		})
 	}
 	progress := newProgress(a.stdout)
@@ -318,7 +346,7 @@ loop:
 // produce keeps the queue topped up (continuous mode) or offers f.rate
 // messages per second, until ctx ends.
 // backlog tells how many enqueued messages are not done yet.
-func (a *app) produce(ctx context.Context, st store.Store, f benchFlags, newBatch func(int) []store.NewMessage, backlog func() int64, failures *atomic.Int64) {
+func (a *app) produce(ctx context.Context, st store.Store, f benchFlags, newBatch func(int) []store.NewMessage, target int64, low <-chan struct{}, backlog func() int64, failures *atomic.Int64) {
 	clk := clock.System()
 	if f.rate > 0 {
 		// Every millisecond, enqueue what the rate owes by then: single
@@ -344,7 +372,6 @@ func (a *app) produce(ctx context.Context, st store.Store, f benchFlags, newBatc
 			}
 		}
 	}
-	target := int64(max(2*f.workers*f.concurrency, 1000))
 	t := clk.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -360,6 +387,7 @@ func (a *app) produce(ctx context.Context, st store.Store, f benchFlags, newBatc
 		case <-ctx.Done():
 			return
 		case <-t.C():
+		case <-low:
 		}
 	}
 }

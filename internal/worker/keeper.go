@@ -69,12 +69,13 @@ func (c LeaseExtenderConfig) resolve(lease time.Duration) (LeaseExtenderConfig, 
 }
 
 // keeper keeps the leases of running handlers alive: one goroutine and one
-// store call per tick for all of them. Each held lease has a timer at
-// its expiry by the keeper's own reckoning (the monotonic time its last
-// successful claim or extension was sent, plus the lease it asked for), so a
-// lease counts as lost when the store says so or when that expiry passes
-// without a renewal: transient store errors are ridden out while the lease
-// is still valid.
+// store call per tick for all of them. Each held lease has a deadline, its
+// expiry by the keeper's own reckoning (the monotonic time its last
+// successful claim or extension was sent, plus the lease it asked for), and
+// one timer, armed at or before the earliest deadline, finds the leases
+// whose deadline passed; so a lease counts as lost when the store says so or
+// when that expiry passes without a renewal: transient store errors are
+// ridden out while the lease is still valid.
 type keeper struct {
 	st  store.Store
 	clk clock.Clock
@@ -85,18 +86,24 @@ type keeper struct {
 	mu    sync.Mutex
 	held  map[store.Lease]*hold
 	batch []store.Lease // used by tick only
+	// timer calls expire at the monotonic time at, when armed. While
+	// armed, at is no later than the deadline of any held lease.
+	timer clock.Timer
+	at    time.Duration
+	armed bool
 }
 
 // hold is one lease the keeper keeps.
 type hold struct {
 	lease  store.Lease
-	timer  clock.Timer
-	onLost func()
-	// lost, dropped and deadline are guarded by keeper.mu. deadline is
-	// when the lease ends, on the monotonic clock, by the worker's own
-	// reckoning.
-	lost, dropped bool
-	deadline      time.Duration
+	cancel context.CancelCauseFunc
+	// lost, dropped, deadline, limit and limited are guarded by keeper.mu.
+	// deadline is when the lease ends, on the monotonic clock, by the
+	// worker's own reckoning. limit, when limited, is when the handler's
+	// maximum processing time ends: then cancel is called with
+	// ErrMaxProcessingTime.
+	lost, dropped, limited bool
+	deadline, limit        time.Duration
 }
 
 func newKeeper(st store.Store, clk clock.Clock, cfg LeaseExtenderConfig, log *slog.Logger, m *workerMetrics) *keeper {
@@ -104,15 +111,90 @@ func newKeeper(st store.Store, clk clock.Clock, cfg LeaseExtenderConfig, log *sl
 }
 
 // hold starts keeping l, which ends at the monotonic time deadline unless
-// extended. onLost is called once, from another goroutine, if the lease is
-// lost before drop.
-func (k *keeper) hold(l store.Lease, deadline time.Duration, onLost func()) *hold {
-	h := &hold{lease: l, onLost: onLost, deadline: deadline}
+// extended. cancel is called once with store.ErrLeaseLost, from another
+// goroutine, if the lease is lost before drop.
+func (k *keeper) hold(l store.Lease, deadline time.Duration, cancel context.CancelCauseFunc) *hold {
+	h := &hold{lease: l, cancel: cancel, deadline: deadline}
 	k.mu.Lock()
 	k.held[l] = h
-	h.timer = k.clk.AfterFunc(deadline-k.clk.Monotonic(), func() { k.lose(h, "expired before an extension succeeded") })
+	if !k.armed || deadline < k.at {
+		k.armLocked(deadline)
+	}
 	k.mu.Unlock()
 	return h
+}
+
+// limit has h's cancel called with ErrMaxProcessingTime at the monotonic
+// time at, unless h is dropped or lost first.
+func (k *keeper) limit(h *hold, at time.Duration) {
+	k.mu.Lock()
+	if !h.lost && !h.dropped {
+		h.limit, h.limited = at, true
+		if !k.armed || at < k.at {
+			k.armLocked(at)
+		}
+	}
+	k.mu.Unlock()
+}
+
+// armLocked sets the expiry timer to go off at the monotonic time at.
+func (k *keeper) armLocked(at time.Duration) {
+	k.at, k.armed = at, true
+	d := at - k.clk.Monotonic()
+	if k.timer == nil {
+		k.timer = k.clk.AfterFunc(d, k.expire)
+		return
+	}
+	k.timer.Reset(d)
+}
+
+// disarmLocked stops the expiry timer when no lease is held.
+func (k *keeper) disarmLocked() {
+	if len(k.held) == 0 && k.armed {
+		k.armed = false
+		k.timer.Stop()
+	}
+}
+
+// expire loses every held lease whose deadline has passed, cancels the
+// handlers past their processing limit, and arms the timer for the
+// earliest deadline or limit left.
+func (k *keeper) expire() {
+	now := k.clk.Monotonic()
+	var expired, overtime []*hold
+	k.mu.Lock()
+	var next time.Duration
+	have := false
+	for _, h := range k.held {
+		if h.deadline <= now {
+			expired = append(expired, h)
+			continue
+		}
+		if !have || h.deadline < next {
+			next, have = h.deadline, true
+		}
+		if !h.limited {
+			continue
+		}
+		if h.limit <= now {
+			h.limited = false
+			overtime = append(overtime, h)
+		} else if h.limit < next {
+			next = h.limit
+		}
+	}
+	if have {
+		k.armLocked(next)
+	} else {
+		k.armed = false
+	}
+	k.mu.Unlock()
+	for _, h := range overtime {
+		h.cancel(ErrMaxProcessingTime)
+	}
+	for _, h := range expired {
+		k.lose(h, "expired before an extension succeeded")
+	}
 }
 
 // drop stops keeping h's lease and reports whether it was lost, and when,
@@ -123,9 +205,9 @@ func (k *keeper) drop(h *hold) (lost bool, deadline time.Duration) {
 	lost, deadline = h.lost, h.deadline
 	if !lost {
 		delete(k.held, h.lease)
+		k.disarmLocked()
 	}
 	k.mu.Unlock()
-	h.timer.Stop()
 	return lost, deadline
 }
 
@@ -137,11 +219,11 @@ func (k *keeper) lose(h *hold, why string) {
 	}
 	h.lost = true
 	delete(k.held, h.lease)
+	k.disarmLocked()
 	k.mu.Unlock()
-	h.timer.Stop()
 	k.m.extensions.Add(context.Background(), 1, k.m.extLost)
 	k.log.Warn("lease lost", "message_id", h.lease.MessageID, "fencing_token", h.lease.FencingToken, "why", why)
-	h.onLost()
+	h.cancel(store.ErrLeaseLost)
 }
 
 // run extends every Interval until ctx ends. Disabled, it only waits: the
@@ -193,8 +275,11 @@ func (k *keeper) tick(ctx context.Context) {
 		case left <= 0:
 			late = append(late, h)
 		default:
-			h.timer.Reset(left)
 			h.deadline = sent + k.cfg.Extension
+			// The extension may end sooner than the claim's lease did.
+			if !k.armed || h.deadline < k.at {
+				k.armLocked(h.deadline)
+			}
 		}
 	}
 	k.mu.Unlock()

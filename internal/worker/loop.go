@@ -225,10 +225,10 @@ func (l *loop) start(msg *mailbox.Message) {
 	w := l.w
 	ctx, cancel := context.WithCancelCause(l.r.base)
 	j := &job{l: l, msg: msg, ctx: ctx, cancel: cancel}
-	j.hold = w.keeper.hold(msg.Lease, msg.LeaseDeadline(), func() { cancel(store.ErrLeaseLost) })
+	j.hold = w.keeper.hold(msg.Lease, msg.LeaseDeadline(), cancel)
 	l.jobs[j] = struct{}{}
 	l.free--
-	w.m.claimed.Add(ctx, 1, l.q.attrs.of(msg.Kind))
+	w.m.claimed.Add(ctx, 1, l.q.attrs.of(msg.Kind).add...)
 	if l.idle > 0 {
 		// A goroutine that reported done is at, or on its way to, the
 		// receive.

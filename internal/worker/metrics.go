@@ -81,25 +81,39 @@ func newWorkerMetrics(p metric.MeterProvider) (*workerMetrics, error) {
 // Logs carry it.
 type queueAttrs struct {
 	queue  string
-	noKind metric.MeasurementOption
-	kinds  sync.Map // kind -> metric.MeasurementOption
+	noKind *kindAttrs
+	kinds  sync.Map // kind -> *kindAttrs
+}
+
+// kindAttrs are the options of one kind's measurements, as the slices the
+// instruments' variadic parameters take: passing them with ... allocates
+// nothing, where a single option would be wrapped in a new slice on every
+// call. They must not be modified.
+type kindAttrs struct {
+	add []metric.AddOption
+	rec []metric.RecordOption
+}
+
+func newKindAttrs(kvs ...attribute.KeyValue) *kindAttrs {
+	o := metric.WithAttributeSet(attribute.NewSet(kvs...))
+	return &kindAttrs{add: []metric.AddOption{o}, rec: []metric.RecordOption{o}}
 }
 
 func newQueueAttrs(queue string) *queueAttrs {
-	return &queueAttrs{queue: queue, noKind: metric.WithAttributeSet(attribute.NewSet(attribute.String("queue", queue)))}
+	return &queueAttrs{queue: queue, noKind: newKindAttrs(attribute.String("queue", queue))}
 }
 
 // of returns the attributes of a message of kind. Sets are built once per
 // kind, so measuring allocates nothing.
-func (a *queueAttrs) of(kind string) metric.MeasurementOption {
+func (a *queueAttrs) of(kind string) *kindAttrs {
 	if kind == "" {
 		return a.noKind
 	}
 	if o, ok := a.kinds.Load(kind); ok {
-		return o.(metric.MeasurementOption)
+		return o.(*kindAttrs)
 	}
-	o, _ := a.kinds.LoadOrStore(kind, metric.WithAttributeSet(attribute.NewSet(attribute.String("queue", a.queue), attribute.String("kind", kind))))
-	return o.(metric.MeasurementOption)
+	o, _ := a.kinds.LoadOrStore(kind, newKindAttrs(attribute.String("queue", a.queue), attribute.String("kind", kind)))
+	return o.(*kindAttrs)
 }
 
 // reaperMetrics are the reaper's instruments. Recoveries carry the queue

@@ -8,8 +8,6 @@ import (
 	"runtime/debug"
 	"time"
 
-	"go.opentelemetry.io/otel/metric"
-
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -22,19 +20,19 @@ func (w *Worker) process(j *job) bool {
 	log := &msgLog{q: j.l.q, msg: msg} // stays on the stack unless it logs
 	attrs := log.attrs()
 	maxProcessing := w.maxProcessingTime(msg.Kind)
-	w.m.inFlight.Add(ctx, 1, attrs)
-	limit := w.cfg.Clock.AfterFunc(maxProcessing, func() { cancel(ErrMaxProcessingTime) })
+	w.m.inFlight.Add(ctx, 1, attrs.add...)
 	began := w.cfg.Clock.Monotonic()
+	// The keeper cancels ctx with ErrMaxProcessingTime past the limit.
+	w.keeper.limit(j.hold, began+maxProcessing)
 	err := w.call(ctx, log, msg)
 	took := w.cfg.Clock.Monotonic() - began
-	limit.Stop()
 	lost, until := w.keeper.drop(j.hold)
 	j.until = until
 	cause := context.Cause(ctx)
 	cancel(nil)
 	opCtx := j.l.r.ops
-	w.m.inFlight.Add(opCtx, -1, attrs)
-	w.m.duration.Record(opCtx, took.Seconds(), attrs)
+	w.m.inFlight.Add(opCtx, -1, attrs.add...)
+	w.m.duration.Record(opCtx, took.Seconds(), attrs.rec...)
 	if !j.state.CompareAndSwap(jobRunning, jobFinishing) {
 		return false // a hard stop released the lease
 	}
@@ -140,7 +138,7 @@ func (w *Worker) completed(ctx context.Context, log *msgLog, err error) {
 		log.Warn("completion refused; the message will be delivered again", "error", err)
 		return
 	}
-	w.m.completed.Add(ctx, 1, log.attrs())
+	w.m.completed.Add(ctx, 1, log.attrs().add...)
 	if log.q.log.Enabled(ctx, slog.LevelDebug) {
 		log.Debug("message completed")
 	}
@@ -155,7 +153,7 @@ type msgLog struct {
 }
 
 // attrs are the attributes of the message's measurements.
-func (m *msgLog) attrs() metric.MeasurementOption { return m.q.attrs.of(m.msg.Kind) }
+func (m *msgLog) attrs() *kindAttrs { return m.q.attrs.of(m.msg.Kind) }
 
 func (m *msgLog) logger() *slog.Logger {
 	if m.l == nil {
@@ -185,10 +183,10 @@ func (w *Worker) fail(ctx context.Context, log *msgLog, msg *Message, err error,
 	case ferr != nil:
 		log.Warn("could not record the failure; the message will be delivered again", "error", err, "store_error", ferr)
 	case dead:
-		w.m.dead.Add(ctx, 1, log.attrs())
+		w.m.dead.Add(ctx, 1, log.attrs().add...)
 		log.Error("message dead-lettered", "error", err, "permanent", permanent)
 	default:
-		w.m.failed.Add(ctx, 1, log.attrs())
+		w.m.failed.Add(ctx, 1, log.attrs().add...)
 		log.Warn("handler failed; retrying", "error", err, "retry_in", delay)
 	}
 }

@@ -735,3 +735,58 @@ func TestSnoozeRunsAgainLaterWithoutCounting(t *testing.T) {
 		}
 	})
 }
+
+// An extension shorter than the claim's lease moves the lease's end
+// earlier: when later extensions fail, the lease is lost at the end of the
+// last one that succeeded, not at the end of the claim's lease.
+func TestShorterExtensionMovesExpiryEarlier(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lease = 30 * time.Second
+		st := newStore(t)
+		var calls atomic.Int64
+		st.setExtendErr(func() error {
+			if calls.Add(1) == 1 {
+				return nil
+			}
+			return errors.New("database unreachable")
+		})
+		causes := make(chan error, 1)
+		began := make(chan time.Time, 1)
+		b := start(t, worker.Config{Store: st, LeaseDuration: lease, MaxProcessingTime: time.Hour, DisableReaper: true,
+			LeaseExtender: &worker.LeaseExtenderConfig{Interval: time.Second, Extension: 3 * time.Second, Enabled: true},
+			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+				began <- time.Now()
+				causes <- sleepCtx(ctx, time.Hour)
+				return nil
+			})})
+		b.enqueue(store.NewMessage{Payload: []byte("x")})
+		t0 := recv(t, began, time.Second)
+		err := recv(t, causes, time.Minute)
+		if !errors.Is(err, store.ErrLeaseLost) {
+			t.Fatalf("cause = %v, want ErrLeaseLost", err)
+		}
+		// The first tick, 1s after the claim, extended to 4s.
+		if took := time.Since(t0); took != 4*time.Second {
+			t.Fatalf("cancelled after %s, want 4s", took)
+		}
+	})
+}
+
+func TestMaxProcessingTimeCancelsOnTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lease = 3 * time.Second
+		causes := make(chan time.Duration, 1)
+		start(t, worker.Config{LeaseDuration: lease, MaxProcessingTime: 5 * time.Second,
+			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+				t0 := time.Now()
+				err := sleepCtx(ctx, time.Hour)
+				if errors.Is(err, worker.ErrMaxProcessingTime) {
+					causes <- time.Since(t0)
+				}
+				return err
+			})}).enqueue(store.NewMessage{Payload: []byte("x"), MaxDeliveries: 1})
+		if took := recv(t, causes, time.Minute); took != 5*time.Second {
+			t.Fatalf("cancelled after %s, want 5s", took)
+		}
+	})
+}
