@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/backoff"
+	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/internal/mailbox"
 	"github.com/leasehold/leasehold/store"
 )
@@ -27,6 +28,8 @@ type loop struct {
 	idle int // goroutines waiting on work, by the claim loop's count
 	jobs map[*job]struct{}
 	free int
+	// timer times pauses; nil until the first.
+	timer clock.Timer
 }
 
 // loopResult is how one queue's loop ended.
@@ -77,14 +80,19 @@ func (l *loop) reapDone() {
 }
 
 // pause waits d, or until a job finishes or claims ends. It reports
-// whether claims is still open.
+// whether claims is still open. One timer serves every pause of the loop:
+// with its slots full the loop pauses once per job.
 func (l *loop) pause(claims context.Context, d time.Duration) bool {
-	t := l.w.cfg.Clock.NewTimer(d)
-	defer t.Stop()
+	if l.timer == nil {
+		l.timer = l.w.cfg.Clock.NewTimer(d)
+	} else {
+		l.timer.Reset(d)
+	}
+	defer l.timer.Stop()
 	select {
 	case j := <-l.done:
 		l.finished(j)
-	case <-t.C():
+	case <-l.timer.C():
 	case <-claims.Done():
 		return false
 	}
