@@ -60,9 +60,10 @@ func (a *app) benchCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench [--duration DUR | --messages N] [flags]",
 		Short: "Measure throughput and latency on a database",
-		Long: `bench runs workers in this process against the database and reports
-throughput (messages/s), enqueue-to-start latency (p50, p95, p99), lease
-extensions per second and errors. Leases and heartbeats are on.
+		Long: `bench runs workers in this process, each a client of its own as separate
+processes would be, against the database and reports throughput
+(messages/s), enqueue-to-start latency (p50, p95, p99), lease extensions
+per second and errors. Leases and heartbeats are on.
 
 Continuous mode (--duration, the default) keeps the queue topped up for the
 duration; burn-down mode (--messages N) enqueues N messages, then drains
@@ -87,7 +88,7 @@ ends the run early. --db memory: measures the in-memory store.`,
 	fl := cmd.Flags()
 	fl.DurationVar(&f.duration, "duration", 10*time.Second, "continuous mode: how long to run")
 	fl.IntVar(&f.messages, "messages", 0, "burn-down mode: enqueue this many, then drain")
-	fl.IntVar(&f.workers, "workers", 2, "workers in this process")
+	fl.IntVar(&f.workers, "workers", 2, "workers in this process, each a client of its own")
 	fl.IntVar(&f.concurrency, "concurrency", 50, "handlers per worker")
 	fl.IntVar(&f.payload, "payload", 100, "payload size in bytes")
 	fl.IntVar(&f.keys, "keys", 0, "spread messages over this many ordering keys (0: no keys)")
