@@ -22,7 +22,6 @@ import (
 
 	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/clock/clocktest"
-	"github.com/leasehold/leasehold/internal/mailbox"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -96,8 +95,7 @@ func Run(t *testing.T, f Factory, opts ...Option) {
 		{"KeyRetryingHeadBlocks", testKeyRetryingHeadBlocks},
 		{"KeyDeadHeadUnblocks", testKeyDeadHeadUnblocks},
 		{"KeyRedriveWaitsBehindHead", testKeyRedriveWaitsBehindHead},
-		{"LongPollWakesOnEnqueue", testLongPollWakesOnEnqueue},
-		{"LongPollTimesOut", testLongPollTimesOut},
+		{"WakeupOnEnqueue", testWakeupOnEnqueue},
 		{"BatchExtendReportsLost", testBatchExtendReportsLost},
 		{"CompleteBatchPerMessage", testCompleteBatchPerMessage},
 		{"CompleteWithReply", testCompleteWithReply},
@@ -107,7 +105,6 @@ func Run(t *testing.T, f Factory, opts ...Option) {
 		{"BadInputChangesNothing", testBadInputChangesNothing},
 		{"StatsAndList", testStatsAndList},
 		{"Retention", testRetention},
-		{"Mailbox", testMailbox},
 		{"PingAndClose", testPingAndClose},
 		{"Queues", testQueues},
 		{"DeleteQueue", testDeleteQueue},
@@ -962,62 +959,24 @@ func testKeyRedriveWaitsBehindHead(t *testing.T, f Factory) {
 	}
 }
 
-func newMailbox(t *testing.T, b *bundle) *mailbox.Mailbox {
-	t.Helper()
-	mb, err := mailbox.New(mailbox.Config{Store: b.s, Queue: b.queue, WorkerID: "mb", Clock: b.clk, PollInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return mb
-}
-
-func testLongPollWakesOnEnqueue(t *testing.T, f Factory) {
+// An enqueue closes the queue's wake-up channel at once, without any
+// clock time passing: a receiver that long-polls waits on it.
+func testWakeupOnEnqueue(t *testing.T, f Factory) {
 	b := setup(t, f)
-	mb := newMailbox(t, b)
-	got := make(chan []*mailbox.Message, 1)
-	errc := make(chan error, 1)
-	go func() {
-		ms, err := mb.Receive(b.ctx, mailbox.ReceiveOptions{Max: 10, Visibility: lease, Wait: 20 * time.Second})
-		got <- ms
-		errc <- err
-	}()
+	wake := b.s.Wakeup(b.queue)
+	id := b.send("wake up")
 	ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
 	defer cancel()
-	if err := b.clk.BlockUntil(ctx, 1); err != nil { // the receiver is waiting
-		t.Fatal(err)
-	}
-	id := b.send("wake up")
-	ms := <-got
-	if err := <-errc; err != nil {
-		t.Fatal(err)
-	}
-	if len(ms) != 1 || ms[0].MessageID != id {
-		t.Fatalf("long poll returned %d messages", len(ms))
+	select {
+	case <-wake:
+	case <-ctx.Done():
+		t.Fatal("an enqueue did not wake its queue")
 	}
 	if b.clk.Monotonic() != 0 {
-		t.Fatalf("long poll needed %s of clock time; the enqueue should wake it at once", b.clk.Monotonic())
+		t.Fatalf("the wake-up needed %s of clock time", b.clk.Monotonic())
 	}
-}
-
-func testLongPollTimesOut(t *testing.T, f Factory) {
-	b := setup(t, f)
-	mb := newMailbox(t, b)
-	done := make(chan error, 1)
-	go func() {
-		ms, err := mb.Receive(b.ctx, mailbox.ReceiveOptions{Visibility: lease, Wait: 20 * time.Second})
-		if err == nil && len(ms) != 0 {
-			err = fmt.Errorf("got %d messages from an empty queue", len(ms))
-		}
-		done <- err
-	}()
-	ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
-	defer cancel()
-	if err := b.clk.BlockUntil(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	b.clk.Advance(20 * time.Second)
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	if d := b.claimOne(); d.MessageID != id {
+		t.Fatalf("claimed %d after the wake-up, want %d", d.MessageID, id)
 	}
 }
 
@@ -1085,13 +1044,10 @@ func testCompleteBatchPerMessage(t *testing.T, f Factory) {
 func testCompleteWithReply(t *testing.T, f Factory) {
 	b := setup(t, f)
 	b.enqueue(store.NewMessage{Payload: []byte("ping"), ReplyTo: "replies"})
-	mb := newMailbox(t, b)
-	ms, err := mb.Receive(b.ctx, mailbox.ReceiveOptions{Visibility: lease})
-	if err != nil || len(ms) != 1 {
-		t.Fatalf("Receive = %d, %v", len(ms), err)
-	}
-	if err := ms[0].AckWithReply(b.ctx, []byte("pong")); err != nil {
-		t.Fatal(err)
+	req := b.claimOne()
+	errs, err := b.s.Complete(b.ctx, []store.Completion{{Lease: req.Lease, Reply: &store.NewMessage{Queue: req.ReplyTo, Payload: []byte("pong")}}})
+	if err != nil || errs[0] != nil {
+		t.Fatalf("Complete with a reply = %v, %v", errs, err)
 	}
 	rs, err := b.s.Claim(b.ctx, store.Claim{Queue: "replies", WorkerID: "w", Max: 10, LeaseDuration: lease})
 	if err != nil || len(rs) != 1 || string(rs[0].Payload) != "pong" {
@@ -1372,58 +1328,6 @@ func testRetention(t *testing.T, f Factory) {
 	}
 	if infos, err := b.s.List(b.ctx, store.ListFilter{Queue: b.queue, State: store.Completed}); err != nil || len(infos) != 0 {
 		t.Fatalf("completed messages listed after retention: %d, %v", len(infos), err)
-	}
-}
-
-func testMailbox(t *testing.T, f Factory) {
-	b := setup(t, f)
-	mb := newMailbox(t, b)
-	res, err := mb.Send(b.ctx, []byte("hi"), mailbox.SendOptions{Key: "k"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := mb.Receive(b.ctx, mailbox.ReceiveOptions{Max: 5, Visibility: 10 * time.Second})
-	if err != nil || len(ms) != 1 {
-		t.Fatalf("Receive = %d, %v", len(ms), err)
-	}
-	m := ms[0]
-	if m.MessageID != res.ID || string(m.Body()) != "hi" || m.Key != "k" || m.Attempt != 1 {
-		t.Fatalf("message %+v", m.Delivery)
-	}
-	l, err := mailbox.ParseReceiptHandle(m.ReceiptHandle())
-	if err != nil || l != m.Lease {
-		t.Fatalf("receipt handle round trip = %v, %v", l, err)
-	}
-	b.clk.Advance(9 * time.Second)
-	if err := m.ExtendVisibility(b.ctx, 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	b.clk.Advance(9 * time.Second)
-	if err := m.Nack(b.ctx, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Ack(b.ctx); !errors.Is(err, store.ErrLeaseLost) {
-		t.Fatalf("Ack after Nack = %v, want ErrLeaseLost", err)
-	}
-	if err := m.ExtendVisibility(b.ctx, time.Second); !errors.Is(err, store.ErrLeaseLost) {
-		t.Fatalf("ExtendVisibility after Nack = %v, want ErrLeaseLost", err)
-	}
-	ms, _ = mb.Receive(b.ctx, mailbox.ReceiveOptions{Visibility: lease})
-	if len(ms) != 1 || ms[0].Attempt != 2 {
-		t.Fatalf("redelivery = %d messages", len(ms))
-	}
-	if err := ms[0].Unreceive(b.ctx); err != nil {
-		t.Fatal(err)
-	}
-	ms, _ = mb.Receive(b.ctx, mailbox.ReceiveOptions{Visibility: lease})
-	if len(ms) != 1 || ms[0].Attempt != 2 {
-		t.Fatalf("after Unreceive: %d messages, want the message again at attempt 2", len(ms))
-	}
-	if dead, err := ms[0].Fail(b.ctx, errors.New("nope"), 0, true); err != nil || !dead {
-		t.Fatalf("Fail = %v, %v", dead, err)
-	}
-	if _, err := mailbox.ParseReceiptHandle("garbage"); !errors.Is(err, store.ErrInvalid) {
-		t.Fatalf("ParseReceiptHandle(garbage) = %v", err)
 	}
 }
 
