@@ -212,8 +212,14 @@ func (l *loop) settle() int {
 	// store.
 	if finishing > 0 {
 		t := w.cfg.Clock.AfterFunc(w.cfg.HardStopWait, l.r.cancelOps)
-		for ; finishing > 0; finishing-- {
-			l.finished(<-l.done)
+		// An abandoned handler that returns now reports done too: only
+		// jobs that were settling count.
+		for finishing > 0 {
+			j := <-l.done
+			if j.state.Load() == jobFinishing {
+				finishing--
+			}
+			l.finished(j)
 		}
 		t.Stop()
 	}

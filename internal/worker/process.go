@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime/debug"
 	"time"
 
@@ -23,7 +24,11 @@ func (w *Worker) process(j *job) bool {
 	w.m.inFlight.Add(ctx, 1, attrs.add...)
 	began := w.cfg.Clock.Monotonic()
 	// The keeper cancels ctx with ErrMaxProcessingTime past the limit.
-	w.keeper.limit(j.hold, began+maxProcessing)
+	limit := began + maxProcessing
+	if limit < began {
+		limit = math.MaxInt64 // a limit of "forever" must not wrap around
+	}
+	w.keeper.limit(j.hold, limit)
 	err := w.call(ctx, log, msg)
 	took := w.cfg.Clock.Monotonic() - began
 	lost, until := w.keeper.drop(j.hold)

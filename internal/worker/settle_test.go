@@ -1,0 +1,135 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/leasehold/leasehold/clock/clocktest"
+	"github.com/leasehold/leasehold/internal/worker"
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/memory"
+)
+
+// gateStore holds the Release of one message until gate is closed or the
+// call's context ends.
+type gateStore struct {
+	*spyStore
+	blockID  atomic.Int64
+	gate     chan struct{}
+	inFlight atomic.Int32
+}
+
+func (s *gateStore) Release(ctx context.Context, r store.Release) error {
+	if r.MessageID == s.blockID.Load() {
+		s.inFlight.Add(1)
+		defer s.inFlight.Add(-1)
+		select {
+		case <-s.gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return s.spyStore.Release(ctx, r)
+}
+
+// At a hard stop, a job settling its own message is waited for; an
+// abandoned handler that returns meanwhile is not taken for it.
+func TestHardStopWaitsForTheJobsSettling(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &gateStore{spyStore: newStore(t), gate: make(chan struct{})}
+		unblockB := make(chan struct{})
+		started := make(chan struct{}, 2)
+		w, err := worker.New(worker.Config{Store: st, Queue: queue, Logger: quietLogger(), Concurrency: 2,
+			LeaseDuration: 30 * time.Second, ShutdownTimeout: 2 * time.Second, HardStopWait: time.Second,
+			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+				started <- struct{}{}
+				if m.Key == "B" {
+					<-unblockB // ignores its context
+					return nil
+				}
+				return sleepCtx(ctx, time.Hour) // A returns when cancelled
+			})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := st.Enqueue(context.Background(), []store.NewMessage{{Queue: queue, Key: "A"}, {Queue: queue, Key: "B"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.blockID.Store(res[0].ID)
+		ran := make(chan error, 1)
+		go func() { ran <- w.Run(context.Background()) }()
+		<-started
+		<-started
+		go func() { _ = w.Shutdown(context.Background()) }()
+		time.Sleep(3500 * time.Millisecond) // past ShutdownTimeout and HardStopWait
+		synctest.Wait()
+		if st.inFlight.Load() != 1 {
+			t.Fatal("A's release is not in flight")
+		}
+		close(unblockB) // the abandoned handler returns now
+		synctest.Wait()
+		select {
+		case err := <-ran:
+			t.Fatalf("Run returned (%v) while A's release was still in flight", err)
+		default:
+		}
+		close(st.gate)
+		if err := <-ran; !errors.Is(err, worker.ErrShutdown) {
+			t.Fatalf("Run = %v, want a hard stop", err)
+		}
+	})
+}
+
+// A maximum processing time of "forever" does not keep the keeper from
+// finding an expired lease. On the fake clock, whose monotonic readings
+// start at zero, the sum of a reading and the limit would wrap around.
+func TestUnboundedLimitKeepsExpiry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := clocktest.New()
+		clk.Advance(time.Second)
+		mem, err := memory.New(memory.Config{Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer mem.Close()
+		st := &spyStore{Store: mem}
+		st.setExtendErr(func() error { return errors.New("database unreachable") })
+		causes := make(chan error, 1)
+		w, err := worker.New(worker.Config{Store: st, Queue: queue, Clock: clk, Logger: quietLogger(), LeaseDuration: time.Second,
+			MaxProcessingTime: time.Hour, DisableReaper: true,
+			Kinds: map[string]worker.KindConfig{"forever": {MaxProcessingTime: math.MaxInt64}},
+			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+				<-ctx.Done()
+				causes <- context.Cause(ctx)
+				return nil
+			})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Enqueue(context.Background(), []store.NewMessage{{Queue: queue, Kind: "forever", Payload: []byte("x")}}); err != nil {
+			t.Fatal(err)
+		}
+		go w.Run(context.Background())
+		defer w.Stop()
+		synctest.Wait()
+		for range 30 {
+			clk.Advance(100 * time.Millisecond)
+			synctest.Wait()
+			select {
+			case err := <-causes:
+				if !errors.Is(err, store.ErrLeaseLost) {
+					t.Fatalf("cause %v, want ErrLeaseLost", err)
+				}
+				return
+			default:
+			}
+		}
+		t.Fatal("3 s after a 1 s lease that was never renewed, the handler still ran")
+	})
+}
