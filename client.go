@@ -152,11 +152,12 @@ func (cfg Config) resolve() (Config, error) {
 	cfg.Codec = cmp.Or[Codec](cfg.Codec, JSON{})
 	cfg.Queues = maps.Clone(cfg.Queues)
 	var errs []error
+	heartbeatOK := cfg.HeartbeatInterval > 0 && 3*cfg.HeartbeatInterval <= cfg.LeaseDuration
 	if cfg.MaxProcessingTime < cfg.LeaseDuration {
 		errs = append(errs, fmt.Errorf("MaxProcessingTime %s is below LeaseDuration %s: a job would be stopped before its first lease ended",
 			cfg.MaxProcessingTime, cfg.LeaseDuration))
 	}
-	if cfg.HeartbeatInterval <= 0 || 3*cfg.HeartbeatInterval > cfg.LeaseDuration {
+	if !heartbeatOK {
 		errs = append(errs, fmt.Errorf("HeartbeatInterval %s does not fit LeaseDuration %s: it must be positive and at most a third of the lease (%s), so that a lease sees several renewals before it ends",
 			cfg.HeartbeatInterval, cfg.LeaseDuration, cfg.LeaseDuration/3))
 	}
@@ -168,6 +169,9 @@ func (cfg Config) resolve() (Config, error) {
 	wc := workerConfig(cfg)
 	if len(wc.Queues) == 0 {
 		wc.Queue = DefaultQueue // a client that only enqueues: check the rest
+	}
+	if !heartbeatOK {
+		wc.LeaseExtender = nil // said above, in the client's terms
 	}
 	if err := wc.Validate(); err != nil {
 		errs = append(errs, err)
@@ -222,7 +226,8 @@ func (c *Client[TTx]) handle(ctx context.Context, m *worker.Message) error {
 	return h(ctx, m)
 }
 
-// Enqueue puts a job on its queue. Its args are stored as JSON.
+// Enqueue puts a job on its queue. Its args are stored as the Codec
+// encodes them, JSON by default.
 func (c *Client[TTx]) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOptions) (*EnqueueResult, error) {
 	m, err := c.newMessage(args, opts)
 	if err != nil {
@@ -290,6 +295,11 @@ func (c *Client[TTx]) Start(ctx context.Context) error {
 	if c.group != nil {
 		return errors.New("leasehold: the client has started already")
 	}
+	return c.startLocked(ctx)
+}
+
+// startLocked starts the client; c.mu is held and it has not started.
+func (c *Client[TTx]) startLocked(ctx context.Context) error {
 	wc := workerConfig(c.cfg)
 	if len(wc.Queues) == 0 {
 		return errors.New("leasehold: Start: the client works no queues (Config.Queues is empty); it can only enqueue")

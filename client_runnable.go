@@ -31,16 +31,14 @@ func (l *clientLoop[TTx]) Run(ctx context.Context) error {
 	defer l.state.End()
 	c := l.c
 	c.mu.Lock()
-	started := c.group != nil
-	c.mu.Unlock()
-	if !started {
-		if err := c.Start(ctx); err != nil {
-			return err
-		}
+	if c.group == nil {
+		err = c.startLocked(ctx)
 	}
-	c.mu.Lock()
 	done := c.done
 	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	select {
 	case <-done:
 	case <-l.state.Stopping():

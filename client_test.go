@@ -240,6 +240,9 @@ func TestClientRefusesBadSettings(t *testing.T) {
 		if _, err := leasehold.NewClient(st, tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error naming %q", tc.name, err, tc.want)
 		}
+		if err := tc.cfg.Validate(); err == nil || strings.Count(err.Error(), "\n") > 0 {
+			t.Errorf("%s: Validate = %v, want one line", tc.name, err)
+		}
 	}
 	c, err := leasehold.NewClient(st, leasehold.Config{})
 	if err != nil {

@@ -2,7 +2,8 @@
 // program imports first.
 //
 // A Client enqueues typed jobs and works queues. A job's args are a Go
-// value whose Kind names its type; they are stored as JSON, and the client
+// value whose Kind names its type; they are stored as JSON (or through
+// another Codec), and the client
 // runs each job with the handler registered for its kind (AddHandler), so
 // one queue can carry several kinds and one client can work several
 // queues.

@@ -11,7 +11,8 @@ import (
 
 // JobArgs are a job's arguments. Kind names the job's type: it is stored
 // with the job and picks the handler that runs it, so it must stay the same
-// for as long as jobs of the type may be waiting. Args are stored as JSON.
+// for as long as jobs of the type may be waiting. Args are stored as the
+// client's Codec encodes them, JSON by default.
 type JobArgs interface {
 	Kind() string
 }

@@ -29,7 +29,8 @@ type RequireOpts struct {
 
 // RequireEnqueued fails tb unless st holds a job waiting to run (pending,
 // delayed or behind its key) of T's kind, on the queue opts names, whose
-// args equal want once both are encoded as JSON, and, when opts names a
+// args equal want once both are encoded as JSON (a client with another
+// Codec needs its own check), and, when opts names a
 // key, with that key. It returns the first such job.
 func RequireEnqueued[T leasehold.JobArgs](ctx context.Context, tb testing.TB, st store.Store, want T, opts *RequireOpts) *leasehold.Job[T] {
 	tb.Helper()

@@ -102,8 +102,9 @@ type Config struct {
 	DisableReaper bool
 	// Clock times everything. Default: the system clock.
 	Clock clock.Clock
-	// Logger receives the worker's logs; every line carries the worker id
-	// and the queue. Default slog.Default().
+	// Logger receives the worker's logs; every line carries the worker id,
+	// and each line about one queue or one message the queue. Default
+	// slog.Default().
 	Logger *slog.Logger
 	// MeterProvider gets the worker's metrics. Default: the global
 	// OpenTelemetry provider, a no-op unless one is installed.

@@ -41,7 +41,7 @@
 // this worker: it is delivered again. A handler still running after
 // MaxProcessingTime is cancelled with cause ErrMaxProcessingTime and its
 // message failed. KeepAlive gives the same protection to a message received
-// through package mailbox by a loop of one's own.
+// through the mailbox by a loop that is not a Worker.
 //
 // # Reaper, heartbeats, watchdog
 //

@@ -72,7 +72,7 @@ func KeepAlive(ctx context.Context, msg *mailbox.Message, cfg KeepAliveConfig, f
 	k := newKeeper(msg.Mailbox().Store(), clk, ext, log, m)
 	fnCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	h := k.hold(msg.Lease, msg.LeaseDeadline(), cancel)
+	h := k.hold(msg.Lease, "", msg.LeaseDeadline(), cancel) // the logger names the queue
 	keeperCtx, stopKeeper := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() { k.run(keeperCtx) })

@@ -96,6 +96,7 @@ type keeper struct {
 // hold is one lease the keeper keeps.
 type hold struct {
 	lease  store.Lease
+	queue  string // for the logs, when the keeper's logger does not name it
 	cancel context.CancelCauseFunc
 	// lost, dropped, deadline, limit and limited are guarded by keeper.mu.
 	// deadline is when the lease ends, on the monotonic clock, by the
@@ -113,8 +114,8 @@ func newKeeper(st store.Store, clk clock.Clock, cfg LeaseExtenderConfig, log *sl
 // hold starts keeping l, which ends at the monotonic time deadline unless
 // extended. cancel is called once with store.ErrLeaseLost, from another
 // goroutine, if the lease is lost before drop.
-func (k *keeper) hold(l store.Lease, deadline time.Duration, cancel context.CancelCauseFunc) *hold {
-	h := &hold{lease: l, cancel: cancel, deadline: deadline}
+func (k *keeper) hold(l store.Lease, queue string, deadline time.Duration, cancel context.CancelCauseFunc) *hold {
+	h := &hold{lease: l, queue: queue, cancel: cancel, deadline: deadline}
 	k.mu.Lock()
 	k.held[l] = h
 	if !k.armed || deadline < k.at {
@@ -222,7 +223,11 @@ func (k *keeper) lose(h *hold, why string) {
 	k.disarmLocked()
 	k.mu.Unlock()
 	k.m.extensions.Add(context.Background(), 1, k.m.extLost)
-	k.log.Warn("lease lost", "message_id", h.lease.MessageID, "fencing_token", h.lease.FencingToken, "why", why)
+	log := k.log
+	if h.queue != "" {
+		log = log.With("queue", h.queue)
+	}
+	log.Warn("lease lost", "message_id", h.lease.MessageID, "fencing_token", h.lease.FencingToken, "why", why)
 	h.cancel(store.ErrLeaseLost)
 }
 

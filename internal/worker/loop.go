@@ -239,7 +239,7 @@ func (l *loop) start(msg *mailbox.Message) {
 	w := l.w
 	ctx, cancel := context.WithCancelCause(l.r.base)
 	j := &job{l: l, msg: msg, ctx: ctx, cancel: cancel}
-	j.hold = w.keeper.hold(msg.Lease, msg.LeaseDeadline(), cancel)
+	j.hold = w.keeper.hold(msg.Lease, l.q.keeperName, msg.LeaseDeadline(), cancel)
 	l.jobs[j] = struct{}{}
 	l.free--
 	w.m.claimed.Add(ctx, 1, l.q.attrs.of(msg.Kind).add...)

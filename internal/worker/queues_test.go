@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -96,15 +97,18 @@ func TestOneWorkerManyQueues(t *testing.T) {
 func TestQueuesConfigErrors(t *testing.T) {
 	h := worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil })
 	st := newStore(t)
-	for name, cfg := range map[string]worker.Config{
-		"queue beside queues": {Queue: "a", Queues: []worker.QueueConfig{{Name: "b"}}},
-		"a queue twice":       {Queues: []worker.QueueConfig{{Name: "a"}, {Name: "a"}}},
-		"bad concurrency":     {Queues: []worker.QueueConfig{{Name: "a", Concurrency: -2}}},
-		"negative kind limit": {Queue: "a", Kinds: map[string]worker.KindConfig{"k": {MaxProcessingTime: -time.Second}}},
+	for _, tc := range []struct {
+		cfg  worker.Config
+		want string
+	}{
+		{worker.Config{Queue: "a", Queues: []worker.QueueConfig{{Name: "b"}}}, `Queue ("a") and Concurrency (0) are set beside Queues`},
+		{worker.Config{Queues: []worker.QueueConfig{{Name: "a"}, {Name: "a"}}}, `Queues[1]: queue "a" is listed twice`},
+		{worker.Config{Queues: []worker.QueueConfig{{Name: "a", Concurrency: -2}}}, `Concurrency of queue "a" is -2`},
+		{worker.Config{Queue: "a", Kinds: map[string]worker.KindConfig{"k": {MaxProcessingTime: -time.Second}}}, `Kinds["k"]: MaxProcessingTime is -1s`},
 	} {
-		cfg.Store, cfg.Handler = st, h
-		if _, err := worker.New(cfg); err == nil {
-			t.Errorf("%s: New accepted %+v", name, cfg)
+		tc.cfg.Store, tc.cfg.Handler = st, h
+		if _, err := worker.New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New(%+v) = %v, want an error with %q", tc.cfg, err, tc.want)
 		}
 	}
 }

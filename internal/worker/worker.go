@@ -43,6 +43,9 @@ type queue struct {
 	hb          *Heartbeat
 	log         *slog.Logger
 	attrs       *queueAttrs
+	// keeperName names the queue in the keeper's logs: empty when the
+	// worker's logger names it already (a worker of one queue).
+	keeperName string
 }
 
 // New returns a worker for cfg, or an error naming every field that is out
@@ -66,12 +69,12 @@ func New(cfg Config) (*Worker, error) {
 		if err != nil {
 			return nil, fmt.Errorf("worker: %w", err)
 		}
-		qlog := log
+		qlog, keeperName := log, ""
 		if len(r.queues) > 1 {
-			qlog = log.With("queue", qc.Name)
+			qlog, keeperName = log.With("queue", qc.Name), qc.Name
 		}
 		w.queues = append(w.queues, &queue{name: qc.Name, concurrency: qc.Concurrency, mb: mb, hb: NewHeartbeat(r.Clock),
-			log: qlog, attrs: newQueueAttrs(qc.Name)})
+			log: qlog, attrs: newQueueAttrs(qc.Name), keeperName: keeperName})
 	}
 	w.keeper = newKeeper(r.Store, r.Clock, r.extender, log, m)
 	if !r.DisableReaper {
