@@ -178,8 +178,8 @@ func TestUnreachableServerIsRuntimeError(t *testing.T) {
 	}
 }
 
-// script writes a shell script into dir and returns its path.
-func script(t *testing.T, dir, body string) string {
+// writeScript writes a shell script into dir and returns its path.
+func writeScript(t *testing.T, dir, body string) string {
 	t.Helper()
 	p := filepath.Join(dir, "handler.sh")
 	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
@@ -191,7 +191,7 @@ func script(t *testing.T, dir, body string) string {
 // testEnqueueWorkStats runs the main flow against the database db.
 func testEnqueueWorkStats(t *testing.T, db string) {
 	dir := t.TempDir()
-	handler := script(t, dir, `
+	handler := writeScript(t, dir, `
 payload=$(cat)
 echo "$LEASEHOLD_MESSAGE_ID|$LEASEHOLD_QUEUE|$LEASEHOLD_KEY|$LEASEHOLD_ATTEMPT|$LEASEHOLD_FENCING_TOKEN|$payload" >> "$OUT"
 `)
@@ -300,7 +300,7 @@ func TestExitCodeContract(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	db := "sqlite:" + filepath.Join(dir, "codes.db")
-	handler := script(t, dir, `
+	handler := writeScript(t, dir, `
 case "$(cat)" in
 ok) exit 0 ;;
 bad) echo "cannot parse" >&2; exit 65 ;;
@@ -342,7 +342,7 @@ esac
 // a message, which the script reports by creating the file started.
 func startWork(t *testing.T, dir, db string, body string) (*exec.Cmd, *testproc.SyncBuffer) {
 	t.Helper()
-	handler := script(t, dir, body)
+	handler := writeScript(t, dir, body)
 	cmd := exec.Command(bin, "--db", db, "work", "--queue", "sig", "--shutdown-timeout", "20s", "--", handler)
 	cmd.Dir, cmd.Env = dir, append(os.Environ(), "LEASEHOLD_DB=")
 	// A process group of its own, as under a supervisor that signals
@@ -490,7 +490,7 @@ func TestScriptChildrenDoNotOutliveTheirMessage(t *testing.T) {
 	// that ignores SIGTERM past its maximum processing time.
 	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "kids", "--max-deliveries", "1", "leave").must(t)
 	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "kids", "--max-deliveries", "1", "stubborn").must(t)
-	handler := script(t, dir, `
+	handler := writeScript(t, dir, `
 case "$(cat)" in
 leave) sleep 60 & echo $! > leave.pid; exit 0 ;;
 stubborn) trap '' TERM; sh -c "trap '' TERM; echo \$\$ > stubborn.pid; exec sleep 60" & wait ;;

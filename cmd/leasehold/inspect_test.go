@@ -22,7 +22,7 @@ func TestTablesEscapeControlCharacters(t *testing.T) {
 	db := "sqlite:" + filepath.Join(dir, "esc.db")
 	queue := "q\x1b[31mred\tx"
 	runBin(t, dir, "", "--db", db, "enqueue", "--queue", queue, "--key", "k\r\x07", "--max-deliveries", "1", "pay\x1b]0;title\x07").must(t)
-	script(t, dir, "printf 'bad\\033[2J\\tinput' >&2; exit 65\n")
+	writeScript(t, dir, "printf 'bad\\033[2J\\tinput' >&2; exit 65\n")
 	runBin(t, dir, "", "--db", db, "--log-level", "error", "work", "--queue", queue, "--drain", "--", "./handler.sh").must(t)
 	for _, args := range [][]string{{"stats"}, {"list", "--queue", queue}, {"dead", "list", "--queue", queue}} {
 		out := runBin(t, dir, "", append([]string{"--db", db}, args...)...).must(t).stdout
@@ -51,7 +51,7 @@ func TestDeadPurgeAndRedriveRules(t *testing.T) {
 	dir := t.TempDir()
 	db := "sqlite:" + filepath.Join(dir, "purge.db")
 	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "p", "--max-deliveries", "1", "x").must(t)
-	handler := script(t, dir, "exit 65\n")
+	handler := writeScript(t, dir, "exit 65\n")
 	runBin(t, dir, "", "--db", db, "--log-level", "error", "work", "--queue", "p", "--drain", "--", handler).must(t)
 	for _, tc := range []struct {
 		args []string

@@ -14,12 +14,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/leasehold/leasehold/cmd/leasehold/internal/script"
 	"github.com/leasehold/leasehold/store"
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == superviseArg {
-		os.Exit(supervise(os.Args[2:]))
+	if len(os.Args) > 1 && os.Args[1] == script.SuperviseArg {
+		os.Exit(script.Supervise(os.Args[2:]))
 	}
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

@@ -52,7 +52,7 @@ func TestReplyOutputIsCappedInMemory(t *testing.T) {
 	dir := t.TempDir()
 	db := "sqlite:" + filepath.Join(dir, "big.db")
 	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "big", "--reply-to", "answers", "flood").must(t)
-	handler := script(t, dir, "cat >/dev/null; head -c 100000000 /dev/zero\n")
+	handler := writeScript(t, dir, "cat >/dev/null; head -c 100000000 /dev/zero\n")
 	cmd := exec.Command(bin, "--db", db, "--log-level", "error", "work", "--queue", "big", "--", handler)
 	cmd.Dir, cmd.Env = dir, append(os.Environ(), "LEASEHOLD_DB=")
 	stderr := &testproc.SyncBuffer{}
@@ -100,7 +100,7 @@ func TestReplyLimitIsTheDocumentedOne(t *testing.T) {
 	for _, n := range []int{worker.MaxReplyOutput, worker.MaxReplyOutput + 1} {
 		runBin(t, dir, "", "--db", db, "enqueue", "--queue", "limit", "--reply-to", "answers", strconv.Itoa(n)).must(t)
 	}
-	handler := script(t, dir, `head -c "$(cat)" /dev/zero`+"\n")
+	handler := writeScript(t, dir, `head -c "$(cat)" /dev/zero`+"\n")
 	runBin(t, dir, "", "--db", db, "--log-level", "error", "work", "--queue", "limit", "--drain", "--", handler).must(t)
 	msgs := byPayload(t, dir, db, "limit")
 	if m := msgs[strconv.Itoa(worker.MaxReplyOutput)]; m["state"] != "completed" {
@@ -196,7 +196,7 @@ func TestDaemonHoldingOutputDoesNotPinMessage(t *testing.T) {
 	dir := t.TempDir()
 	db := "sqlite:" + filepath.Join(dir, "daemon.db")
 	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "d", "one").must(t)
-	handler := script(t, dir, "setsid sh -c 'echo $$ > daemon.pid; exec sleep 45' &\nwhile [ ! -s daemon.pid ]; do sleep 0.01; done\nexit 0\n")
+	handler := writeScript(t, dir, "setsid sh -c 'echo $$ > daemon.pid; exec sleep 45' &\nwhile [ ! -s daemon.pid ]; do sleep 0.01; done\nexit 0\n")
 	began := time.Now()
 	runBin(t, dir, "", "--db", db, "--log-level", "error", "work", "--queue", "d", "--drain", "--", handler).must(t)
 	// The daemon would have held the script's output for 45 s.
@@ -211,36 +211,12 @@ func TestDaemonHoldingOutputDoesNotPinMessage(t *testing.T) {
 	}
 }
 
-// A holder of a script's output that outlives it cannot keep the worker
-// waiting longer than the grace it is given.
-func TestDrainClosesHeldPipes(t *testing.T) {
-	var p pipes
-	var got bytes.Buffer
-	w, err := p.output(&got)
-	if err != nil {
-		t.Fatal(err)
-	}
-	held, err := syscall.Dup(int(w.Fd()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Close(held)
-	if _, err := w.WriteString("before\n"); err != nil {
-		t.Fatal(err)
-	}
-	p.started()
-	p.drain(10 * time.Millisecond) // returns only because it closes its end
-	if got.String() != "before\n" {
-		t.Fatalf("copied %q", got.String())
-	}
-}
-
 func TestScriptEnvironmentHasNoSecrets(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "env.db")
 	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "env", "x").must(t)
-	handler := script(t, dir, "env > env.txt\ngrep SigIgn /proc/$$/status > sigign.txt\n")
+	handler := writeScript(t, dir, "env > env.txt\ngrep SigIgn /proc/$$/status > sigign.txt\n")
 	cmd := exec.Command(bin, "--log-level", "error", "work", "--queue", "env", "--drain", "--", handler)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "LEASEHOLD_DB="+db, "PGPASSWORD=hunter2", "LEASEHOLD_SECRET_ACCESS_KEY=k", "KEEP_ME=1")
@@ -350,7 +326,7 @@ func TestConcurrentOutputLinesStayWhole(t *testing.T) {
 	db := "sqlite:" + filepath.Join(dir, "lines.db")
 	runBin(t, dir, "1\n2\n3\n4\n5\n6\n7\n8\n", "--db", db, "enqueue", "--queue", "lines").must(t)
 	a, b := strings.Repeat("a", 300), strings.Repeat("b", 300)
-	handler := script(t, dir, fmt.Sprintf(`id=$(cat)
+	handler := writeScript(t, dir, fmt.Sprintf(`id=$(cat)
 i=0
 while [ $i -lt 300 ]; do printf '%%s-%s' "$id"; printf '%s\n'; i=$((i+1)); done
 printf 'unfinished-%%s' "$id"
@@ -372,36 +348,4 @@ printf 'unfinished-%%s' "$id"
 			t.Fatalf("a line mixed or cut: %.80q", l)
 		}
 	}
-}
-
-func TestLineWriterSplitsLongLines(t *testing.T) {
-	var writes []string
-	shared := writerFunc(func(p []byte) { writes = append(writes, string(p)) })
-	l := &lineWriter{w: shared}
-	_, _ = l.Write([]byte("one\ntw"))
-	_, _ = l.Write([]byte("o\nthr"))
-	if strings.Join(writes, "|") != "one\n|two\n" || l.split {
-		t.Fatalf("writes %q", writes)
-	}
-	writes = nil
-	_, _ = l.Write(bytes.Repeat([]byte("x"), maxLine+10))
-	l.flush()
-	if len(writes) != 2 || writes[0] != "thr"+strings.Repeat("x", maxLine-3)+"\n" || writes[1] != strings.Repeat("x", 13)+"\n" || !l.split {
-		t.Fatalf("a long line came out as %d writes of %v bytes, split %v", len(writes), lens(writes), l.split)
-	}
-}
-
-type writerFunc func(p []byte)
-
-func (f writerFunc) Write(p []byte) (int, error) {
-	f(bytes.Clone(p))
-	return len(p), nil
-}
-
-func lens(ss []string) []int {
-	var n []int
-	for _, s := range ss {
-		n = append(n, len(s))
-	}
-	return n
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/cmd/leasehold/internal/script"
 	"github.com/leasehold/leasehold/internal/anyjob"
 	"github.com/leasehold/leasehold/internal/worker"
 	"github.com/leasehold/leasehold/lifecycle"
@@ -155,9 +156,9 @@ func (f workFlags) config(cmd *cobra.Command) (leasehold.Config, error) {
 		LeaseDuration: f.lease, HeartbeatInterval: hb, MaxProcessingTime: f.maxProcessing, ReapInterval: f.reapEvery,
 		ShutdownTimeout: f.shutdownTimeout,
 		// A hard stop waits for scripts to be killed (SIGTERM, then SIGKILL
-		// after killGrace) before it releases their leases, so that no
+		// after script.KillGrace) before it releases their leases, so that no
 		// script runs on after its message was handed to another worker.
-		HardStopWait: killGrace + 2*time.Second}
+		HardStopWait: script.KillGrace + 2*time.Second}
 	if err := cfg.Validate(); err != nil {
 		return leasehold.Config{}, usageError{err}
 	}
@@ -188,12 +189,12 @@ func (a *app) work(ctx context.Context, cfg leasehold.Config, f workFlags, argv 
 	var g *lifecycle.Group
 	var cannotStart error
 	var startMu sync.Mutex
-	anyjob.Handle(c, &scriptHandler{argv: argv, stdout: &lockedWriter{w: a.stdout}, stderr: &lockedWriter{w: a.stderr}, log: a.log,
-		broken: func(err error) {
+	anyjob.Handle(c, &script.Handler{Argv: argv, Stdout: script.NewLockedWriter(a.stdout), Stderr: script.NewLockedWriter(a.stderr), Log: a.log,
+		Broken: func(err error) {
 			startMu.Lock()
 			cannotStart = err
 			startMu.Unlock()
-			a.log.Error("the command failed to start several times in a row; stopping", "error", err, "failed_starts", maxStartFailures)
+			a.log.Error("the command failed to start several times in a row; stopping", "error", err, "failed_starts", script.MaxStartFailures)
 			go func() { _ = g.Shutdown(context.WithoutCancel(ctx)) }()
 		}})
 	// A reader of standard output that goes away must not kill the worker
@@ -207,7 +208,7 @@ func (a *app) work(ctx context.Context, cfg leasehold.Config, f workFlags, argv 
 			// The hard stop releases the leases and ends the process; if it
 			// cannot (the stall is in the stop's path too), the process
 			// ends anyway, so that an orchestrator restarts it.
-			clock.System().AfterFunc(f.shutdownTimeout+2*killGrace+10*time.Second, func() {
+			clock.System().AfterFunc(f.shutdownTimeout+2*script.KillGrace+10*time.Second, func() {
 				a.log.Error("stalled worker did not stop; exiting")
 				os.Exit(exitFailure)
 			})
@@ -247,7 +248,7 @@ func (a *app) work(ctx context.Context, cfg leasehold.Config, f workFlags, argv 
 	err = g.Run(runCtx)
 	startMu.Lock()
 	if cannotStart != nil {
-		err = errors.Join(fmt.Errorf("%w (%d times in a row; the messages it was given went back without using up a delivery)", cannotStart, maxStartFailures), err)
+		err = errors.Join(fmt.Errorf("%w (%d times in a row; the messages it was given went back without using up a delivery)", cannotStart, script.MaxStartFailures), err)
 	}
 	startMu.Unlock()
 	if cause := context.Cause(runCtx); cause != nil && !errors.Is(cause, context.Canceled) {

@@ -1,4 +1,4 @@
-package main
+package script
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 )
 
 // A supervisor stands between the worker and each script. The worker runs
-// its own executable again with superviseArg first; that process starts
+// its own executable again with SuperviseArg first; that process starts
 // the script and outlives it, so that:
 //
 //   - when the worker dies by any means (kill -9 included), the supervisor
@@ -30,7 +30,18 @@ import (
 // them even after setsid. A parent-death signal alone would reach the
 // script but not its children, and a cgroup needs privileges and a
 // delegated hierarchy that a worker rarely has.
-const superviseArg = "__leasehold_supervise"
+const SuperviseArg = "__leasehold_supervise"
+
+// The supervisor's own exit statuses; how the script ended goes through
+// the report pipe.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// oneLine is err's text on one line.
+func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", "; ") }
 
 // Descriptors the supervisor inherits beyond the standard three.
 const (
@@ -44,9 +55,9 @@ const (
 	reportFD = 4
 )
 
-// supervise runs argv as the script and returns the supervisor's exit
+// Supervise runs argv as the script and returns the supervisor's exit
 // status. The standard streams are passed on to the script.
-func supervise(argv []string) int {
+func Supervise(argv []string) int {
 	syscall.CloseOnExec(lifeFD)
 	syscall.CloseOnExec(reportFD)
 	life := os.NewFile(lifeFD, "life")

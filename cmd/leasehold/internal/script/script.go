@@ -1,4 +1,4 @@
-package main
+package script
 
 import (
 	"bytes"
@@ -23,8 +23,8 @@ const (
 	// exitDataErr (EX_DATAERR) from a script dead-letters its message at
 	// once.
 	exitDataErr = 65
-	// killGrace is how long a script has between SIGTERM and SIGKILL.
-	killGrace = 5 * time.Second
+	// KillGrace is how long a script has between SIGTERM and SIGKILL.
+	KillGrace = 5 * time.Second
 	// pipeGrace is how long a script's output may stay open after the
 	// script exited, held by something it started, before it is closed.
 	pipeGrace = 2 * time.Second
@@ -33,18 +33,25 @@ const (
 	// maxLine is the longest line of a script's output passed through in
 	// one piece; a longer one is split, and the split is logged.
 	maxLine = 64 << 10
-	// maxStartFailures is how many starts in a row may fail before the
+	// MaxStartFailures is how many starts in a row may fail before the
 	// worker concludes that the command cannot run and stops.
-	maxStartFailures = 3
+	MaxStartFailures = 3
 )
 
-// scriptHandler runs a command per message.
-type scriptHandler struct {
-	argv           []string
-	stdout, stderr io.Writer // shared by every script: one Write per call is kept whole
-	log            *slog.Logger
-	// broken is called once, when maxStartFailures starts in a row failed.
-	broken     func(error)
+// Handler runs a command per message, under a supervisor (see Supervise):
+// the payload on standard input, the message's facts in the environment.
+// Exit 0 completes the message, exit 65 (EX_DATAERR) dead-letters it at
+// once, any other status fails it with the tail of standard error; a
+// command that cannot start gives the message back without counting it.
+type Handler struct {
+	// Argv is the command and its arguments; Argv[0] is a path.
+	Argv []string
+	// Stdout and Stderr take every script's output, a whole line per
+	// Write: give them a LockedWriter when they are shared.
+	Stdout, Stderr io.Writer
+	Log            *slog.Logger
+	// Broken is called once, when MaxStartFailures starts in a row failed.
+	Broken     func(error)
 	failedRuns atomic.Int32
 	brokenOnce sync.Once
 }
@@ -70,8 +77,8 @@ func scriptEnv(environ []string, m *worker.Message) []string {
 	)
 }
 
-func (h *scriptHandler) Handle(ctx context.Context, m *worker.Message) error {
-	name := h.argv[0]
+func (h *Handler) Handle(ctx context.Context, m *worker.Message) error {
+	name := h.Argv[0]
 	var p pipes
 	defer p.closeAll()
 	stdin, err := p.input(m.Payload)
@@ -79,13 +86,13 @@ func (h *scriptHandler) Handle(ctx context.Context, m *worker.Message) error {
 		return worker.NotStarted(err)
 	}
 	tail := &tailBuffer{max: stderrTail}
-	errLines := &lineWriter{w: h.stderr}
+	errLines := &lineWriter{w: h.Stderr}
 	stderr, err := p.output(io.MultiWriter(errLines, tail))
 	if err != nil {
 		return worker.NotStarted(err)
 	}
 	var reply *limitedBuffer
-	outLines := &lineWriter{w: h.stdout}
+	outLines := &lineWriter{w: h.Stdout}
 	var out io.Writer = outLines
 	if m.ReplyTo != "" {
 		reply = &limitedBuffer{max: worker.MaxReplyOutput}
@@ -106,7 +113,7 @@ func (h *scriptHandler) Handle(ctx context.Context, m *worker.Message) error {
 	// The script runs under a supervisor (see supervise.go) in a process
 	// group of its own: a terminal's Ctrl-C reaches only leasehold, which
 	// decides.
-	cmd := exec.Command(selfExe, append([]string{superviseArg}, h.argv...)...)
+	cmd := exec.Command(selfExe, append([]string{SuperviseArg}, h.Argv...)...)
 	cmd.Args[0] = "leasehold"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Env = scriptEnv(os.Environ(), m)
@@ -122,7 +129,7 @@ func (h *scriptHandler) Handle(ctx context.Context, m *worker.Message) error {
 	}()
 	p.started()
 	// Stopped (lease lost, max processing time, shutdown): SIGTERM to the
-	// script, and everything it started is killed killGrace later unless
+	// script, and everything it started is killed KillGrace later unless
 	// the script has exited by then.
 	var (
 		mu     sync.Mutex
@@ -134,7 +141,7 @@ func (h *scriptHandler) Handle(ctx context.Context, m *worker.Message) error {
 		defer mu.Unlock()
 		if !exited {
 			_ = cmd.Process.Signal(syscall.SIGTERM)
-			kill = clock.System().AfterFunc(killGrace, func() { _ = lifeW.Close() })
+			kill = clock.System().AfterFunc(KillGrace, func() { _ = lifeW.Close() })
 		}
 	})
 	waitErr := cmd.Wait()
@@ -150,7 +157,7 @@ func (h *scriptHandler) Handle(ctx context.Context, m *worker.Message) error {
 	for _, lw := range []*lineWriter{outLines, errLines} {
 		lw.flush()
 		if lw.split {
-			h.log.Warn("a line of the script's output was longer than the limit and was split", "message_id", m.MessageID,
+			h.Log.Warn("a line of the script's output was longer than the limit and was split", "message_id", m.MessageID,
 				"limit_bytes", maxLine)
 		}
 	}
@@ -187,9 +194,9 @@ func (h *scriptHandler) Handle(ctx context.Context, m *worker.Message) error {
 // startFailed counts a start that failed, stops the worker when too many
 // failed in a row, and returns err marked as not started: the message goes
 // back without using up a delivery.
-func (h *scriptHandler) startFailed(err error) error {
-	if h.failedRuns.Add(1) >= maxStartFailures && h.broken != nil {
-		h.brokenOnce.Do(func() { h.broken(err) })
+func (h *Handler) startFailed(err error) error {
+	if h.failedRuns.Add(1) >= MaxStartFailures && h.Broken != nil {
+		h.brokenOnce.Do(func() { h.Broken(err) })
 	}
 	return worker.NotStarted(err)
 }
@@ -346,16 +353,19 @@ func (l *lineWriter) flush() {
 	}
 }
 
-// lockedWriter serialises writes from concurrent scripts to the worker's
+// LockedWriter serialises writes from concurrent scripts to the worker's
 // own output. Write errors are swallowed: a reader of that output that goes
 // away must not fail the scripts' messages.
-type lockedWriter struct {
+type LockedWriter struct {
 	mu     sync.Mutex
 	w      io.Writer
 	broken bool
 }
 
-func (l *lockedWriter) Write(p []byte) (int, error) {
+// NewLockedWriter returns a LockedWriter around w.
+func NewLockedWriter(w io.Writer) *LockedWriter { return &LockedWriter{w: w} }
+
+func (l *LockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.broken {
