@@ -151,6 +151,17 @@ type TxLister[TTx any] interface {
 	ListTx(ctx context.Context, tx TTx, f ListFilter) ([]Info, error)
 }
 
+// WithoutTx returns st as a TxStore whose EnqueueTx takes no transaction
+// and enqueues at once, for a program that never enqueues inside its own
+// transactions.
+func WithoutTx(st Store) TxStore[NoTx] { return withoutTx{st} }
+
+type withoutTx struct{ Store }
+
+func (s withoutTx) EnqueueTx(ctx context.Context, _ NoTx, msgs []NewMessage) ([]Enqueued, error) {
+	return s.Enqueue(ctx, msgs)
+}
+
 // NoTx is the transaction type of a store without transactions of its
 // own: its EnqueueTx enqueues at once.
 type NoTx struct{}

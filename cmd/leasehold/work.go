@@ -165,14 +165,6 @@ func (f workFlags) config(cmd *cobra.Command) (leasehold.Config, error) {
 	return cfg, nil
 }
 
-// plainStore is a store whose "transactions" are none: the command never
-// enqueues inside a caller's transaction.
-type plainStore struct{ store.Store }
-
-func (p plainStore) EnqueueTx(ctx context.Context, _ store.NoTx, msgs []store.NewMessage) ([]store.Enqueued, error) {
-	return p.Enqueue(ctx, msgs)
-}
-
 // work runs a client whose one handler is the script, for jobs of every
 // kind, until a signal, --drain or a failure stops it.
 func (a *app) work(ctx context.Context, cfg leasehold.Config, f workFlags, argv []string) error {
@@ -182,7 +174,7 @@ func (a *app) work(ctx context.Context, cfg leasehold.Config, f workFlags, argv 
 	}
 	defer st.Close()
 	cfg.Logger = a.log
-	c, err := leasehold.NewClient[store.NoTx](plainStore{st}, cfg)
+	c, err := leasehold.NewClient(store.WithoutTx(st), cfg)
 	if err != nil {
 		return err
 	}
