@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/leasehold/leasehold/internal/sqlstate"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -36,7 +37,8 @@ func CheckSchema(name string) error {
 var migrations = []string{`
 CREATE SEQUENCE {s}.fence;
 
--- state: 0 pending, 1 waiting, 2 processing, 3 completed, 4 dead.
+-- state: a store.State, written here by name ({pending}, {waiting},
+-- {processing}, {completed}, {dead}) and stored as its code.
 CREATE TABLE {s}.messages (
 	id             bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	queue          text        NOT NULL,
@@ -59,13 +61,13 @@ CREATE TABLE {s}.messages (
 
 -- Partial indexes hold live rows only, so claims, key lookups and the
 -- reaper cost the same however much history the table keeps.
-CREATE INDEX messages_ready ON {s}.messages (queue, visible_at, id) WHERE state = 0;
-CREATE INDEX messages_waiting ON {s}.messages (queue, key, id) WHERE state = 1;
-CREATE INDEX messages_processing ON {s}.messages (locked_until) WHERE state = 2;
-CREATE INDEX messages_completed ON {s}.messages (finished_at) WHERE state = 3;
-CREATE INDEX messages_dead ON {s}.messages (queue, id) WHERE state = 4;
+CREATE INDEX messages_ready ON {s}.messages (queue, visible_at, id) WHERE state = {pending};
+CREATE INDEX messages_waiting ON {s}.messages (queue, key, id) WHERE state = {waiting};
+CREATE INDEX messages_processing ON {s}.messages (locked_until) WHERE state = {processing};
+CREATE INDEX messages_completed ON {s}.messages (finished_at) WHERE state = {completed};
+CREATE INDEX messages_dead ON {s}.messages (queue, id) WHERE state = {dead};
 -- At most one message of a key is pending or processing: its head.
-CREATE UNIQUE INDEX messages_key_head ON {s}.messages (queue, key) WHERE state IN (0, 2) AND key IS NOT NULL;
+CREATE UNIQUE INDEX messages_key_head ON {s}.messages (queue, key) WHERE state IN ({pending}, {processing}) AND key IS NOT NULL;
 CREATE UNIQUE INDEX messages_dedup ON {s}.messages (queue, dedup_id) WHERE dedup_id IS NOT NULL;
 `, `
 -- How many completed messages each queue holds, so that counting them never
@@ -79,7 +81,7 @@ CREATE TABLE {s}.completed_counts (
 	PRIMARY KEY (queue, shard)
 );
 INSERT INTO {s}.completed_counts (queue, shard, n)
-	SELECT queue, 0, count(*) FROM {s}.messages WHERE state = 3 GROUP BY queue;
+	SELECT queue, 0, count(*) FROM {s}.messages WHERE state = {completed} GROUP BY queue;
 `, `
 -- The kind of job a message carries; NULL for none.
 ALTER TABLE {s}.messages ADD COLUMN kind text;
@@ -90,7 +92,9 @@ var SchemaVersion = len(migrations)
 
 func quoteSchema(schema string) string { return pgx.Identifier{schema}.Sanitize() }
 
-func expand(sql, schema string) string { return strings.ReplaceAll(sql, "{s}", quoteSchema(schema)) }
+func expand(sql, schema string) string {
+	return sqlstate.Expand(strings.ReplaceAll(sql, "{s}", quoteSchema(schema)))
+}
 
 // Migrate creates or upgrades leasehold's tables in schema. It is safe to run
 // from several processes at once: they take turns on an advisory lock. It

@@ -22,13 +22,13 @@ func us(param string) string { return param + ` * interval '1 microsecond'` }
 // held is the condition that the lease fence on row m is current, for
 // statements that name one lease: the planner finds the row through the
 // primary key, the only index it can use. "state + 0" keeps it off
-// messages_processing, whose predicate "state = 2" it would otherwise
+// messages_processing, whose predicate "state = {processing}" it would otherwise
 // prove: that index keeps an entry for every lease taken since the last
 // VACUUM (entries a bitmap scan never marks dead), so a scan of its
 // unexpired range costs in proportion to throughput times the lease
 // duration, not to the leases asked about.
 func held(m, id, fence string) string {
-	return m + `.id = ` + id + ` AND ` + m + `.fencing_token = ` + fence + ` AND ` + m + `.state + 0 = 2 AND ` + m + `.locked_until > ` + nowSQL
+	return m + `.id = ` + id + ` AND ` + m + `.fencing_token = ` + fence + ` AND ` + m + `.state + 0 = {processing} AND ` + m + `.locked_until > ` + nowSQL
 }
 
 // heldRows is the condition that row m is one of the leases in the arrays
@@ -48,7 +48,7 @@ func heldRows() string {
 	return `m.id = ANY(ARRAY(
 				SELECT h.id FROM unnest($2::bigint[], $3::bigint[]) AS l(id, fence)
 				CROSS JOIN LATERAL (SELECT h.id FROM {s}.messages h WHERE ` + held("h", "l.id", "l.fence") + ` LIMIT 1) AS h))
-			AND m.fencing_token = ANY($3::bigint[]) AND m.state + 0 = 2 AND m.locked_until > ` + nowSQL
+			AND m.fencing_token = ANY($3::bigint[]) AND m.state + 0 = {processing} AND m.locked_until > ` + nowSQL
 }
 
 func newStatements(schema string) statements {
@@ -63,7 +63,7 @@ func newStatements(schema string) statements {
 			RETURNING id`),
 		insertOne: x(`INSERT INTO {s}.messages (queue, key, dedup_id, reply_to, payload, state, max_deliveries, enqueued_at, visible_at, kind)
 			VALUES ($2, $3, $4, $5, $6,
-				CASE WHEN $3::text IS NOT NULL AND EXISTS (SELECT 1 FROM {s}.messages WHERE queue = $2 AND key = $3 AND state IN (0, 2)) THEN 1 ELSE 0 END,
+				CASE WHEN $3::text IS NOT NULL AND EXISTS (SELECT 1 FROM {s}.messages WHERE queue = $2 AND key = $3 AND state IN ({pending}, {processing})) THEN {waiting} ELSE {pending} END,
 				$7, ` + nowSQL + `, ` + nowSQL + ` + ` + us("$8") + `, $9)
 			RETURNING id`),
 		dedupGet:   x(`SELECT id, enqueued_at > ` + nowSQL + ` - ` + us("$4") + ` FROM {s}.messages WHERE queue = $2 AND dedup_id = $3`),
@@ -77,11 +77,11 @@ func newStatements(schema string) statements {
 		// oldest visible first.
 		claim: x(`WITH u AS (
 				UPDATE {s}.messages m
-				SET state = 2, deliveries = m.deliveries + 1, fencing_token = nextval('{s}.fence'), worker_id = $4,
+				SET state = {processing}, deliveries = m.deliveries + 1, fencing_token = nextval('{s}.fence'), worker_id = $4,
 					locked_until = ` + nowSQL + ` + ` + us("$5") + `
 				WHERE m.id = ANY(ARRAY(
 					SELECT id FROM {s}.messages
-					WHERE queue = $2 AND state = 0 AND visible_at <= ` + nowSQL + `
+					WHERE queue = $2 AND state = {pending} AND visible_at <= ` + nowSQL + `
 					ORDER BY visible_at, id
 					LIMIT $3
 					FOR UPDATE SKIP LOCKED))
@@ -95,50 +95,50 @@ func newStatements(schema string) statements {
 				WHERE ` + heldRows() + `
 				RETURNING m.id, m.fencing_token)
 			SELECT u.id, u.fencing_token, ` + nowSQL + ` + ` + us("$4") + ` FROM (SELECT 1) AS one LEFT JOIN u ON true`),
-		complete: x(`UPDATE {s}.messages m SET state = 3, finished_at = ` + nowSQL + `
+		complete: x(`UPDATE {s}.messages m SET state = {completed}, finished_at = ` + nowSQL + `
 			WHERE ` + heldRows() + `
 			RETURNING m.id, m.fencing_token, m.queue, m.key`),
-		promote: x(`UPDATE {s}.messages SET state = 0 WHERE id = (
-			SELECT id FROM {s}.messages WHERE queue = $1 AND key = $2 AND state = 1 ORDER BY id LIMIT 1)`),
+		promote: x(`UPDATE {s}.messages SET state = {pending} WHERE id = (
+			SELECT id FROM {s}.messages WHERE queue = $1 AND key = $2 AND state = {waiting} ORDER BY id LIMIT 1)`),
 		current: x(`SELECT m.deliveries, m.max_deliveries, m.queue, m.key FROM {s}.messages m
 			WHERE ` + held("m", "$2", "$3") + `
 			FOR UPDATE`),
-		retry: x(`UPDATE {s}.messages SET state = 0, visible_at = ` + nowSQL + ` + ` + us("$3") + `, last_error = $4 WHERE id = $2`),
-		kill:  x(`UPDATE {s}.messages SET state = 4, dead_reason = $3, last_error = $4, finished_at = ` + nowSQL + ` WHERE id = $2`),
-		release: x(`UPDATE {s}.messages m SET state = 0, visible_at = ` + nowSQL + ` + ` + us("$4") + `, deliveries = m.deliveries - 1
+		retry: x(`UPDATE {s}.messages SET state = {pending}, visible_at = ` + nowSQL + ` + ` + us("$3") + `, last_error = $4 WHERE id = $2`),
+		kill:  x(`UPDATE {s}.messages SET state = {dead}, dead_reason = $3, last_error = $4, finished_at = ` + nowSQL + ` WHERE id = $2`),
+		release: x(`UPDATE {s}.messages m SET state = {pending}, visible_at = ` + nowSQL + ` + ` + us("$4") + `, deliveries = m.deliveries - 1
 			WHERE ` + held("m", "$2", "$3") + `
 			RETURNING m.queue`),
 		// The reaper reads messages_processing in order (see Reap), and its
 		// ids reach the update as one array, as the claim's do.
 		reap: x(`UPDATE {s}.messages m SET
-				state = CASE WHEN m.deliveries >= m.max_deliveries THEN 4 ELSE 0 END,
+				state = CASE WHEN m.deliveries >= m.max_deliveries THEN {dead} ELSE {pending} END,
 				visible_at = ` + nowSQL + `,
 				dead_reason = CASE WHEN m.deliveries >= m.max_deliveries THEN 'lease_expired' ELSE m.dead_reason END,
 				last_error = CASE WHEN m.deliveries >= m.max_deliveries THEN 'lease expired' ELSE m.last_error END,
 				finished_at = CASE WHEN m.deliveries >= m.max_deliveries THEN ` + nowSQL + ` END
 			WHERE m.id = ANY(ARRAY(
-				SELECT id FROM {s}.messages WHERE state = 2 AND locked_until <= ` + nowSQL + `
+				SELECT id FROM {s}.messages WHERE state = {processing} AND locked_until <= ` + nowSQL + `
 				FOR UPDATE SKIP LOCKED))
 			RETURNING m.id, m.queue, m.key, m.state, ` + nowSQL + ` - m.locked_until`),
 		deadRows: x(`SELECT id, key FROM {s}.messages
-			WHERE queue = $1 AND state = 4 AND ($3 OR id = ANY($2::bigint[]))
+			WHERE queue = $1 AND state = {dead} AND ($3 OR id = ANY($2::bigint[]))
 			ORDER BY id FOR UPDATE`),
 		redrive: x(`UPDATE {s}.messages m SET deliveries = 0, dead_reason = NULL, finished_at = NULL, visible_at = ` + nowSQL + `,
 				state = CASE WHEN m.key IS NOT NULL AND EXISTS (SELECT 1 FROM {s}.messages h
-					WHERE h.queue = m.queue AND h.key = m.key AND h.state IN (0, 2)) THEN 1 ELSE 0 END
+					WHERE h.queue = m.queue AND h.key = m.key AND h.state IN ({pending}, {processing})) THEN {waiting} ELSE {pending} END
 			WHERE m.id = $2`),
 		purge: x(`DELETE FROM {s}.messages WHERE id = ANY($1::bigint[])`),
 		// Each live state is counted through its partial index, completed
 		// messages from their count: nothing reads the completed rows.
 		stats: x(`SELECT
-				(SELECT count(*) FROM {s}.messages WHERE queue = $2 AND state = 0),
-				(SELECT count(*) FROM {s}.messages WHERE queue = $2 AND state = 1),
-				(SELECT count(*) FROM {s}.messages WHERE queue = $2 AND state = 2),
+				(SELECT count(*) FROM {s}.messages WHERE queue = $2 AND state = {pending}),
+				(SELECT count(*) FROM {s}.messages WHERE queue = $2 AND state = {waiting}),
+				(SELECT count(*) FROM {s}.messages WHERE queue = $2 AND state = {processing}),
 				(SELECT COALESCE(sum(n), 0) FROM {s}.completed_counts WHERE queue = $2),
-				(SELECT count(*) FROM {s}.messages WHERE queue = $2 AND state = 4),
-				(SELECT count(DISTINCT key) FROM {s}.messages WHERE queue = $2 AND state = 1),
+				(SELECT count(*) FROM {s}.messages WHERE queue = $2 AND state = {dead}),
+				(SELECT count(DISTINCT key) FROM {s}.messages WHERE queue = $2 AND state = {waiting}),
 				COALESCE((SELECT ` + nowSQL + ` - min(visible_at) FROM {s}.messages
-					WHERE queue = $2 AND state = 0 AND visible_at <= ` + nowSQL + `), interval '0')`),
+					WHERE queue = $2 AND state = {pending} AND visible_at <= ` + nowSQL + `), interval '0')`),
 		// countCompleted adds $2[i] to queue $1[i]'s completed count, in the
 		// shard of this connection.
 		countCompleted: x(`INSERT INTO {s}.completed_counts AS c (queue, shard, n)
@@ -147,7 +147,7 @@ func newStatements(schema string) statements {
 		deleteCompleted: x(`WITH gone AS (
 				DELETE FROM {s}.messages WHERE id IN (
 					SELECT id FROM {s}.messages
-					WHERE state = 3 AND finished_at <= ` + nowSQL + ` - ` + us("$2") + ` AND enqueued_at <= ` + nowSQL + ` - ` + us("$3") + `
+					WHERE state = {completed} AND finished_at <= ` + nowSQL + ` - ` + us("$2") + ` AND enqueued_at <= ` + nowSQL + ` - ` + us("$3") + `
 					LIMIT $4 FOR UPDATE SKIP LOCKED)
 				RETURNING queue),
 			counted AS (

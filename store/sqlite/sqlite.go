@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/internal/sqlstate"
 	"github.com/leasehold/leasehold/store"
 	"golang.org/x/sys/unix"
 
@@ -63,7 +64,7 @@ func migrations() []string {
 		if err != nil {
 			panic(err) // embedded files are always readable
 		}
-		out[i] = string(b)
+		out[i] = sqlstate.Expand(string(b))
 	}
 	return out
 }
@@ -648,7 +649,7 @@ func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
 		}
 		dead = f.Permanent || deliveries >= max
 		if dead {
-			if _, err := tx.ExecContext(ctx, `UPDATE leasehold_messages SET state = 4, dead_reason = ?, last_error = ?, finished_at = ? WHERE id = ?`,
+			if _, err := tx.ExecContext(ctx, sqlKill,
 				string(f.Reason), f.Error, now, f.MessageID); err != nil {
 				return fmt.Errorf("sqlite store: fail: %w", err)
 			}
@@ -659,7 +660,7 @@ func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
 			}
 			return s.promote(ctx, tx, queue, key)
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE leasehold_messages SET state = 0, visible_at = ?, last_error = ? WHERE id = ?`,
+		_, err = tx.ExecContext(ctx, sqlRetry,
 			now+f.RetryDelay.Microseconds(), f.Error, f.MessageID)
 		return err
 	})
@@ -684,8 +685,7 @@ func (s *Store) Release(ctx context.Context, r store.Release) error {
 	}
 	var queue string
 	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
-		err := tx.QueryRowContext(ctx, `UPDATE leasehold_messages SET state = 0, visible_at = ?, deliveries = deliveries - 1
-			WHERE id = ? AND fencing_token = ? AND state = 2 AND locked_until > ? RETURNING queue`,
+		err := tx.QueryRowContext(ctx, sqlRelease,
 			now+r.Delay.Microseconds(), r.MessageID, r.FencingToken, now).Scan(&queue)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.LeaseLost(r.Lease)
@@ -707,14 +707,7 @@ func (s *Store) Reap(ctx context.Context) ([]store.Recovered, error) {
 	var out []store.Recovered
 	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
 		out = out[:0]
-		rows, err := tx.QueryContext(ctx, `UPDATE leasehold_messages SET
-				state = CASE WHEN deliveries >= max_deliveries THEN 4 ELSE 0 END,
-				visible_at = ?1,
-				dead_reason = CASE WHEN deliveries >= max_deliveries THEN 'lease_expired' ELSE dead_reason END,
-				last_error = CASE WHEN deliveries >= max_deliveries THEN 'lease expired' ELSE last_error END,
-				finished_at = CASE WHEN deliveries >= max_deliveries THEN ?1 ELSE NULL END
-			WHERE state = 2 AND locked_until <= ?1
-			RETURNING id, queue, key, state, locked_until`, now)
+		rows, err := tx.QueryContext(ctx, sqlReap, now)
 		if err != nil {
 			return err
 		}
@@ -765,7 +758,7 @@ func (s *Store) Reap(ctx context.Context) ([]store.Recovered, error) {
 // to be a dead message of the queue, or all of the queue's dead messages.
 func deadIDs(ctx context.Context, tx *sql.Tx, queue string, ids []int64) ([]int64, error) {
 	if len(ids) == 0 {
-		rows, err := tx.QueryContext(ctx, `SELECT id FROM leasehold_messages WHERE queue = ? AND state = 4 ORDER BY id`, queue)
+		rows, err := tx.QueryContext(ctx, sqlDeadIDs, queue)
 		if err != nil {
 			return nil, err
 		}
@@ -781,7 +774,7 @@ func deadIDs(ctx context.Context, tx *sql.Tx, queue string, ids []int64) ([]int6
 	}
 	for _, id := range ids {
 		var one int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM leasehold_messages WHERE id = ? AND queue = ? AND state = 4`, id, queue).Scan(&one)
+		err := tx.QueryRowContext(ctx, sqlIsDead, id, queue).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("%w: message %d is not a dead letter of queue %q", store.ErrNotFound, id, queue)
 		}
@@ -794,10 +787,7 @@ func deadIDs(ctx context.Context, tx *sql.Tx, queue string, ids []int64) ([]int6
 
 // Redrive implements store.Store.
 func (s *Store) Redrive(ctx context.Context, queue string, ids []int64) (int, error) {
-	n, err := s.eachDead(ctx, queue, ids, `UPDATE leasehold_messages SET deliveries = 0, dead_reason = NULL, finished_at = NULL, visible_at = ?1,
-		state = CASE WHEN key IS NOT NULL AND EXISTS (SELECT 1 FROM leasehold_messages h
-			WHERE h.queue = leasehold_messages.queue AND h.key = leasehold_messages.key AND h.state IN (0, 2)) THEN 1 ELSE 0 END
-		WHERE id = ?2 AND state = 4`)
+	n, err := s.eachDead(ctx, queue, ids, sqlRedrive)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite store: redrive: %w", err)
 	}
@@ -807,7 +797,7 @@ func (s *Store) Redrive(ctx context.Context, queue string, ids []int64) (int, er
 
 // Purge implements store.Store.
 func (s *Store) Purge(ctx context.Context, queue string, ids []int64) (int, error) {
-	n, err := s.eachDead(ctx, queue, ids, `DELETE FROM leasehold_messages WHERE id = ?2 AND state = 4`)
+	n, err := s.eachDead(ctx, queue, ids, sqlPurge)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite store: purge: %w", err)
 	}
@@ -924,8 +914,7 @@ func (s *Store) DeleteCompleted(ctx context.Context, retention time.Duration, li
 	}
 	var n int64
 	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
-		r, err := tx.ExecContext(ctx, `DELETE FROM leasehold_messages WHERE id IN (
-				SELECT id FROM leasehold_messages WHERE state = 3 AND finished_at <= ? AND enqueued_at <= ? LIMIT ?)`,
+		r, err := tx.ExecContext(ctx, sqlDeleteCompleted,
 			now-retention.Microseconds(), now-s.opts.DedupWindow.Microseconds(), limit)
 		if err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/internal/sqlstate"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/sqlite"
 	"github.com/leasehold/leasehold/store/storetest"
@@ -238,7 +239,7 @@ func TestUpgradeCountsCompletedMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(string(first) + `;
+	if _, err := db.Exec(sqlstate.Expand(string(first)) + `;
 		INSERT INTO leasehold_messages (queue, payload, state, max_deliveries, enqueued_at, visible_at)
 		VALUES ('a', x'00', 3, 5, 0, 0), ('a', x'00', 3, 5, 0, 0), ('a', x'00', 0, 5, 0, 0), ('b', x'00', 3, 5, 0, 0);
 		PRAGMA user_version = 1`); err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/leasehold/leasehold/internal/sqlstate"
 )
 
 // statements are the hot path's statements, prepared once on the store's
@@ -19,18 +21,18 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 	}{
 		{&st.insert, `INSERT INTO leasehold_messages (queue, key, dedup_id, reply_to, payload, state, max_deliveries, enqueued_at, visible_at, kind)
 			VALUES (?1, ?2, ?3, ?4, ?5,
-				CASE WHEN ?2 IS NOT NULL AND EXISTS (SELECT 1 FROM leasehold_messages WHERE queue = ?1 AND key = ?2 AND state IN (0, 2)) THEN 1 ELSE 0 END,
+				CASE WHEN ?2 IS NOT NULL AND EXISTS (SELECT 1 FROM leasehold_messages WHERE queue = ?1 AND key = ?2 AND state IN ({pending}, {processing})) THEN {waiting} ELSE {pending} END,
 				?6, ?7, ?8, ?9)`},
 		{&st.dedupGet, `SELECT id, enqueued_at FROM leasehold_messages WHERE queue = ? AND dedup_id = ?`},
 		{&st.dedupClear, `UPDATE leasehold_messages SET dedup_id = NULL WHERE id = ?`},
 		{&st.fenceGet, `SELECT value FROM leasehold_meta WHERE name = 'fence'`},
 		{&st.fenceAdd, `UPDATE leasehold_meta SET value = value + ? WHERE name = 'fence'`},
 		{&st.claim, `UPDATE leasehold_messages AS m
-			SET state = 2, deliveries = m.deliveries + 1, fencing_token = ?1 + c.rn, worker_id = ?2, locked_until = ?3
+			SET state = {processing}, deliveries = m.deliveries + 1, fencing_token = ?1 + c.rn, worker_id = ?2, locked_until = ?3
 			FROM (SELECT id, row_number() OVER (ORDER BY visible_at, id) AS rn
 				-- LIMIT inside, so the numbering never walks the backlog.
 				FROM (SELECT id, visible_at FROM leasehold_messages
-					WHERE queue = ?4 AND state = 0 AND visible_at <= ?5
+					WHERE queue = ?4 AND state = {pending} AND visible_at <= ?5
 					ORDER BY visible_at, id LIMIT ?6)) AS c
 			WHERE m.id = c.id
 			RETURNING id, key, payload, reply_to, dedup_id, deliveries, max_deliveries, enqueued_at, fencing_token, kind`},
@@ -38,18 +40,18 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 		// pairs, so a batch is one statement.
 		{&st.extend, `UPDATE leasehold_messages AS m SET locked_until = ?1
 			FROM (SELECT value ->> 0 AS id, value ->> 1 AS fence FROM json_each(?3)) AS j
-			WHERE m.id = j.id AND m.fencing_token = j.fence AND m.state = 2 AND m.locked_until > ?2
+			WHERE m.id = j.id AND m.fencing_token = j.fence AND m.state = {processing} AND m.locked_until > ?2
 			RETURNING id, fencing_token`},
-		{&st.complete, `UPDATE leasehold_messages AS m SET state = 3, finished_at = ?1
+		{&st.complete, `UPDATE leasehold_messages AS m SET state = {completed}, finished_at = ?1
 			FROM (SELECT value ->> 0 AS id, value ->> 1 AS fence FROM json_each(?2)) AS j
-			WHERE m.id = j.id AND m.fencing_token = j.fence AND m.state = 2 AND m.locked_until > ?1
+			WHERE m.id = j.id AND m.fencing_token = j.fence AND m.state = {processing} AND m.locked_until > ?1
 			RETURNING id, fencing_token, queue, key`},
 		{&st.current, `SELECT deliveries, max_deliveries, queue, key FROM leasehold_messages
-			WHERE id = ? AND fencing_token = ? AND state = 2 AND locked_until > ?`},
-		{&st.promote, `UPDATE leasehold_messages SET state = 0 WHERE id = (
-			SELECT id FROM leasehold_messages WHERE queue = ? AND key = ? AND state = 1 ORDER BY id LIMIT 1)`},
+			WHERE id = ? AND fencing_token = ? AND state = {processing} AND locked_until > ?`},
+		{&st.promote, `UPDATE leasehold_messages SET state = {pending} WHERE id = (
+			SELECT id FROM leasehold_messages WHERE queue = ? AND key = ? AND state = {waiting} ORDER BY id LIMIT 1)`},
 	} {
-		s, err := db.PrepareContext(ctx, p.sql)
+		s, err := db.PrepareContext(ctx, sqlstate.Expand(p.sql))
 		if err != nil {
 			st.close()
 			return fmt.Errorf("prepare %q: %w", p.sql[:40], err)
@@ -70,11 +72,45 @@ func (st *statements) close() {
 // statsSQL counts a queue's messages without reading its history: each
 // live state through its partial index (the state is a literal so that
 // SQLite can use it), completed messages from the count that triggers keep.
-const statsSQL = `SELECT
-	(SELECT count(*) FROM leasehold_messages WHERE queue = ?1 AND state = 0),
-	(SELECT count(*) FROM leasehold_messages WHERE queue = ?1 AND state = 1),
-	(SELECT count(*) FROM leasehold_messages WHERE queue = ?1 AND state = 2),
+var statsSQL = sqlstate.Expand(`SELECT
+	(SELECT count(*) FROM leasehold_messages WHERE queue = ?1 AND state = {pending}),
+	(SELECT count(*) FROM leasehold_messages WHERE queue = ?1 AND state = {waiting}),
+	(SELECT count(*) FROM leasehold_messages WHERE queue = ?1 AND state = {processing}),
 	(SELECT coalesce(sum(n), 0) FROM leasehold_completed_counts WHERE queue = ?1),
-	(SELECT count(*) FROM leasehold_messages WHERE queue = ?1 AND state = 4),
-	(SELECT count(DISTINCT key) FROM leasehold_messages WHERE queue = ?1 AND state = 1),
-	(SELECT min(visible_at) FROM leasehold_messages WHERE queue = ?1 AND state = 0 AND visible_at <= ?2)`
+	(SELECT count(*) FROM leasehold_messages WHERE queue = ?1 AND state = {dead}),
+	(SELECT count(DISTINCT key) FROM leasehold_messages WHERE queue = ?1 AND state = {waiting}),
+	(SELECT min(visible_at) FROM leasehold_messages WHERE queue = ?1 AND state = {pending} AND visible_at <= ?2)`)
+
+// Statements run as they are, not prepared.
+var (
+	// sqlKill dead-letters a message that failed for good.
+	sqlKill = sqlstate.Expand(`UPDATE leasehold_messages SET state = {dead}, dead_reason = ?, last_error = ?, finished_at = ? WHERE id = ?`)
+	// sqlRetry makes a failed message pending again after its delay.
+	sqlRetry = sqlstate.Expand(`UPDATE leasehold_messages SET state = {pending}, visible_at = ?, last_error = ? WHERE id = ?`)
+	// sqlRelease gives a message back under its lease, uncounted.
+	sqlRelease = sqlstate.Expand(`UPDATE leasehold_messages SET state = {pending}, visible_at = ?, deliveries = deliveries - 1
+			WHERE id = ? AND fencing_token = ? AND state = {processing} AND locked_until > ? RETURNING queue`)
+	// sqlReap takes back expired leases: pending again, or dead when their deliveries are used up.
+	sqlReap = sqlstate.Expand(`UPDATE leasehold_messages SET
+				state = CASE WHEN deliveries >= max_deliveries THEN {dead} ELSE {pending} END,
+				visible_at = ?1,
+				dead_reason = CASE WHEN deliveries >= max_deliveries THEN 'lease_expired' ELSE dead_reason END,
+				last_error = CASE WHEN deliveries >= max_deliveries THEN 'lease expired' ELSE last_error END,
+				finished_at = CASE WHEN deliveries >= max_deliveries THEN ?1 ELSE NULL END
+			WHERE state = {processing} AND locked_until <= ?1
+			RETURNING id, queue, key, state, locked_until`)
+	// sqlDeadIDs lists a queue's dead messages.
+	sqlDeadIDs = sqlstate.Expand(`SELECT id FROM leasehold_messages WHERE queue = ? AND state = {dead} ORDER BY id`)
+	// sqlIsDead tells whether a message of the queue is dead.
+	sqlIsDead = sqlstate.Expand(`SELECT 1 FROM leasehold_messages WHERE id = ? AND queue = ? AND state = {dead}`)
+	// sqlRedrive brings a dead message back: behind its key's unfinished head, or pending.
+	sqlRedrive = sqlstate.Expand(`UPDATE leasehold_messages SET deliveries = 0, dead_reason = NULL, finished_at = NULL, visible_at = ?1,
+		state = CASE WHEN key IS NOT NULL AND EXISTS (SELECT 1 FROM leasehold_messages h
+			WHERE h.queue = leasehold_messages.queue AND h.key = leasehold_messages.key AND h.state IN ({pending}, {processing})) THEN {waiting} ELSE {pending} END
+		WHERE id = ?2 AND state = {dead}`)
+	// sqlPurge deletes a dead message.
+	sqlPurge = sqlstate.Expand(`DELETE FROM leasehold_messages WHERE id = ?2 AND state = {dead}`)
+	// sqlDeleteCompleted deletes completed messages past the retention and the dedup window, a batch at a time.
+	sqlDeleteCompleted = sqlstate.Expand(`DELETE FROM leasehold_messages WHERE id IN (
+				SELECT id FROM leasehold_messages WHERE state = {completed} AND finished_at <= ? AND enqueued_at <= ? LIMIT ?)`)
+)

@@ -5,7 +5,8 @@ CREATE TABLE leasehold_meta (
 
 INSERT INTO leasehold_meta (name, value) VALUES ('fence', 0);
 
--- state: 0 pending, 1 waiting, 2 processing, 3 completed, 4 dead.
+-- state: a store.State, written here by name ({pending}, {waiting},
+-- {processing}, {completed}, {dead}) and stored as its code.
 -- Times are Unix microseconds.
 CREATE TABLE leasehold_messages (
 	id             INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -29,11 +30,11 @@ CREATE TABLE leasehold_messages (
 
 -- Each index covers only live rows of its state, so claims, key lookups and
 -- the reaper cost the same however many finished rows the table holds.
-CREATE INDEX leasehold_ready ON leasehold_messages (queue, visible_at, id) WHERE state = 0;
-CREATE INDEX leasehold_waiting ON leasehold_messages (queue, key, id) WHERE state = 1;
-CREATE INDEX leasehold_processing ON leasehold_messages (locked_until) WHERE state = 2;
-CREATE INDEX leasehold_completed ON leasehold_messages (finished_at) WHERE state = 3;
-CREATE INDEX leasehold_dead ON leasehold_messages (queue, id) WHERE state = 4;
+CREATE INDEX leasehold_ready ON leasehold_messages (queue, visible_at, id) WHERE state = {pending};
+CREATE INDEX leasehold_waiting ON leasehold_messages (queue, key, id) WHERE state = {waiting};
+CREATE INDEX leasehold_processing ON leasehold_messages (locked_until) WHERE state = {processing};
+CREATE INDEX leasehold_completed ON leasehold_messages (finished_at) WHERE state = {completed};
+CREATE INDEX leasehold_dead ON leasehold_messages (queue, id) WHERE state = {dead};
 -- At most one message of a key is pending or processing: its head.
-CREATE UNIQUE INDEX leasehold_key_head ON leasehold_messages (queue, key) WHERE state IN (0, 2) AND key IS NOT NULL;
+CREATE UNIQUE INDEX leasehold_key_head ON leasehold_messages (queue, key) WHERE state IN ({pending}, {processing}) AND key IS NOT NULL;
 CREATE UNIQUE INDEX leasehold_dedup ON leasehold_messages (queue, dedup_id) WHERE dedup_id IS NOT NULL;
