@@ -1,8 +1,8 @@
 // Package store defines leasehold's durable queue: messages claimed under
 // fenced leases. Backends (store/memory, store/sqlite, store/postgres)
 // implement [Store]; package storetest holds the conformance suite that every
-// backend runs. Users and the runtime normally reach a store through package
-// mailbox.
+// backend runs. Programs normally reach a store through the root package's
+// Client, which takes one of the backends.
 //
 // # Leases and fencing
 //

@@ -88,27 +88,9 @@ func (l Lease) String() string {
 	return fmt.Sprintf("message %d lease %d", l.MessageID, l.FencingToken)
 }
 
-// ReleaseFailure is the failure a counted release amounts to; backends
-// carry out counted releases with it.
-func ReleaseFailure(r Release) Failure {
-	return Failure{Lease: r.Lease, Error: ReleasedError, RetryDelay: r.Delay, Reason: ReasonMaxDeliveries}
-}
-
 // LeaseLost returns the error for an operation on a lease that is not
 // current: it wraps ErrLeaseLost and names the lease.
 func LeaseLost(l Lease) error { return fmt.Errorf("%s: %w", l, ErrLeaseLost) }
-
-// LostLeases returns the leases that are not in extended, in input order:
-// the result of a batch extension.
-func LostLeases(leases []Lease, extended map[Lease]bool) []Lease {
-	var lost []Lease
-	for _, l := range leases {
-		if !extended[l] {
-			lost = append(lost, l)
-		}
-	}
-	return lost
-}
 
 // NewMessage is a message to enqueue.
 type NewMessage struct {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/leasehold/leasehold/internal/storecore"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -56,7 +57,7 @@ within the dedup window) prints the id of the message already enqueued.`,
 				return usagef("--max-deliveries 0: must be at least 1")
 			}
 			if replyTo != "" {
-				if err := store.CheckQueue(replyTo); err != nil {
+				if err := storecore.CheckQueue(replyTo); err != nil {
 					return usagef("--reply-to: %v", err)
 				}
 			}
@@ -102,7 +103,7 @@ within the dedup window) prints the id of the message already enqueued.`,
 			}
 			// Check everything before writing anything.
 			for start := 0; start < len(msgs); start += enqueueBatch {
-				if _, err := store.CheckNewMessages(msgs[start:min(start+enqueueBatch, len(msgs))], store.Options{}.WithDefaults()); err != nil {
+				if _, err := storecore.CheckNewMessages(msgs[start:min(start+enqueueBatch, len(msgs))], store.Options{}.WithDefaults()); err != nil {
 					return usagef("messages %d to %d: %v", start+1, min(start+enqueueBatch, len(msgs)), err)
 				}
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/leasehold/leasehold/cmd/leasehold/internal/script"
+	"github.com/leasehold/leasehold/internal/storecore"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -193,7 +194,7 @@ func requireQueue(q string) error {
 	if q == "" {
 		return usagef("--queue is required")
 	}
-	if err := store.CheckQueue(q); err != nil {
+	if err := storecore.CheckQueue(q); err != nil {
 		return usagef("--queue: %v", err)
 	}
 	return nil

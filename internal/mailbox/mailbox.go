@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/internal/storecore"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -55,7 +56,7 @@ func New(cfg Config) (*Mailbox, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("mailbox: Store is nil")
 	}
-	if err := store.CheckQueue(cfg.Queue); err != nil {
+	if err := storecore.CheckQueue(cfg.Queue); err != nil {
 		return nil, fmt.Errorf("mailbox: Queue: %w", err)
 	}
 	if cfg.PollInterval < 0 {
@@ -64,7 +65,7 @@ func New(cfg Config) (*Mailbox, error) {
 	if cfg.WorkerID == "" {
 		cfg.WorkerID = NewWorkerID()
 	}
-	if err := store.CheckWorkerID(cfg.WorkerID); err != nil {
+	if err := storecore.CheckWorkerID(cfg.WorkerID); err != nil {
 		return nil, fmt.Errorf("mailbox: WorkerID: %w", err)
 	}
 	if cfg.PollInterval == 0 {

@@ -13,6 +13,7 @@ import (
 	"github.com/leasehold/leasehold/backoff"
 	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/internal/mailbox"
+	"github.com/leasehold/leasehold/internal/storecore"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -170,7 +171,7 @@ func (c Config) resolve(needDeps bool) (resolved, error) {
 			field = fmt.Sprintf("Queues[%d]", i)
 			conc = fmt.Sprintf("Concurrency of queue %q", q.Name)
 		}
-		if err := store.CheckQueue(q.Name); err != nil {
+		if err := storecore.CheckQueue(q.Name); err != nil {
 			bad("%s: %w", field, err)
 		} else if seen[q.Name] {
 			bad("%s: queue %q is listed twice", field, q.Name)
@@ -195,13 +196,13 @@ func (c Config) resolve(needDeps bool) (resolved, error) {
 	if c.WorkerID == "" {
 		c.WorkerID = mailbox.NewWorkerID()
 	}
-	if err := store.CheckWorkerID(c.WorkerID); err != nil {
+	if err := storecore.CheckWorkerID(c.WorkerID); err != nil {
 		bad("WorkerID: %w", err)
 	}
 	if c.LeaseDuration == 0 {
 		c.LeaseDuration = DefaultLeaseDuration
 	}
-	if err := store.CheckLease(c.LeaseDuration); err != nil {
+	if err := storecore.CheckLease(c.LeaseDuration); err != nil {
 		bad("LeaseDuration: %w", err)
 	} else if c.LeaseDuration < MinLeaseDuration {
 		bad("LeaseDuration is %s, must be at least %s: heartbeats every third of a shorter lease cannot keep it", c.LeaseDuration, MinLeaseDuration)

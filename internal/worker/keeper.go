@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/internal/storecore"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -50,7 +51,7 @@ func (c LeaseExtenderConfig) resolve(lease time.Duration) (LeaseExtenderConfig, 
 	if c.Extension == 0 {
 		c.Extension = lease
 	}
-	if err := store.CheckLease(c.Extension); err != nil {
+	if err := storecore.CheckLease(c.Extension); err != nil {
 		return c, fmt.Errorf("LeaseExtender: Extension: %w", err)
 	}
 	if c.Interval == 0 {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/internal/storecore"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -30,13 +31,17 @@ type Config struct {
 
 // Store is an in-memory store.Store.
 type Store struct {
-	store.Wakeups
+	store.Store
+}
+
+// backend holds the messages; storecore checks what reaches it.
+type backend struct {
+	wake *storecore.Wakeups
 	clk  clock.Clock
 	opts store.Options
 
-	mu     sync.Mutex
-	closed bool
-	fence  int64
+	mu    sync.Mutex
+	fence int64
 	// msgs[i] is the message with id firstID+i, nil once deleted. Ids are
 	// dense, so a slice beats a map; deleted messages at the front are
 	// trimmed.
@@ -99,21 +104,25 @@ func New(cfg Config) (*Store, error) {
 	if cfg.ReapInterval < 0 {
 		return nil, fmt.Errorf("memory store: %w: ReapInterval is %s, must not be negative", store.ErrInvalid, cfg.ReapInterval)
 	}
-	s := &Store{
+	b := &backend{
+		wake:    new(storecore.Wakeups),
 		clk:     clock.OrSystem(cfg.Clock),
 		opts:    cfg.Options.WithDefaults(),
 		firstID: 1,
 		queues:  make(map[string]*queue),
 	}
+	s := &Store{storecore.New(storecore.Config{Name: "memory store", Options: b.opts, Wakeups: b.wake}, b)}
 	if cfg.ReapInterval > 0 {
 		ctx, cancel := context.WithCancel(context.Background())
-		s.stopReaper, s.reaperDone = cancel, make(chan struct{})
-		go s.reapLoop(ctx, cfg.ReapInterval)
+		b.stopReaper, b.reaperDone = cancel, make(chan struct{})
+		go b.reapLoop(ctx, cfg.ReapInterval, s)
 	}
 	return s, nil
 }
 
-func (s *Store) reapLoop(ctx context.Context, every time.Duration) {
+// reapLoop reaps through st, the checked store, so that recoveries wake
+// their receivers.
+func (s *backend) reapLoop(ctx context.Context, every time.Duration, st store.Store) {
 	defer close(s.reaperDone)
 	t := s.clk.NewTicker(every)
 	defer t.Stop()
@@ -123,21 +132,15 @@ func (s *Store) reapLoop(ctx context.Context, every time.Duration) {
 			return
 		case <-t.C():
 			// Reap only fails once the store is closed, which ends the loop.
-			if _, err := s.Reap(ctx); err != nil {
+			if _, err := st.Reap(ctx); err != nil {
 				return
 			}
 		}
 	}
 }
 
-// DeleteQueue implements store.Store.
-func (s *Store) DeleteQueue(ctx context.Context, queue string) (int, error) {
-	if err := store.CheckQueue(queue); err != nil {
-		return 0, err
-	}
-	if err := s.lock(); err != nil {
-		return 0, err
-	}
+func (s *backend) DeleteQueue(ctx context.Context, queue string) (int, error) {
+	s.mu.Lock()
 	defer s.mu.Unlock()
 	q, ok := s.queues[queue]
 	if !ok {
@@ -155,11 +158,8 @@ func (s *Store) DeleteQueue(ctx context.Context, queue string) (int, error) {
 	return n, nil
 }
 
-// Queues implements store.Store.
-func (s *Store) Queues(context.Context) ([]string, error) {
-	if err := s.lock(); err != nil {
-		return nil, err
-	}
+func (s *backend) Queues(context.Context) ([]string, error) {
+	s.mu.Lock()
 	defer s.mu.Unlock()
 	names := make(map[string]bool)
 	for _, m := range s.msgs {
@@ -170,40 +170,19 @@ func (s *Store) Queues(context.Context) ([]string, error) {
 	return slices.Sorted(maps.Keys(names)), nil
 }
 
-// Ping reports ErrClosed once the store is closed.
-func (s *Store) Ping(context.Context) error {
-	if err := s.lock(); err != nil {
-		return err
-	}
-	s.mu.Unlock()
-	return nil
-}
+// Ping has nothing to reach: the store is open.
+func (s *backend) Ping(context.Context) error { return nil }
 
-// Close stops the reaper loop. Later operations return store.ErrClosed.
-func (s *Store) Close() error {
-	s.mu.Lock()
-	already := s.closed
-	s.closed = true
-	s.mu.Unlock()
-	if !already && s.stopReaper != nil {
+// Close stops the reaper loop.
+func (s *backend) Close() error {
+	if s.stopReaper != nil {
 		s.stopReaper()
 		<-s.reaperDone
 	}
-	s.NotifyAll()
 	return nil
 }
 
-// lock takes the store's lock unless the store is closed.
-func (s *Store) lock() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return store.ErrClosed
-	}
-	return nil
-}
-
-func (s *Store) queueLocked(name string) *queue {
+func (s *backend) queueLocked(name string) *queue {
 	q, ok := s.queues[name]
 	if !ok {
 		q = &queue{
@@ -223,36 +202,18 @@ func (q *queue) setState(m *message, st store.State) {
 	m.state = st
 }
 
-// Enqueue implements store.Store.
-func (s *Store) Enqueue(ctx context.Context, msgs []store.NewMessage) ([]store.Enqueued, error) {
-	msgs, err := store.CheckNewMessages(msgs, s.opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.lock(); err != nil {
-		return nil, err
-	}
+func (s *backend) Enqueue(ctx context.Context, msgs []store.NewMessage) ([]store.Enqueued, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	out := make([]store.Enqueued, len(msgs))
 	now := s.clk.Now().UnixNano()
 	for i := range msgs {
 		out[i] = s.enqueueLocked(&msgs[i], now)
 	}
-	s.mu.Unlock()
-	s.notifyQueues(msgs)
 	return out, nil
 }
 
-func (s *Store) notifyQueues(msgs []store.NewMessage) {
-	last := ""
-	for _, m := range msgs {
-		if m.Queue != last {
-			s.Notify(m.Queue)
-			last = m.Queue
-		}
-	}
-}
-
-func (s *Store) enqueueLocked(nm *store.NewMessage, now int64) store.Enqueued {
+func (s *backend) enqueueLocked(nm *store.NewMessage, now int64) store.Enqueued {
 	q := s.queueLocked(nm.Queue)
 	if nm.DedupID != "" {
 		if prev, ok := q.dedup[nm.DedupID]; ok && now < prev.enqueuedAt+int64(s.opts.DedupWindow) {
@@ -287,7 +248,7 @@ func (s *Store) enqueueLocked(nm *store.NewMessage, now int64) store.Enqueued {
 
 // lineUpLocked makes a new or redriven pending message claimable, or puts it
 // behind its key's unfinished messages.
-func (s *Store) lineUpLocked(m *message) {
+func (s *backend) lineUpLocked(m *message) {
 	q := m.queue
 	if m.key != "" {
 		line, ok := q.keys[m.key]
@@ -305,7 +266,7 @@ func (s *Store) lineUpLocked(m *message) {
 
 // finishLocked moves a claimed or pending message to a terminal state and
 // lets the next message of its key go.
-func (s *Store) finishLocked(m *message, st store.State, now int64) {
+func (s *backend) finishLocked(m *message, st store.State, now int64) {
 	q := m.queue
 	delete(q.processing, m.id)
 	if m.heapIndex >= 0 {
@@ -346,14 +307,8 @@ func (s *Store) ListTx(ctx context.Context, _ store.NoTx, f store.ListFilter) ([
 	return s.List(ctx, f)
 }
 
-// Claim implements store.Store.
-func (s *Store) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, error) {
-	if err := store.CheckClaim(c); err != nil {
-		return nil, err
-	}
-	if err := s.lock(); err != nil {
-		return nil, err
-	}
+func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, error) {
+	s.mu.Lock()
 	defer s.mu.Unlock()
 	q, ok := s.queues[c.Queue]
 	if !ok {
@@ -392,7 +347,7 @@ func (s *Store) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, err
 }
 
 // currentLocked returns the message a lease names if the lease is current.
-func (s *Store) currentLocked(l store.Lease, now int64) (*message, error) {
+func (s *backend) currentLocked(l store.Lease, now int64) (*message, error) {
 	m := s.byIDLocked(l.MessageID)
 	if m == nil || m.state != store.Processing || m.fence != l.FencingToken || now >= m.lockedUntil {
 		return nil, store.LeaseLost(l)
@@ -400,14 +355,8 @@ func (s *Store) currentLocked(l store.Lease, now int64) (*message, error) {
 	return m, nil
 }
 
-// Extend implements store.Store.
-func (s *Store) Extend(ctx context.Context, leases []store.Lease, extension time.Duration) (store.Extended, error) {
-	if err := store.CheckExtend(leases, extension); err != nil {
-		return store.Extended{}, err
-	}
-	if err := s.lock(); err != nil {
-		return store.Extended{}, err
-	}
+func (s *backend) Extend(ctx context.Context, leases []store.Lease, extension time.Duration) (store.Extended, error) {
+	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clk.Now().UnixNano()
 	until := now + int64(extension)
@@ -423,15 +372,8 @@ func (s *Store) Extend(ctx context.Context, leases []store.Lease, extension time
 	return res, nil
 }
 
-// Complete implements store.Store.
-func (s *Store) Complete(ctx context.Context, cs []store.Completion) ([]error, error) {
-	replies, err := store.CheckCompletions(cs, s.opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.lock(); err != nil {
-		return nil, err
-	}
+func (s *backend) Complete(ctx context.Context, cs []store.Completion) ([]error, error) {
+	s.mu.Lock()
 	now := s.clk.Now().UnixNano()
 	results := make([]error, len(cs))
 	var woken []store.NewMessage
@@ -445,25 +387,18 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) ([]error, e
 		if m.key != "" {
 			woken = append(woken, store.NewMessage{Queue: m.queue.name})
 		}
-		if replies[i] != nil {
-			s.enqueueLocked(replies[i], now)
-			woken = append(woken, *replies[i])
+		if c.Reply != nil {
+			s.enqueueLocked(c.Reply, now)
+			woken = append(woken, *c.Reply)
 		}
 	}
 	s.mu.Unlock()
-	s.notifyQueues(woken)
+	s.wake.NotifyMessages(woken)
 	return results, nil
 }
 
-// Fail implements store.Store.
-func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
-	f, err := store.CheckFailure(f, s.opts)
-	if err != nil {
-		return false, err
-	}
-	if err := s.lock(); err != nil {
-		return false, err
-	}
+func (s *backend) Fail(ctx context.Context, f store.Failure) (bool, error) {
+	s.mu.Lock()
 	now := s.clk.Now().UnixNano()
 	m, err := s.currentLocked(f.Lease, now)
 	if err != nil {
@@ -484,13 +419,13 @@ func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
 		s.requeueLocked(m, now+int64(f.RetryDelay))
 	}
 	s.mu.Unlock()
-	s.notifyQueues(woken)
+	s.wake.NotifyMessages(woken)
 	return dead, nil
 }
 
 // requeueLocked returns a processing message to pending, keeping its place
 // as its key's head.
-func (s *Store) requeueLocked(m *message, visibleAt int64) {
+func (s *backend) requeueLocked(m *message, visibleAt int64) {
 	q := m.queue
 	delete(q.processing, m.id)
 	q.setState(m, store.Pending)
@@ -499,18 +434,9 @@ func (s *Store) requeueLocked(m *message, visibleAt int64) {
 	heap.Push(&q.ready, m)
 }
 
-// Release implements store.Store.
-func (s *Store) Release(ctx context.Context, r store.Release) error {
-	if err := store.CheckRelease(r); err != nil {
-		return err
-	}
-	if !r.Uncount {
-		_, err := s.Fail(ctx, store.ReleaseFailure(r))
-		return err
-	}
-	if err := s.lock(); err != nil {
-		return err
-	}
+// Requeue gives a message back without counting its delivery.
+func (s *backend) Requeue(ctx context.Context, r store.Release) error {
+	s.mu.Lock()
 	now := s.clk.Now().UnixNano()
 	m, err := s.currentLocked(r.Lease, now)
 	if err != nil {
@@ -521,15 +447,13 @@ func (s *Store) Release(ctx context.Context, r store.Release) error {
 	s.requeueLocked(m, now+int64(r.Delay))
 	q := m.queue.name
 	s.mu.Unlock()
-	s.Notify(q)
+	s.wake.Notify(q)
 	return nil
 }
 
-// Reap implements store.Store.
-func (s *Store) Reap(ctx context.Context) ([]store.Recovered, error) {
-	if err := s.lock(); err != nil {
-		return nil, err
-	}
+func (s *backend) Reap(ctx context.Context) ([]store.Recovered, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	now := s.clk.Now().UnixNano()
 	var out []store.Recovered
 	for _, q := range s.queues {
@@ -550,18 +474,11 @@ func (s *Store) Reap(ctx context.Context) ([]store.Recovered, error) {
 			out = append(out, r)
 		}
 	}
-	s.mu.Unlock()
-	slices.SortFunc(out, func(a, b store.Recovered) int { return cmp.Compare(a.ID, b.ID) })
-	for i, r := range out {
-		if i == 0 || out[i-1].Queue != r.Queue {
-			s.Notify(r.Queue)
-		}
-	}
 	return out, nil
 }
 
 // byIDLocked returns the message with the id, or nil.
-func (s *Store) byIDLocked(id int64) *message {
+func (s *backend) byIDLocked(id int64) *message {
 	i := id - s.firstID
 	if i < 0 || i >= int64(len(s.msgs)) {
 		return nil
@@ -571,7 +488,7 @@ func (s *Store) byIDLocked(id int64) *message {
 
 // listLocked returns up to limit messages of q in state st with ids above
 // after, by id.
-func (s *Store) listLocked(q *queue, st store.State, after int64, limit int) []*message {
+func (s *backend) listLocked(q *queue, st store.State, after int64, limit int) []*message {
 	var out []*message
 	for i := max(0, after+1-s.firstID); i < int64(len(s.msgs)) && len(out) < limit; i++ {
 		if m := s.msgs[i]; m != nil && m.queue == q && m.state == st {
@@ -591,8 +508,14 @@ func wall(nanos int64) time.Time {
 // deadLocked returns the dead messages of the queue named by ids, or all of
 // them when ids is empty. It fails on an id that is not a dead message of
 // the queue, before anything changes.
-func (s *Store) deadLocked(q *queue, ids []int64) ([]*message, error) {
-	if len(ids) == 0 {
+func (s *backend) deadLocked(queue string, ids []int64) ([]*message, error) {
+	q, ok := s.queues[queue]
+	switch {
+	case !ok && len(ids) > 0:
+		return nil, fmt.Errorf("%w: queue %q has no dead letters", store.ErrNotFound, queue)
+	case !ok:
+		return nil, nil
+	case len(ids) == 0:
 		return s.listLocked(q, store.Dead, 0, len(s.msgs)), nil
 	}
 	out := make([]*message, 0, len(ids))
@@ -606,64 +529,29 @@ func (s *Store) deadLocked(q *queue, ids []int64) ([]*message, error) {
 	return out, nil
 }
 
-// Redrive implements store.Store.
-func (s *Store) Redrive(ctx context.Context, queue string, ids []int64) (int, error) {
-	if err := store.CheckQueue(queue); err != nil {
-		return 0, err
-	}
-	if err := store.CheckIDs(ids); err != nil {
-		return 0, err
-	}
-	if err := s.lock(); err != nil {
-		return 0, err
-	}
-	q, ok := s.queues[queue]
-	if !ok {
-		s.mu.Unlock()
-		if len(ids) > 0 {
-			return 0, fmt.Errorf("%w: queue %q has no dead letters", store.ErrNotFound, queue)
-		}
-		return 0, nil
-	}
-	ms, err := s.deadLocked(q, ids)
+func (s *backend) Redrive(ctx context.Context, queue string, ids []int64) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ms, err := s.deadLocked(queue, ids)
 	if err != nil {
-		s.mu.Unlock()
 		return 0, err
 	}
 	now := s.clk.Now().UnixNano()
 	for _, m := range ms {
-		q.setState(m, store.Pending)
+		m.queue.setState(m, store.Pending)
 		m.deliveries = 0
 		m.deadReason = ""
 		m.finishedAt = 0
 		m.visibleAt = now
 		s.lineUpLocked(m)
 	}
-	s.mu.Unlock()
-	s.Notify(queue)
 	return len(ms), nil
 }
 
-// Purge implements store.Store.
-func (s *Store) Purge(ctx context.Context, queue string, ids []int64) (int, error) {
-	if err := store.CheckQueue(queue); err != nil {
-		return 0, err
-	}
-	if err := store.CheckIDs(ids); err != nil {
-		return 0, err
-	}
-	if err := s.lock(); err != nil {
-		return 0, err
-	}
+func (s *backend) Purge(ctx context.Context, queue string, ids []int64) (int, error) {
+	s.mu.Lock()
 	defer s.mu.Unlock()
-	q, ok := s.queues[queue]
-	if !ok {
-		if len(ids) > 0 {
-			return 0, fmt.Errorf("%w: queue %q has no dead letters", store.ErrNotFound, queue)
-		}
-		return 0, nil
-	}
-	ms, err := s.deadLocked(q, ids)
+	ms, err := s.deadLocked(queue, ids)
 	if err != nil {
 		return 0, err
 	}
@@ -674,7 +562,7 @@ func (s *Store) Purge(ctx context.Context, queue string, ids []int64) (int, erro
 }
 
 // trimLocked drops deleted messages from the front of msgs.
-func (s *Store) trimLocked() {
+func (s *backend) trimLocked() {
 	n := 0
 	for n < len(s.msgs) && s.msgs[n] == nil {
 		n++
@@ -685,7 +573,7 @@ func (s *Store) trimLocked() {
 	}
 }
 
-func (s *Store) deleteLocked(m *message) {
+func (s *backend) deleteLocked(m *message) {
 	q := m.queue
 	s.msgs[m.id-s.firstID] = nil
 	q.counts[m.state]--
@@ -694,14 +582,8 @@ func (s *Store) deleteLocked(m *message) {
 	}
 }
 
-// Stats implements store.Store.
-func (s *Store) Stats(ctx context.Context, queue string) (store.Stats, error) {
-	if err := store.CheckQueue(queue); err != nil {
-		return store.Stats{}, err
-	}
-	if err := s.lock(); err != nil {
-		return store.Stats{}, err
-	}
+func (s *backend) Stats(ctx context.Context, queue string) (store.Stats, error) {
+	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := store.Stats{Queue: queue}
 	q, ok := s.queues[queue]
@@ -724,22 +606,15 @@ func (s *Store) Stats(ctx context.Context, queue string) (store.Stats, error) {
 	return st, nil
 }
 
-// List implements store.Store.
-func (s *Store) List(ctx context.Context, f store.ListFilter) ([]store.Info, error) {
-	limit, err := store.CheckListFilter(f)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.lock(); err != nil {
-		return nil, err
-	}
+func (s *backend) List(ctx context.Context, f store.ListFilter) ([]store.Info, error) {
+	s.mu.Lock()
 	defer s.mu.Unlock()
 	q, ok := s.queues[f.Queue]
 	if !ok {
 		return nil, nil
 	}
 	var out []store.Info
-	for _, m := range s.listLocked(q, f.State, f.AfterID, limit) {
+	for _, m := range s.listLocked(q, f.State, f.AfterID, f.Limit) {
 		out = append(out, store.Info{
 			ID: m.id, Queue: q.name, Key: m.key, DedupID: m.dedupID, Kind: m.kind, State: m.state, Payload: m.payload,
 			Deliveries: m.deliveries, MaxDeliveries: m.maxDeliv, FencingToken: m.fence, WorkerID: m.worker,
@@ -750,14 +625,8 @@ func (s *Store) List(ctx context.Context, f store.ListFilter) ([]store.Info, err
 	return out, nil
 }
 
-// DeleteCompleted implements store.Store.
-func (s *Store) DeleteCompleted(ctx context.Context, retention time.Duration, limit int) (int, error) {
-	if err := store.CheckRetention(retention, limit); err != nil {
-		return 0, err
-	}
-	if err := s.lock(); err != nil {
-		return 0, err
-	}
+func (s *backend) DeleteCompleted(ctx context.Context, retention time.Duration, limit int) (int, error) {
+	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clk.Now().UnixNano()
 	finishedBefore := now - int64(retention)

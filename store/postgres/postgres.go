@@ -15,20 +15,19 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/internal/storecore"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -53,7 +52,14 @@ type Config struct {
 
 // Store is a store.Store in PostgreSQL.
 type Store struct {
-	store.Wakeups
+	store.Store
+	core *storecore.Store
+	b    *backend
+}
+
+// backend runs the store's statements; storecore checks what reaches it.
+type backend struct {
+	wake    *storecore.Wakeups
 	pool    *pgxpool.Pool
 	ownPool bool
 	schema  string
@@ -61,7 +67,6 @@ type Store struct {
 	clk     clock.Clock // nil: the database's clock
 	opts    store.Options
 	sql     statements
-	closed  atomic.Bool
 
 	stopListen context.CancelFunc
 	listenDone chan struct{}
@@ -108,7 +113,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.ListenRetry == 0 {
 		cfg.ListenRetry = time.Second
 	}
-	s := &Store{pool: cfg.Pool, schema: cfg.Schema, channel: "leasehold_" + cfg.Schema, clk: cfg.Clock, opts: cfg.Options.WithDefaults()}
+	s := &backend{wake: new(storecore.Wakeups), pool: cfg.Pool, schema: cfg.Schema, channel: "leasehold_" + cfg.Schema, clk: cfg.Clock, opts: cfg.Options.WithDefaults()}
 	if s.pool == nil {
 		if cfg.DSN == "" {
 			return nil, fmt.Errorf("postgres store: %w: neither Pool nor DSN is set", store.ErrInvalid)
@@ -130,73 +135,54 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	lctx, cancel := context.WithCancel(context.Background())
 	s.stopListen, s.listenDone, s.listening = cancel, make(chan struct{}), make(chan struct{})
 	go s.listen(lctx, cfg.ListenRetry)
-	return s, nil
+	core := storecore.New(storecore.Config{Name: "postgres store", Options: s.opts, Wakeups: s.wake}, s)
+	return &Store{Store: core, core: core, b: s}, nil
 }
 
-func (s *Store) closePool() {
+func (s *backend) closePool() {
 	if s.ownPool {
 		s.pool.Close()
 	}
 }
 
 // Pool returns the store's connection pool.
-func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+func (s *Store) Pool() *pgxpool.Pool { return s.b.pool }
 
 // Listening returns a channel closed once the store's LISTEN connection is
 // first established; until then only polling notices other processes'
 // enqueues.
-func (s *Store) Listening() <-chan struct{} { return s.listening }
+func (s *Store) Listening() <-chan struct{} { return s.b.listening }
 
-// DeleteQueue implements store.Store.
-func (s *Store) DeleteQueue(ctx context.Context, queue string) (int, error) {
-	if err := store.CheckQueue(queue); err != nil {
-		return 0, err
-	}
-	if s.closed.Load() {
-		return 0, store.ErrClosed
-	}
+func (s *backend) DeleteQueue(ctx context.Context, queue string) (int, error) {
 	var n int
-	if err := s.pool.QueryRow(ctx, expand(`WITH gone AS (DELETE FROM {s}.messages WHERE queue = $1 RETURNING 1),
-			uncounted AS (DELETE FROM {s}.completed_counts WHERE queue = $1)
-		SELECT count(*) FROM gone`, s.schema), replan, queue).Scan(&n); err != nil {
-		return 0, fmt.Errorf("postgres store: delete queue: %w", err)
+	if err := s.pool.QueryRow(ctx, s.sql.deleteQueue, replan, queue).Scan(&n); err != nil {
+		return 0, err
 	}
 	return n, nil
 }
 
-// Queues implements store.Store.
-func (s *Store) Queues(ctx context.Context) ([]string, error) {
-	if s.closed.Load() {
-		return nil, store.ErrClosed
-	}
-	rows, err := s.pool.Query(ctx, expand(`SELECT DISTINCT queue FROM {s}.messages ORDER BY queue`, s.schema), replan)
+func (s *backend) Queues(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, s.sql.queues, replan)
 	if err != nil {
-		return nil, fmt.Errorf("postgres store: queues: %w", err)
+		return nil, err
 	}
 	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, fmt.Errorf("postgres store: queues: %w", err)
+		return nil, err
 	}
 	return out, nil
 }
 
 // Ping checks the database with a round trip.
-func (s *Store) Ping(ctx context.Context) error {
-	if s.closed.Load() {
-		return store.ErrClosed
-	}
+func (s *backend) Ping(ctx context.Context) error {
 	return s.pool.Ping(ctx)
 }
 
 // Close stops the LISTEN connection and, if the store opened its own pool,
 // closes it.
-func (s *Store) Close() error {
-	if s.closed.Swap(true) {
-		return nil
-	}
+func (s *backend) Close() error {
 	s.stopListen()
 	<-s.listenDone
-	s.NotifyAll()
 	s.closePool()
 	return nil
 }
@@ -204,7 +190,7 @@ func (s *Store) Close() error {
 // listen keeps a LISTEN connection open and turns notifications into
 // wakeups. After a lost connection it wakes every waiter, since
 // notifications may have been missed, and reconnects.
-func (s *Store) listen(ctx context.Context, retry time.Duration) {
+func (s *backend) listen(ctx context.Context, retry time.Duration) {
 	defer close(s.listenDone)
 	// The injected clock is the store's time authority for tests; a
 	// reconnect delay must not move it, so this wait runs on real time.
@@ -216,14 +202,14 @@ func (s *Store) listen(ctx context.Context, retry time.Duration) {
 			return
 		}
 		_ = err // the connection is gone; polling covers the gap until it is back
-		s.NotifyAll()
+		s.wake.NotifyAll()
 		if sys.Sleep(ctx, retry) != nil {
 			return
 		}
 	}
 }
 
-func (s *Store) listenOnce(ctx context.Context, ready func()) error {
+func (s *backend) listenOnce(ctx context.Context, ready func()) error {
 	pc, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -235,14 +221,14 @@ func (s *Store) listenOnce(ctx context.Context, ready func()) error {
 	}
 	// Notifications sent while no connection listened are lost: let every
 	// waiter look again now that one does.
-	s.NotifyAll()
+	s.wake.NotifyAll()
 	ready()
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return err
 		}
-		s.Notify(n.Payload)
+		s.wake.Notify(n.Payload)
 	}
 }
 
@@ -259,48 +245,33 @@ const replan = pgx.QueryExecModeCacheDescribe
 
 // now is the first argument of every statement: the injected clock's time,
 // or NULL, which the statements read as the database's now().
-func (s *Store) now() any {
+func (s *backend) now() any {
 	if s.clk == nil {
 		return nil
 	}
 	return s.clk.Now()
 }
 
-func (s *Store) begin(ctx context.Context) (pgx.Tx, error) {
-	if s.closed.Load() {
-		return nil, store.ErrClosed
-	}
+func (s *backend) begin(ctx context.Context) (pgx.Tx, error) {
 	// READ COMMITTED whatever the server's default: key order relies on
 	// each statement seeing what committed before a key's lock was granted.
 	return s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 }
 
 // inTx runs fn in a transaction and commits it.
-func (s *Store) inTx(ctx context.Context, what string, fn func(tx pgx.Tx) error) error {
+func (s *backend) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	tx, err := s.begin(ctx)
 	if err != nil {
-		if errors.Is(err, store.ErrClosed) {
-			return err
-		}
-		return fmt.Errorf("postgres store: %s: %w", what, err)
+		return fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback(ctx)
 	if err := fn(tx); err != nil {
-		return failed(what, err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("postgres store: %s: commit: %w", what, err)
-	}
-	return nil
-}
-
-// failed names the operation in an error, except in those callers branch
-// on, which pass as they are.
-func failed(what string, err error) error {
-	if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalid) {
 		return err
 	}
-	return fmt.Errorf("postgres store: %s: %w", what, err)
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
 }
 
 func micros(d time.Duration) int64 { return d.Microseconds() }
@@ -308,7 +279,7 @@ func micros(d time.Duration) int64 { return d.Microseconds() }
 // lockKeys takes the transaction-scoped advisory locks of the given
 // (queue, key) or (queue, dedup id) names, in a fixed order so that two
 // transactions never wait on each other in a cycle.
-func (s *Store) lockKeys(ctx context.Context, r runner, names []string) error {
+func (s *backend) lockKeys(ctx context.Context, r runner, names []string) error {
 	if len(names) == 0 {
 		return nil
 	}
@@ -316,7 +287,7 @@ func (s *Store) lockKeys(ctx context.Context, r runner, names []string) error {
 	return r.lock(ctx, slices.Compact(names))
 }
 
-func (s *Store) pgxRunner(tx pgx.Tx) runner { return pgxRunner{tx: tx, st: &s.sql} }
+func (s *backend) pgxRunner(tx pgx.Tx) runner { return pgxRunner{tx: tx, st: &s.sql} }
 
 func keyLock(queue, key string) string { return "k\x1f" + queue + "\x1f" + key }
 
@@ -344,9 +315,9 @@ func dedupLock(queue, id string) string { return "d\x1f" + queue + "\x1f" + id }
 
 // notify wakes receivers of the queues in other processes once tx commits,
 // and adds the queues to wake, for the caller to wake this process's
-// receivers after the commit (see wake): a wakeup here must not wait for
+// receivers after the commit (see notifyHere): a wakeup here must not wait for
 // the LISTEN connection.
-func (s *Store) notify(ctx context.Context, r runner, queues []string, wake *[]string) error {
+func (s *backend) notify(ctx context.Context, r runner, queues []string, wake *[]string) error {
 	if len(queues) == 0 {
 		return nil
 	}
@@ -363,59 +334,39 @@ func distinct(names []string) []string {
 	return slices.Compact(names)
 }
 
-// wake wakes this process's receivers of the queues.
-func (s *Store) wake(queues []string) {
+// notifyHere wakes this process's receivers of the queues.
+func (s *backend) notifyHere(queues []string) {
 	for _, q := range queues {
-		s.Notify(q)
+		s.wake.Notify(q)
 	}
 }
 
-// Enqueue implements store.Store.
-func (s *Store) Enqueue(ctx context.Context, msgs []store.NewMessage) ([]store.Enqueued, error) {
-	var out []store.Enqueued
-	var wake []string
-	var err error
+func (s *backend) Enqueue(ctx context.Context, msgs []store.NewMessage) ([]store.Enqueued, error) {
 	if !needsLocks(msgs) {
 		// Without keys or dedup ids nothing needs a lock: the insert and
 		// its notification go in one round trip, as one implicit
 		// transaction, where BEGIN and COMMIT would take two more.
-		if s.closed.Load() {
-			return nil, store.ErrClosed
-		}
-		if out, err = s.insertBulk(ctx, s.pool, msgs, &wake); err != nil {
-			err = failed("enqueue", err)
-		}
-	} else {
-		err = s.inTx(ctx, "enqueue", func(tx pgx.Tx) error {
-			var err error
-			wake = wake[:0]
-			out, err = s.enqueueTx(ctx, s.pgxRunner(tx), msgs, &wake)
-			return err
-		})
+		return s.insertBulk(ctx, s.pool, msgs, nil)
 	}
-	if err != nil {
-		return nil, err
-	}
-	s.wake(wake)
-	return out, nil
+	var out []store.Enqueued
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		out, err = s.enqueueTx(ctx, s.pgxRunner(tx), msgs, nil)
+		return err
+	})
+	return out, err
 }
 
 // EnqueueTx enqueues messages inside the caller's transaction (the
 // transactional outbox): they exist, and receivers everywhere are woken,
 // only if the caller commits.
 func (s *Store) EnqueueTx(ctx context.Context, tx pgx.Tx, msgs []store.NewMessage) ([]store.Enqueued, error) {
-	if s.closed.Load() {
-		return nil, store.ErrClosed
-	}
-	return s.enqueueIn(ctx, s.pgxRunner(tx), msgs)
+	return s.enqueueIn(ctx, s.b.pgxRunner(tx), msgs)
 }
 
 // EnqueueSQLTx is EnqueueTx for a database/sql transaction on the same
 // database, with any PostgreSQL driver (pgx's stdlib, lib/pq).
 func (s *Store) EnqueueSQLTx(ctx context.Context, tx *sql.Tx, msgs []store.NewMessage) ([]store.Enqueued, error) {
-	if s.closed.Load() {
-		return nil, store.ErrClosed
-	}
 	return s.enqueueIn(ctx, sqlRunner{tx}, msgs)
 }
 
@@ -433,33 +384,35 @@ func (s SQLStore) EnqueueTx(ctx context.Context, tx *sql.Tx, msgs []store.NewMes
 // SQL returns the store with database/sql transactions.
 func (s *Store) SQL() SQLStore { return SQLStore{s} }
 
+// enqueueIn enqueues in the caller's transaction.
 func (s *Store) enqueueIn(ctx context.Context, r runner, msgs []store.NewMessage) ([]store.Enqueued, error) {
+	msgs, err := s.core.CheckEnqueue(msgs)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.b.enqueueIn(ctx, r, msgs)
+	return out, s.core.Failed("enqueue", err)
+}
+
+func (s *backend) enqueueIn(ctx context.Context, r runner, msgs []store.NewMessage) ([]store.Enqueued, error) {
 	if needsLocks(msgs) {
 		// Per-key order and dedup rely on each statement seeing what
 		// committed before the key's lock was granted: a snapshot taken
 		// earlier could line a message up behind a head already gone.
 		var level string
-		if err := r.queryRow(ctx, `SELECT current_setting('transaction_isolation')`, nil, &level); err != nil {
-			return nil, fmt.Errorf("postgres store: enqueue: %w", err)
+		if err := r.queryRow(ctx, s.sql.isolation, nil, &level); err != nil {
+			return nil, err
 		}
 		if level != "read committed" {
-			return nil, fmt.Errorf("postgres store: %w: messages with keys or dedup ids need a READ COMMITTED transaction, this one is %s", store.ErrInvalid, level)
+			return nil, fmt.Errorf("%w: messages with keys or dedup ids need a READ COMMITTED transaction, this one is %s", store.ErrInvalid, level)
 		}
 	}
-	out, err := s.enqueueTx(ctx, r, msgs, nil)
-	if err != nil && !errors.Is(err, store.ErrInvalid) {
-		return nil, fmt.Errorf("postgres store: enqueue: %w", err)
-	}
-	return out, err
+	return s.enqueueTx(ctx, r, msgs, nil)
 }
 
-func (s *Store) enqueueTx(ctx context.Context, r runner, msgs []store.NewMessage, wake *[]string) ([]store.Enqueued, error) {
+func (s *backend) enqueueTx(ctx context.Context, r runner, msgs []store.NewMessage, wake *[]string) ([]store.Enqueued, error) {
 	if tx := r.pgx(); tx != nil && !needsLocks(msgs) {
 		return s.insertBulk(ctx, tx, msgs, wake)
-	}
-	msgs, err := store.CheckNewMessages(msgs, s.opts)
-	if err != nil {
-		return nil, err
 	}
 	if err := s.lockKeys(ctx, r, enqueueLocks(nil, msgs)); err != nil {
 		return nil, err
@@ -467,6 +420,7 @@ func (s *Store) enqueueTx(ctx context.Context, r runner, msgs []store.NewMessage
 	out := make([]store.Enqueued, len(msgs))
 	queues := make([]string, 0, 1)
 	for i := range msgs {
+		var err error
 		if out[i], err = s.insertOne(ctx, r, &msgs[i]); err != nil {
 			return nil, err
 		}
@@ -484,11 +438,7 @@ type batcher interface {
 // insertBulk inserts messages without keys or dedup ids in one statement and
 // sends the notification of their queues in the same round trip; it adds
 // the queues to wake as notify does.
-func (s *Store) insertBulk(ctx context.Context, to batcher, msgs []store.NewMessage, wake *[]string) ([]store.Enqueued, error) {
-	msgs, err := store.CheckNewMessages(msgs, s.opts)
-	if err != nil {
-		return nil, err
-	}
+func (s *backend) insertBulk(ctx context.Context, to batcher, msgs []store.NewMessage, wake *[]string) ([]store.Enqueued, error) {
 	n := len(msgs)
 	queues, replies, kinds := make([]string, n), make([]*string, n), make([]*string, n)
 	payloads, maxes, delays := make([][]byte, n), make([]int32, n), make([]int64, n)
@@ -537,7 +487,7 @@ func (s *Store) insertBulk(ctx context.Context, to batcher, msgs []store.NewMess
 
 // insertOne inserts one message, lining it up behind its key and checking
 // its dedup id. The caller holds the key's and dedup id's locks.
-func (s *Store) insertOne(ctx context.Context, r runner, m *store.NewMessage) (store.Enqueued, error) {
+func (s *backend) insertOne(ctx context.Context, r runner, m *store.NewMessage) (store.Enqueued, error) {
 	if m.DedupID != "" {
 		var id int64
 		var fresh bool
@@ -570,17 +520,10 @@ func nullable(s string) *string {
 	return &s
 }
 
-// Claim implements store.Store.
-func (s *Store) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, error) {
-	if err := store.CheckClaim(c); err != nil {
-		return nil, err
-	}
-	if s.closed.Load() {
-		return nil, store.ErrClosed
-	}
+func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, error) {
 	rows, err := s.pool.Query(ctx, s.sql.claim, replan, s.now(), c.Queue, c.Max, c.WorkerID, micros(c.LeaseDuration))
 	if err != nil {
-		return nil, fmt.Errorf("postgres store: claim: %w", err)
+		return nil, err
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Delivery, error) {
 		d := store.Delivery{Queue: c.Queue}
@@ -593,7 +536,7 @@ func (s *Store) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, err
 		return d, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres store: claim: %w", err)
+		return nil, err
 	}
 	return out, nil
 }
@@ -614,14 +557,7 @@ func leaseArrays(n int, lease func(i int) store.Lease) (ids, fences []int64) {
 	return ids, fences
 }
 
-// Extend implements store.Store.
-func (s *Store) Extend(ctx context.Context, leases []store.Lease, extension time.Duration) (store.Extended, error) {
-	if err := store.CheckExtend(leases, extension); err != nil {
-		return store.Extended{}, err
-	}
-	if s.closed.Load() {
-		return store.Extended{}, store.ErrClosed
-	}
+func (s *backend) Extend(ctx context.Context, leases []store.Lease, extension time.Duration) (store.Extended, error) {
 	var res store.Extended
 	extended := make(map[store.Lease]bool, len(leases))
 	// One statement at least: an empty call reports the expiry too.
@@ -629,13 +565,13 @@ func (s *Store) Extend(ctx context.Context, leases []store.Lease, extension time
 		chunk := leases[from:min(from+extendRows, len(leases))]
 		expires, err := s.extendChunk(ctx, chunk, extension, extended)
 		if err != nil {
-			return store.Extended{}, fmt.Errorf("postgres store: extend: %w", err)
+			return store.Extended{}, err
 		}
 		if res.Expires.IsZero() || expires.Before(res.Expires) {
 			res.Expires = expires
 		}
 	}
-	res.Lost = store.LostLeases(leases, extended)
+	res.Lost = storecore.LostLeases(leases, extended)
 	return res, nil
 }
 
@@ -649,7 +585,7 @@ const extendRows = 500
 
 // extendChunk renews leases in one statement, adds those it renewed to
 // extended and returns their new expiry.
-func (s *Store) extendChunk(ctx context.Context, leases []store.Lease, extension time.Duration, extended map[store.Lease]bool) (time.Time, error) {
+func (s *backend) extendChunk(ctx context.Context, leases []store.Lease, extension time.Duration, extended map[store.Lease]bool) (time.Time, error) {
 	ids, fences := leaseArrays(len(leases), func(i int) store.Lease { return leases[i] })
 	rows, err := s.pool.Query(ctx, s.sql.extend, replan, s.now(), ids, fences, micros(extension))
 	if err != nil {
@@ -668,7 +604,7 @@ func (s *Store) extendChunk(ctx context.Context, leases []store.Lease, extension
 
 // promote lets the next waiting message of each key go. The caller's
 // transaction has finished those keys' heads.
-func (s *Store) promote(ctx context.Context, tx pgx.Tx, keys [][2]string) error {
+func (s *backend) promote(ctx context.Context, tx pgx.Tx, keys [][2]string) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -687,15 +623,10 @@ func (s *Store) promote(ctx context.Context, tx pgx.Tx, keys [][2]string) error 
 	return nil
 }
 
-// Complete implements store.Store.
-func (s *Store) Complete(ctx context.Context, cs []store.Completion) ([]error, error) {
-	replies, err := store.CheckCompletions(cs, s.opts)
-	if err != nil {
-		return nil, err
-	}
+func (s *backend) Complete(ctx context.Context, cs []store.Completion) ([]error, error) {
 	results := make([]error, len(cs))
 	var wake []string
-	err = s.inTx(ctx, "complete", func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		wake = wake[:0]
 		ids, fences := leaseArrays(len(cs), func(i int) store.Lease { return cs[i].Lease })
 		rows, err := tx.Query(ctx, s.sql.complete, replan, s.now(), ids, fences)
@@ -732,8 +663,8 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) ([]error, e
 				keys = append(keys, [2]string{d.queue, *d.key})
 				queues = append(queues, d.queue)
 			}
-			if replies[i] != nil {
-				withReply = append(withReply, *replies[i])
+			if c.Reply != nil {
+				withReply = append(withReply, *c.Reply)
 			}
 		}
 		// Every lock this transaction will take, in one sorted call: taken
@@ -772,19 +703,14 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) ([]error, e
 	if err != nil {
 		return nil, err
 	}
-	s.wake(wake)
+	s.notifyHere(wake)
 	return results, nil
 }
 
-// Fail implements store.Store.
-func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
-	f, err := store.CheckFailure(f, s.opts)
-	if err != nil {
-		return false, err
-	}
+func (s *backend) Fail(ctx context.Context, f store.Failure) (bool, error) {
 	var dead bool
 	var wake []string
-	err = s.inTx(ctx, "fail", func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		wake = wake[:0]
 		var deliveries, max int32
 		var queue string
@@ -836,21 +762,14 @@ func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
 		}
 		return nil
 	})
-	s.wake(wake)
+	s.notifyHere(wake)
 	return dead, err
 }
 
-// Release implements store.Store.
-func (s *Store) Release(ctx context.Context, r store.Release) error {
-	if err := store.CheckRelease(r); err != nil {
-		return err
-	}
-	if !r.Uncount {
-		_, err := s.Fail(ctx, store.ReleaseFailure(r))
-		return err
-	}
+// Requeue gives a message back without counting its delivery.
+func (s *backend) Requeue(ctx context.Context, r store.Release) error {
 	var wake []string
-	err := s.inTx(ctx, "release", func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		wake = wake[:0]
 		var queue string
 		err := tx.QueryRow(ctx, s.sql.release, replan, s.now(), r.MessageID, r.FencingToken, micros(r.Delay)).Scan(&queue)
@@ -862,24 +781,16 @@ func (s *Store) Release(ctx context.Context, r store.Release) error {
 		}
 		return s.notify(ctx, s.pgxRunner(tx), []string{queue}, &wake)
 	})
-	s.wake(wake)
+	s.notifyHere(wake)
 	return err
 }
 
-// Reap implements store.Store.
-func (s *Store) Reap(ctx context.Context) ([]store.Recovered, error) {
+func (s *backend) Reap(ctx context.Context) ([]store.Recovered, error) {
 	var out []store.Recovered
-	var wake []string
-	err := s.inTx(ctx, "reap", func(tx pgx.Tx) error {
-		out, wake = out[:0], wake[:0]
-		// A bitmap scan of messages_processing, the planner's choice for
-		// a range, visits every entry of the range in the table and marks
-		// none dead; an ordered index scan marks the entries of leases
-		// that have ended since, so each reap does not read them again.
-		// Finished leases leave such entries at a rate of thousands a
-		// second until a VACUUM. A sequential scan would read the whole
-		// table.
-		if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off`); err != nil {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		out = out[:0]
+		// Read messages_processing in order (see reapScan in queries.sql).
+		if _, err := tx.Exec(ctx, s.sql.reapScan); err != nil {
 			return err
 		}
 		rows, err := tx.Query(ctx, s.sql.reap, replan, s.now())
@@ -905,19 +816,14 @@ func (s *Store) Reap(ctx context.Context) ([]store.Recovered, error) {
 		if err := s.promote(ctx, tx, keys); err != nil {
 			return err
 		}
-		return s.notify(ctx, s.pgxRunner(tx), queues, &wake)
+		return s.notify(ctx, s.pgxRunner(tx), queues, nil)
 	})
-	if err != nil {
-		return nil, err
-	}
-	s.wake(wake)
-	slices.SortFunc(out, func(a, b store.Recovered) int { return cmp.Compare(a.ID, b.ID) })
-	return out, nil
+	return out, err
 }
 
 // deadIDs returns the ids to redrive or purge, locked: the given ones, each
 // checked to be a dead message of the queue, or all of the queue's.
-func (s *Store) deadIDs(ctx context.Context, tx pgx.Tx, queue string, ids []int64) ([]int64, []*string, error) {
+func (s *backend) deadIDs(ctx context.Context, tx pgx.Tx, queue string, ids []int64) ([]int64, []*string, error) {
 	rows, err := tx.Query(ctx, s.sql.deadRows, replan, queue, ids, len(ids) == 0)
 	if err != nil {
 		return nil, nil, err
@@ -947,16 +853,9 @@ func (s *Store) deadIDs(ctx context.Context, tx pgx.Tx, queue string, ids []int6
 	return got, keys, nil
 }
 
-// Redrive implements store.Store.
-func (s *Store) Redrive(ctx context.Context, queue string, ids []int64) (int, error) {
-	if err := store.CheckQueue(queue); err != nil {
-		return 0, err
-	}
-	if err := store.CheckIDs(ids); err != nil {
-		return 0, err
-	}
+func (s *backend) Redrive(ctx context.Context, queue string, ids []int64) (int, error) {
 	n := 0
-	err := s.inTx(ctx, "redrive", func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		got, keys, err := s.deadIDs(ctx, tx, queue, ids)
 		if err != nil {
 			return err
@@ -978,22 +877,12 @@ func (s *Store) Redrive(ctx context.Context, queue string, ids []int64) (int, er
 		n = len(got)
 		return s.notify(ctx, s.pgxRunner(tx), []string{queue}, nil)
 	})
-	if err == nil {
-		s.Notify(queue)
-	}
 	return n, err
 }
 
-// Purge implements store.Store.
-func (s *Store) Purge(ctx context.Context, queue string, ids []int64) (int, error) {
-	if err := store.CheckQueue(queue); err != nil {
-		return 0, err
-	}
-	if err := store.CheckIDs(ids); err != nil {
-		return 0, err
-	}
+func (s *backend) Purge(ctx context.Context, queue string, ids []int64) (int, error) {
 	n := 0
-	err := s.inTx(ctx, "purge", func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		got, _, err := s.deadIDs(ctx, tx, queue, ids)
 		if err != nil {
 			return err
@@ -1005,86 +894,72 @@ func (s *Store) Purge(ctx context.Context, queue string, ids []int64) (int, erro
 	return n, err
 }
 
-// Stats implements store.Store.
-func (s *Store) Stats(ctx context.Context, queue string) (store.Stats, error) {
-	if err := store.CheckQueue(queue); err != nil {
-		return store.Stats{}, err
-	}
-	if s.closed.Load() {
-		return store.Stats{}, store.ErrClosed
-	}
+func (s *backend) Stats(ctx context.Context, queue string) (store.Stats, error) {
 	st := store.Stats{Queue: queue}
 	err := s.pool.QueryRow(ctx, s.sql.stats, replan, s.now(), queue).Scan(
 		&st.Pending, &st.Waiting, &st.Processing, &st.Completed, &st.Dead, &st.BlockedKeys, &st.OldestPendingAge)
 	if err != nil {
-		return store.Stats{}, fmt.Errorf("postgres store: stats: %w", err)
+		return store.Stats{}, err
 	}
 	return st, nil
 }
 
-// List implements store.Store.
-func (s *Store) List(ctx context.Context, f store.ListFilter) ([]store.Info, error) {
+// List lists through the pool.
+func (s *backend) List(ctx context.Context, f store.ListFilter) ([]store.Info, error) {
 	return s.listPgx(ctx, s.pool, f)
 }
 
 // ListTx is List inside the caller's transaction tx: it sees what tx has
 // enqueued before it commits (a test's way to check an outbox).
 func (s *Store) ListTx(ctx context.Context, tx pgx.Tx, f store.ListFilter) ([]store.Info, error) {
-	return s.listPgx(ctx, tx, f)
+	f, err := s.core.CheckList(f)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.b.listPgx(ctx, tx, f)
+	return out, s.core.Failed("list", err)
 }
 
 // ListTx is List inside a database/sql transaction tx on the same
 // database.
 func (s SQLStore) ListTx(ctx context.Context, tx *sql.Tx, f store.ListFilter) ([]store.Info, error) {
-	limit, err := s.checkList(f)
+	f, err := s.core.CheckList(f)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := tx.QueryContext(ctx, s.sql.list[f.State], f.Queue, f.AfterID, limit)
+	out, err := s.b.listSQL(ctx, tx, f)
+	return out, s.core.Failed("list", err)
+}
+
+// listSQL lists through a database/sql transaction.
+func (s *backend) listSQL(ctx context.Context, tx *sql.Tx, f store.ListFilter) ([]store.Info, error) {
+	rows, err := tx.QueryContext(ctx, s.sql.list[f.State], f.Queue, f.AfterID, f.Limit)
 	if err != nil {
-		return nil, fmt.Errorf("postgres store: list: %w", err)
+		return nil, err
 	}
 	defer rows.Close()
 	var out []store.Info
 	for rows.Next() {
 		in, err := scanInfo(rows, f)
 		if err != nil {
-			return nil, fmt.Errorf("postgres store: list: %w", err)
+			return nil, err
 		}
 		out = append(out, in)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres store: list: %w", err)
-	}
-	return out, nil
-}
-
-func (s *Store) checkList(f store.ListFilter) (int, error) {
-	limit, err := store.CheckListFilter(f)
-	if err != nil {
-		return 0, err
-	}
-	if s.closed.Load() {
-		return 0, store.ErrClosed
-	}
-	return limit, nil
+	return out, rows.Err()
 }
 
 // listPgx lists through q, the pool or a pgx transaction.
-func (s *Store) listPgx(ctx context.Context, q interface {
+func (s *backend) listPgx(ctx context.Context, q interface {
 	Query(context.Context, string, ...any) (pgx.Rows, error)
 }, f store.ListFilter) ([]store.Info, error) {
-	limit, err := s.checkList(f)
+	rows, err := q.Query(ctx, s.sql.list[f.State], replan, f.Queue, f.AfterID, f.Limit)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := q.Query(ctx, s.sql.list[f.State], replan, f.Queue, f.AfterID, limit)
-	if err != nil {
-		return nil, fmt.Errorf("postgres store: list: %w", err)
-	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Info, error) { return scanInfo(r, f) })
 	if err != nil {
-		return nil, fmt.Errorf("postgres store: list: %w", err)
+		return nil, err
 	}
 	return out, nil
 }
@@ -1110,17 +985,10 @@ func scanInfo(r interface{ Scan(...any) error }, f store.ListFilter) (store.Info
 	return in, err
 }
 
-// DeleteCompleted implements store.Store.
-func (s *Store) DeleteCompleted(ctx context.Context, retention time.Duration, limit int) (int, error) {
-	if err := store.CheckRetention(retention, limit); err != nil {
-		return 0, err
-	}
-	if s.closed.Load() {
-		return 0, store.ErrClosed
-	}
+func (s *backend) DeleteCompleted(ctx context.Context, retention time.Duration, limit int) (int, error) {
 	var n int
 	if err := s.pool.QueryRow(ctx, s.sql.deleteCompleted, replan, s.now(), micros(retention), micros(s.opts.DedupWindow), limit).Scan(&n); err != nil {
-		return 0, fmt.Errorf("postgres store: delete completed: %w", err)
+		return 0, err
 	}
 	return n, nil
 }

@@ -35,11 +35,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/internal/sqlstate"
+	"github.com/leasehold/leasehold/internal/storecore"
 	"github.com/leasehold/leasehold/store"
 	"golang.org/x/sys/unix"
 
@@ -92,12 +92,18 @@ type Config struct {
 
 // Store is a store.Store in a SQLite file.
 type Store struct {
-	store.Wakeups
-	db     *sql.DB
-	clk    clock.Clock
-	opts   store.Options
-	closed atomic.Bool
-	st     statements
+	store.Store
+	core *storecore.Store
+	b    *backend
+}
+
+// backend runs the store's transactions; storecore checks what reaches it.
+type backend struct {
+	wake *storecore.Wakeups
+	db   *sql.DB
+	clk  clock.Clock
+	opts store.Options
+	st   statements
 }
 
 var _ store.Store = (*Store)(nil)
@@ -155,7 +161,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	db.SetMaxOpenConns(1)
 	db.SetConnMaxIdleTime(0)
 	db.SetConnMaxLifetime(0)
-	s := &Store{db: db, clk: clock.OrSystem(cfg.Clock), opts: cfg.Options.WithDefaults()}
+	b := &backend{wake: new(storecore.Wakeups), db: db, clk: clock.OrSystem(cfg.Clock), opts: cfg.Options.WithDefaults()}
 	check := migrate
 	if cfg.ReadOnly {
 		check = checkVersion
@@ -164,11 +170,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlite store: %s: %w", cfg.Path, openError(cfg.Path, err))
 	}
-	if err := s.st.prepare(ctx, db); err != nil {
+	if err := b.st.prepare(ctx, db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite store: %s: %w", cfg.Path, err)
 	}
-	return s, nil
+	core := storecore.New(storecore.Config{Name: "sqlite store", Options: b.opts, Wakeups: b.wake}, b)
+	return &Store{Store: core, core: core, b: b}, nil
 }
 
 // uriPath escapes a file path for a file: URI.
@@ -266,66 +273,58 @@ func migrate(ctx context.Context, db *sql.DB) error {
 
 // DB returns the store's database handle, for transactions that enqueue
 // with EnqueueTx.
-func (s *Store) DB() *sql.DB { return s.db }
+func (s *Store) DB() *sql.DB { return s.b.db }
 
-// DeleteQueue implements store.Store.
-func (s *Store) DeleteQueue(ctx context.Context, queue string) (int, error) {
-	if err := store.CheckQueue(queue); err != nil {
-		return 0, err
-	}
+// Notify wakes this process's receivers of the queue: call it after
+// committing a transaction that enqueued with EnqueueTx.
+func (s *Store) Notify(queue string) { s.b.wake.Notify(queue) }
+
+func (s *backend) DeleteQueue(ctx context.Context, queue string) (int, error) {
+	return s.affected(ctx, sqlDeleteQueue, func(int64) []any { return []any{queue} })
+}
+
+// affected runs one statement in a write transaction, with arguments made
+// from the transaction's time, and returns how many rows it changed.
+func (s *backend) affected(ctx context.Context, query string, args func(now int64) []any) (int, error) {
 	var n int64
-	err := s.write(ctx, func(tx *sql.Tx, _ int64) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM leasehold_messages WHERE queue = ?`, queue)
+	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
+		res, err := tx.ExecContext(ctx, query, args(now)...)
 		if err != nil {
 			return err
 		}
 		n, err = res.RowsAffected()
 		return err
 	})
-	if err != nil {
-		return 0, fmt.Errorf("sqlite store: delete queue: %w", err)
-	}
-	return int(n), nil
+	return int(n), err
 }
 
-// Queues implements store.Store.
-func (s *Store) Queues(ctx context.Context) ([]string, error) {
-	if s.closed.Load() {
-		return nil, store.ErrClosed
-	}
-	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT queue FROM leasehold_messages ORDER BY queue`)
+func (s *backend) Queues(ctx context.Context) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, sqlQueues)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite store: queues: %w", err)
+		return nil, err
 	}
 	defer rows.Close()
 	var out []string
 	for rows.Next() {
 		var q string
 		if err := rows.Scan(&q); err != nil {
-			return nil, fmt.Errorf("sqlite store: queues: %w", err)
+			return nil, err
 		}
 		out = append(out, q)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite store: queues: %w", err)
+		return nil, err
 	}
 	return out, nil
 }
 
 // Ping checks the database.
-func (s *Store) Ping(ctx context.Context) error {
-	if s.closed.Load() {
-		return store.ErrClosed
-	}
+func (s *backend) Ping(ctx context.Context) error {
 	return s.db.PingContext(ctx)
 }
 
 // Close closes the database.
-func (s *Store) Close() error {
-	if s.closed.Swap(true) {
-		return nil
-	}
-	s.NotifyAll()
+func (s *backend) Close() error {
 	s.st.close()
 	return s.db.Close()
 }
@@ -349,26 +348,22 @@ func nullable(s string) any {
 }
 
 // write runs fn in one IMMEDIATE transaction at the current time.
-func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx, now int64) error) error {
-	if s.closed.Load() {
-		return store.ErrClosed
-	}
+func (s *backend) write(ctx context.Context, fn func(tx *sql.Tx, now int64) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("sqlite store: begin: %w", err)
+		return fmt.Errorf("begin: %w", err)
 	}
 	if err := fn(tx, micros(s.clk.Now())); err != nil {
 		tx.Rollback()
 		return err
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite store: commit: %w", err)
+		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
 }
 
-// Enqueue implements store.Store.
-func (s *Store) Enqueue(ctx context.Context, msgs []store.NewMessage) ([]store.Enqueued, error) {
+func (s *backend) Enqueue(ctx context.Context, msgs []store.NewMessage) ([]store.Enqueued, error) {
 	var out []store.Enqueued
 	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
 		var err error
@@ -378,7 +373,6 @@ func (s *Store) Enqueue(ctx context.Context, msgs []store.NewMessage) ([]store.E
 	if err != nil {
 		return nil, err
 	}
-	s.notifyQueues(msgs)
 	return out, nil
 }
 
@@ -391,38 +385,27 @@ func (s *Store) Enqueue(ctx context.Context, msgs []store.NewMessage) ([]store.E
 // process learn of them at their next poll, or at once if the caller calls
 // Notify(queue) after the commit.
 func (s *Store) EnqueueTx(ctx context.Context, tx *sql.Tx, msgs []store.NewMessage) ([]store.Enqueued, error) {
-	if s.closed.Load() {
-		return nil, store.ErrClosed
-	}
-	return s.enqueueTx(ctx, tx, msgs, micros(s.clk.Now()))
-}
-
-func (s *Store) notifyQueues(msgs []store.NewMessage) {
-	last := ""
-	for _, m := range msgs {
-		if m.Queue != last {
-			s.Notify(m.Queue)
-			last = m.Queue
-		}
-	}
-}
-
-func (s *Store) enqueueTx(ctx context.Context, tx *sql.Tx, msgs []store.NewMessage, now int64) ([]store.Enqueued, error) {
-	msgs, err := store.CheckNewMessages(msgs, s.opts)
+	msgs, err := s.core.CheckEnqueue(msgs)
 	if err != nil {
 		return nil, err
 	}
+	out, err := s.b.enqueueTx(ctx, tx, msgs, micros(s.b.clk.Now()))
+	return out, s.core.Failed("enqueue", err)
+}
+
+func (s *backend) enqueueTx(ctx context.Context, tx *sql.Tx, msgs []store.NewMessage, now int64) ([]store.Enqueued, error) {
+	var err error
 	insert := tx.StmtContext(ctx, s.st.insert)
 	out := make([]store.Enqueued, len(msgs))
 	for i := range msgs {
 		if out[i], err = s.enqueueOne(ctx, tx, insert, &msgs[i], now); err != nil {
-			return nil, fmt.Errorf("sqlite store: enqueue: %w", err)
+			return nil, err
 		}
 	}
 	return out, nil
 }
 
-func (s *Store) enqueueOne(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, m *store.NewMessage, now int64) (store.Enqueued, error) {
+func (s *backend) enqueueOne(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, m *store.NewMessage, now int64) (store.Enqueued, error) {
 	if m.DedupID != "" {
 		var id, at int64
 		err := tx.StmtContext(ctx, s.st.dedupGet).QueryRowContext(ctx, m.Queue, m.DedupID).Scan(&id, &at)
@@ -450,11 +433,7 @@ func (s *Store) enqueueOne(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, m 
 	return store.Enqueued{ID: id}, err
 }
 
-// Claim implements store.Store.
-func (s *Store) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, error) {
-	if err := store.CheckClaim(c); err != nil {
-		return nil, err
-	}
+func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, error) {
 	var out []store.Delivery
 	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
 		var base int64
@@ -491,18 +470,14 @@ func (s *Store) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, err
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite store: claim: %w", err)
+		return nil, err
 	}
 	// RETURNING gives no order; the fencing tokens follow the claim order.
 	slices.SortFunc(out, func(a, b store.Delivery) int { return cmp.Compare(a.FencingToken, b.FencingToken) })
 	return out, nil
 }
 
-// Extend implements store.Store.
-func (s *Store) Extend(ctx context.Context, leases []store.Lease, extension time.Duration) (store.Extended, error) {
-	if err := store.CheckExtend(leases, extension); err != nil {
-		return store.Extended{}, err
-	}
+func (s *backend) Extend(ctx context.Context, leases []store.Lease, extension time.Duration) (store.Extended, error) {
 	var res store.Extended
 	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
 		until := now + extension.Microseconds()
@@ -526,11 +501,11 @@ func (s *Store) Extend(ctx context.Context, leases []store.Lease, extension time
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		res.Lost = store.LostLeases(leases, extended)
+		res.Lost = storecore.LostLeases(leases, extended)
 		return nil
 	})
 	if err != nil {
-		return store.Extended{}, fmt.Errorf("sqlite store: extend: %w", err)
+		return store.Extended{}, err
 	}
 	return res, nil
 }
@@ -554,7 +529,7 @@ func leasesJSON[T any](items []T, lease func(T) store.Lease) string {
 }
 
 // promote lets the next waiting message of a key go.
-func (s *Store) promote(ctx context.Context, tx *sql.Tx, queue string, key sql.NullString) error {
+func (s *backend) promote(ctx context.Context, tx *sql.Tx, queue string, key sql.NullString) error {
 	if !key.Valid {
 		return nil
 	}
@@ -562,15 +537,10 @@ func (s *Store) promote(ctx context.Context, tx *sql.Tx, queue string, key sql.N
 	return err
 }
 
-// Complete implements store.Store.
-func (s *Store) Complete(ctx context.Context, cs []store.Completion) ([]error, error) {
-	replies, err := store.CheckCompletions(cs, s.opts)
-	if err != nil {
-		return nil, err
-	}
+func (s *backend) Complete(ctx context.Context, cs []store.Completion) ([]error, error) {
 	results := make([]error, len(cs))
 	var woken []store.NewMessage
-	err = s.write(ctx, func(tx *sql.Tx, now int64) error {
+	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
 		woken = woken[:0]
 		if len(cs) == 0 {
 			return nil
@@ -613,31 +583,26 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) ([]error, e
 				}
 				woken = append(woken, store.NewMessage{Queue: d.queue})
 			}
-			if replies[i] != nil {
-				if _, err := s.enqueueOne(ctx, tx, tx.StmtContext(ctx, s.st.insert), replies[i], now); err != nil {
+			if c.Reply != nil {
+				if _, err := s.enqueueOne(ctx, tx, tx.StmtContext(ctx, s.st.insert), c.Reply, now); err != nil {
 					return err
 				}
-				woken = append(woken, *replies[i])
+				woken = append(woken, *c.Reply)
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite store: complete: %w", err)
+		return nil, err
 	}
-	s.notifyQueues(woken)
+	s.wake.NotifyMessages(woken)
 	return results, nil
 }
 
-// Fail implements store.Store.
-func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
-	f, err := store.CheckFailure(f, s.opts)
-	if err != nil {
-		return false, err
-	}
+func (s *backend) Fail(ctx context.Context, f store.Failure) (bool, error) {
 	var dead bool
 	var queue string
-	err = s.write(ctx, func(tx *sql.Tx, now int64) error {
+	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
 		var deliveries, max int
 		var key sql.NullString
 		err := tx.StmtContext(ctx, s.st.current).QueryRowContext(ctx, f.MessageID, f.FencingToken, now).Scan(&deliveries, &max, &queue, &key)
@@ -645,17 +610,17 @@ func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
 			return store.LeaseLost(f.Lease)
 		}
 		if err != nil {
-			return fmt.Errorf("sqlite store: fail: %w", err)
+			return err
 		}
 		dead = f.Permanent || deliveries >= max
 		if dead {
 			if _, err := tx.ExecContext(ctx, sqlKill,
 				string(f.Reason), f.Error, now, f.MessageID); err != nil {
-				return fmt.Errorf("sqlite store: fail: %w", err)
+				return err
 			}
 			if f.Reply != nil {
 				if _, err := s.enqueueOne(ctx, tx, tx.StmtContext(ctx, s.st.insert), f.Reply, now); err != nil {
-					return fmt.Errorf("sqlite store: fail: reply: %w", err)
+					return fmt.Errorf("reply: %w", err)
 				}
 			}
 			return s.promote(ctx, tx, queue, key)
@@ -667,22 +632,15 @@ func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	s.Notify(queue)
+	s.wake.Notify(queue)
 	if dead && f.Reply != nil {
-		s.Notify(f.Reply.Queue)
+		s.wake.Notify(f.Reply.Queue)
 	}
 	return dead, nil
 }
 
-// Release implements store.Store.
-func (s *Store) Release(ctx context.Context, r store.Release) error {
-	if err := store.CheckRelease(r); err != nil {
-		return err
-	}
-	if !r.Uncount {
-		_, err := s.Fail(ctx, store.ReleaseFailure(r))
-		return err
-	}
+// Requeue gives a message back without counting its delivery.
+func (s *backend) Requeue(ctx context.Context, r store.Release) error {
 	var queue string
 	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
 		err := tx.QueryRowContext(ctx, sqlRelease,
@@ -691,19 +649,18 @@ func (s *Store) Release(ctx context.Context, r store.Release) error {
 			return store.LeaseLost(r.Lease)
 		}
 		if err != nil {
-			return fmt.Errorf("sqlite store: release: %w", err)
+			return err
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	s.Notify(queue)
+	s.wake.Notify(queue)
 	return nil
 }
 
-// Reap implements store.Store.
-func (s *Store) Reap(ctx context.Context) ([]store.Recovered, error) {
+func (s *backend) Reap(ctx context.Context) ([]store.Recovered, error) {
 	var out []store.Recovered
 	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
 		out = out[:0]
@@ -743,13 +700,7 @@ func (s *Store) Reap(ctx context.Context) ([]store.Recovered, error) {
 		return rows.Err()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite store: reap: %w", err)
-	}
-	slices.SortFunc(out, func(a, b store.Recovered) int { return cmp.Compare(a.ID, b.ID) })
-	for i, r := range out {
-		if i == 0 || out[i-1].Queue != r.Queue {
-			s.Notify(r.Queue)
-		}
+		return nil, err
 	}
 	return out, nil
 }
@@ -785,34 +736,17 @@ func deadIDs(ctx context.Context, tx *sql.Tx, queue string, ids []int64) ([]int6
 	return ids, nil
 }
 
-// Redrive implements store.Store.
-func (s *Store) Redrive(ctx context.Context, queue string, ids []int64) (int, error) {
-	n, err := s.eachDead(ctx, queue, ids, sqlRedrive)
-	if err != nil {
-		return 0, fmt.Errorf("sqlite store: redrive: %w", err)
-	}
-	s.Notify(queue)
-	return n, nil
+func (s *backend) Redrive(ctx context.Context, queue string, ids []int64) (int, error) {
+	return s.eachDead(ctx, queue, ids, sqlRedrive)
 }
 
-// Purge implements store.Store.
-func (s *Store) Purge(ctx context.Context, queue string, ids []int64) (int, error) {
-	n, err := s.eachDead(ctx, queue, ids, sqlPurge)
-	if err != nil {
-		return 0, fmt.Errorf("sqlite store: purge: %w", err)
-	}
-	return n, nil
+func (s *backend) Purge(ctx context.Context, queue string, ids []int64) (int, error) {
+	return s.eachDead(ctx, queue, ids, sqlPurge)
 }
 
 // eachDead runs stmt (?1 the time, ?2 a message id) on each dead message
 // that deadIDs selects, in one transaction, and returns how many.
-func (s *Store) eachDead(ctx context.Context, queue string, ids []int64, stmt string) (int, error) {
-	if err := store.CheckQueue(queue); err != nil {
-		return 0, err
-	}
-	if err := store.CheckIDs(ids); err != nil {
-		return 0, err
-	}
+func (s *backend) eachDead(ctx context.Context, queue string, ids []int64, stmt string) (int, error) {
 	n := 0
 	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
 		ids, err := deadIDs(ctx, tx, queue, ids)
@@ -830,20 +764,13 @@ func (s *Store) eachDead(ctx context.Context, queue string, ids []int64, stmt st
 	return n, err
 }
 
-// Stats implements store.Store.
-func (s *Store) Stats(ctx context.Context, queue string) (store.Stats, error) {
-	if err := store.CheckQueue(queue); err != nil {
-		return store.Stats{}, err
-	}
-	if s.closed.Load() {
-		return store.Stats{}, store.ErrClosed
-	}
+func (s *backend) Stats(ctx context.Context, queue string) (store.Stats, error) {
 	st := store.Stats{Queue: queue}
 	now := micros(s.clk.Now())
 	var oldest sql.NullInt64
 	if err := s.db.QueryRowContext(ctx, statsSQL, queue, now).Scan(&st.Pending, &st.Waiting, &st.Processing, &st.Completed, &st.Dead,
 		&st.BlockedKeys, &oldest); err != nil {
-		return st, fmt.Errorf("sqlite store: stats: %w", err)
+		return st, err
 	}
 	if oldest.Valid {
 		st.OldestPendingAge = time.Duration(now-oldest.Int64) * time.Microsecond
@@ -851,35 +778,30 @@ func (s *Store) Stats(ctx context.Context, queue string) (store.Stats, error) {
 	return st, nil
 }
 
-// List implements store.Store.
-func (s *Store) List(ctx context.Context, f store.ListFilter) ([]store.Info, error) {
+// List lists through the database.
+func (s *backend) List(ctx context.Context, f store.ListFilter) ([]store.Info, error) {
 	return s.list(ctx, s.db, f)
 }
 
 // ListTx is List inside the caller's transaction tx: it sees what tx has
 // enqueued before it commits (a test's way to check an outbox).
 func (s *Store) ListTx(ctx context.Context, tx *sql.Tx, f store.ListFilter) ([]store.Info, error) {
-	return s.list(ctx, tx, f)
-}
-
-// list lists through q, the database or a transaction.
-func (s *Store) list(ctx context.Context, q interface {
-	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}, f store.ListFilter) ([]store.Info, error) {
-	limit, err := store.CheckListFilter(f)
+	f, err := s.core.CheckList(f)
 	if err != nil {
 		return nil, err
 	}
-	if s.closed.Load() {
-		return nil, store.ErrClosed
-	}
-	// The state is a literal so that SQLite can use the state's partial index.
-	rows, err := q.QueryContext(ctx, fmt.Sprintf(`SELECT id, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
-			worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at, kind
-		FROM leasehold_messages WHERE queue = ? AND state = %d AND id > ? ORDER BY id LIMIT ?`, int(f.State)),
-		f.Queue, f.AfterID, limit)
+	out, err := s.b.list(ctx, tx, f)
+	return out, s.core.Failed("list", err)
+}
+
+// list lists through q, the database or a transaction.
+func (s *backend) list(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, f store.ListFilter) ([]store.Info, error) {
+	rows, err := q.QueryContext(ctx, fmt.Sprintf(sqlList, int(f.State)),
+		f.Queue, f.AfterID, f.Limit)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite store: list: %w", err)
+		return nil, err
 	}
 	defer rows.Close()
 	var out []store.Info
@@ -890,7 +812,7 @@ func (s *Store) list(ctx context.Context, q interface {
 		var locked, finished sql.NullInt64
 		if err := rows.Scan(&in.ID, &key, &dedup, &in.Payload, &in.Deliveries, &in.MaxDeliveries, &in.FencingToken,
 			&worker, &lastErr, &reason, &enq, &vis, &locked, &finished, &kind); err != nil {
-			return nil, fmt.Errorf("sqlite store: list: %w", err)
+			return nil, err
 		}
 		in.Key, in.DedupID, in.WorkerID, in.LastError, in.DeadReason = key.String, dedup.String, worker.String, lastErr.String, store.DeadReason(reason.String)
 		in.Kind = kind.String
@@ -902,28 +824,13 @@ func (s *Store) list(ctx context.Context, q interface {
 		out = append(out, in)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite store: list: %w", err)
+		return nil, err
 	}
 	return out, nil
 }
 
-// DeleteCompleted implements store.Store.
-func (s *Store) DeleteCompleted(ctx context.Context, retention time.Duration, limit int) (int, error) {
-	if err := store.CheckRetention(retention, limit); err != nil {
-		return 0, err
-	}
-	var n int64
-	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
-		r, err := tx.ExecContext(ctx, sqlDeleteCompleted,
-			now-retention.Microseconds(), now-s.opts.DedupWindow.Microseconds(), limit)
-		if err != nil {
-			return err
-		}
-		n, err = r.RowsAffected()
-		return err
+func (s *backend) DeleteCompleted(ctx context.Context, retention time.Duration, limit int) (int, error) {
+	return s.affected(ctx, sqlDeleteCompleted, func(now int64) []any {
+		return []any{now - retention.Microseconds(), now - s.opts.DedupWindow.Microseconds(), limit}
 	})
-	if err != nil {
-		return 0, fmt.Errorf("sqlite store: delete completed: %w", err)
-	}
-	return int(n), nil
 }

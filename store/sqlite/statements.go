@@ -110,6 +110,16 @@ var (
 		WHERE id = ?2 AND state = {dead}`)
 	// sqlPurge deletes a dead message.
 	sqlPurge = sqlstate.Expand(`DELETE FROM leasehold_messages WHERE id = ?2 AND state = {dead}`)
+	// sqlDeleteQueue deletes every message of a queue.
+	sqlDeleteQueue = `DELETE FROM leasehold_messages WHERE queue = ?`
+	// sqlQueues lists the queues that hold messages.
+	sqlQueues = `SELECT DISTINCT queue FROM leasehold_messages ORDER BY queue`
+	// sqlList lists a queue's messages in one state by id. The state's code
+	// is written in (%d) rather than bound, so that SQLite can use the
+	// state's partial index.
+	sqlList = `SELECT id, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
+			worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at, kind
+		FROM leasehold_messages WHERE queue = ? AND state = %d AND id > ? ORDER BY id LIMIT ?`
 	// sqlDeleteCompleted deletes completed messages past the retention and the dedup window, a batch at a time.
 	sqlDeleteCompleted = sqlstate.Expand(`DELETE FROM leasehold_messages WHERE id IN (
 				SELECT id FROM leasehold_messages WHERE state = {completed} AND finished_at <= ? AND enqueued_at <= ? LIMIT ?)`)

@@ -1,10 +1,15 @@
-package store
+package storecore
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/leasehold/leasehold/store"
+)
 
 // Wakeups hands out per-queue channels that are closed when the queue may
-// have claimable messages. Backends embed one to implement Store.Wakeup.
-// The zero value is ready to use.
+// have claimable messages: a Store implements Wakeup with them, and its
+// backend notifies them after a change commits. The zero value is ready to
+// use.
 type Wakeups struct {
 	mu sync.Mutex
 	ch map[string]chan struct{}
@@ -43,5 +48,17 @@ func (w *Wakeups) NotifyAll() {
 	for q, c := range w.ch {
 		close(c)
 		delete(w.ch, q)
+	}
+}
+
+// NotifyMessages wakes the queues of msgs, each once when msgs are in
+// runs of one queue (as batches usually are).
+func (w *Wakeups) NotifyMessages(msgs []store.NewMessage) {
+	last := ""
+	for _, m := range msgs {
+		if m.Queue != last {
+			w.Notify(m.Queue)
+			last = m.Queue
+		}
 	}
 }

@@ -1,0 +1,241 @@
+-- Every statement the PostgreSQL store runs, by name. Each "-- name: X"
+-- line starts one; the comments under it say why it is written so.
+--
+-- Written in when the store opens:
+--   {s}                       the schema, quoted
+--   {pending}, {waiting}, {processing}, {completed}, {dead}
+--                             the message states' codes
+--   {state}                   in list: the listed state's code
+--
+-- In every statement with a time, $1 is the time authority's now: the
+-- injected clock's time, or NULL for the database's now(), hence
+-- COALESCE($1::timestamptz, now()). Durations travel as microseconds.
+
+-- name: lockKeys
+-- Transaction-scoped advisory locks on key and dedup names, given sorted.
+SELECT pg_advisory_xact_lock(hashtextextended(n, 0)) FROM unnest($1::text[]) AS n
+
+-- name: notify
+-- Wakes receivers of each queue in every process once the transaction
+-- commits.
+SELECT pg_notify($1, q) FROM unnest($2::text[]) AS q
+
+-- name: isolation
+SELECT current_setting('transaction_isolation')
+
+-- name: insertBulk
+-- Messages without keys or dedup ids, in one statement, ids drawn in
+-- input order.
+INSERT INTO {s}.messages (queue, reply_to, payload, state, max_deliveries, enqueued_at, visible_at, kind)
+SELECT q, r, p, {pending}, md, COALESCE($1::timestamptz, now()), COALESCE($1::timestamptz, now()) + d * interval '1 microsecond', k
+FROM unnest($2::text[], $3::text[], $4::bytea[], $5::int[], $6::bigint[], $7::text[]) WITH ORDINALITY AS u(q, r, p, md, d, k, ord)
+ORDER BY ord
+RETURNING id
+
+-- name: insertOne
+-- One message, waiting behind its key's unfinished head if there is one.
+-- The caller holds the key's lock.
+INSERT INTO {s}.messages (queue, key, dedup_id, reply_to, payload, state, max_deliveries, enqueued_at, visible_at, kind)
+VALUES ($2, $3, $4, $5, $6,
+	CASE WHEN $3::text IS NOT NULL AND EXISTS (SELECT 1 FROM {s}.messages WHERE queue = $2 AND key = $3 AND state IN ({pending}, {processing}))
+		THEN {waiting} ELSE {pending} END,
+	$7, COALESCE($1::timestamptz, now()), COALESCE($1::timestamptz, now()) + $8 * interval '1 microsecond', $9)
+RETURNING id
+
+-- name: dedupGet
+-- The message holding a dedup id, and whether it is inside the window ($4).
+SELECT id, enqueued_at > COALESCE($1::timestamptz, now()) - $4 * interval '1 microsecond'
+FROM {s}.messages WHERE queue = $2 AND dedup_id = $3
+
+-- name: dedupClear
+UPDATE {s}.messages SET dedup_id = NULL WHERE id = $1
+
+-- name: claim
+-- The rows are chosen and locked in a subquery whose ids reach the update
+-- as one array, read through the primary key whatever the statistics say;
+-- a join of the locked rows with the table could be planned as a scan of
+-- the whole table. The rows are locked, so the update needs no second test
+-- of their state. The update takes them in id order, so the batch is
+-- sorted afterwards, oldest visible first.
+WITH u AS (
+	UPDATE {s}.messages m
+	SET state = {processing}, deliveries = m.deliveries + 1, fencing_token = nextval('{s}.fence'), worker_id = $4,
+		locked_until = COALESCE($1::timestamptz, now()) + $5 * interval '1 microsecond'
+	WHERE m.id = ANY(ARRAY(
+		SELECT id FROM {s}.messages
+		WHERE queue = $2 AND state = {pending} AND visible_at <= COALESCE($1::timestamptz, now())
+		ORDER BY visible_at, id
+		LIMIT $3
+		FOR UPDATE SKIP LOCKED))
+	RETURNING m.id, m.key, m.payload, m.reply_to, m.dedup_id, m.deliveries, m.max_deliveries, m.enqueued_at,
+		m.fencing_token, m.locked_until, m.visible_at, m.kind)
+SELECT id, key, payload, reply_to, dedup_id, deliveries, max_deliveries, enqueued_at, fencing_token, locked_until, kind
+FROM u ORDER BY visible_at, id
+
+-- name: extend
+-- Renews the current leases among those in the arrays of ids ($2) and
+-- fencing tokens ($3). One row per extended lease, or one row of NULLs when
+-- none was: the expiry is reported either way.
+--
+-- Each lease's row is looked up on its own, through the primary key, and
+-- the ids found reach the update as one array. A join of the arrays with
+-- the table would leave the planner a choice between those lookups and a
+-- scan of the whole table with a hash join, and with statistics gathered at
+-- the wrong moment (a histogram of lease expiries all in the past, say) it
+-- picks the scan, whose cost grows with the table. An array computed in
+-- the statement has a length the planner does not know and guesses small,
+-- so the update reads its rows through the primary key whatever the
+-- statistics say. The second test of the fence and the expiry on m is for a
+-- row that changed while the statement ran; tokens come from one sequence,
+-- so a token of the batch on that row is a lease of the batch.
+--
+-- "state + 0" keeps the lookup off messages_processing, whose predicate
+-- "state = {processing}" the planner would otherwise prove: that index
+-- keeps an entry for every lease taken since the last VACUUM (entries a
+-- bitmap scan never marks dead), so a scan of its unexpired range costs in
+-- proportion to throughput times the lease duration, not to the leases
+-- asked about.
+WITH u AS (
+	UPDATE {s}.messages m SET locked_until = COALESCE($1::timestamptz, now()) + $4 * interval '1 microsecond'
+	WHERE m.id = ANY(ARRAY(
+			SELECT h.id FROM unnest($2::bigint[], $3::bigint[]) AS l(id, fence)
+			CROSS JOIN LATERAL (SELECT h.id FROM {s}.messages h
+				WHERE h.id = l.id AND h.fencing_token = l.fence AND h.state + 0 = {processing}
+					AND h.locked_until > COALESCE($1::timestamptz, now())
+				LIMIT 1) AS h))
+		AND m.fencing_token = ANY($3::bigint[]) AND m.state + 0 = {processing} AND m.locked_until > COALESCE($1::timestamptz, now())
+	RETURNING m.id, m.fencing_token)
+SELECT u.id, u.fencing_token, COALESCE($1::timestamptz, now()) + $4 * interval '1 microsecond'
+FROM (SELECT 1) AS one LEFT JOIN u ON true
+
+-- name: complete
+-- Completes the current leases among those in the arrays of ids ($2) and
+-- fencing tokens ($3), found as extend finds them.
+UPDATE {s}.messages m SET state = {completed}, finished_at = COALESCE($1::timestamptz, now())
+WHERE m.id = ANY(ARRAY(
+		SELECT h.id FROM unnest($2::bigint[], $3::bigint[]) AS l(id, fence)
+		CROSS JOIN LATERAL (SELECT h.id FROM {s}.messages h
+			WHERE h.id = l.id AND h.fencing_token = l.fence AND h.state + 0 = {processing}
+				AND h.locked_until > COALESCE($1::timestamptz, now())
+			LIMIT 1) AS h))
+	AND m.fencing_token = ANY($3::bigint[]) AND m.state + 0 = {processing} AND m.locked_until > COALESCE($1::timestamptz, now())
+RETURNING m.id, m.fencing_token, m.queue, m.key
+
+-- name: promote
+-- Lets the next waiting message of a key go. The caller holds the key's
+-- lock and has finished its head.
+UPDATE {s}.messages SET state = {pending} WHERE id = (
+	SELECT id FROM {s}.messages WHERE queue = $1 AND key = $2 AND state = {waiting} ORDER BY id LIMIT 1)
+
+-- name: current
+-- The message of one lease ($2, $3) if the lease is current, locked. The
+-- row is found through the primary key ("state + 0": see extend).
+SELECT m.deliveries, m.max_deliveries, m.queue, m.key FROM {s}.messages m
+WHERE m.id = $2 AND m.fencing_token = $3 AND m.state + 0 = {processing} AND m.locked_until > COALESCE($1::timestamptz, now())
+FOR UPDATE
+
+-- name: retry
+UPDATE {s}.messages SET state = {pending}, visible_at = COALESCE($1::timestamptz, now()) + $3 * interval '1 microsecond', last_error = $4
+WHERE id = $2
+
+-- name: kill
+UPDATE {s}.messages SET state = {dead}, dead_reason = $3, last_error = $4, finished_at = COALESCE($1::timestamptz, now())
+WHERE id = $2
+
+-- name: release
+-- Gives a message back under its current lease ($2, $3) without counting
+-- the delivery.
+UPDATE {s}.messages m SET state = {pending}, visible_at = COALESCE($1::timestamptz, now()) + $4 * interval '1 microsecond',
+	deliveries = m.deliveries - 1
+WHERE m.id = $2 AND m.fencing_token = $3 AND m.state + 0 = {processing} AND m.locked_until > COALESCE($1::timestamptz, now())
+RETURNING m.queue
+
+-- name: reapScan
+-- A bitmap scan of messages_processing, the planner's choice for a range,
+-- visits every entry of the range in the table and marks none dead; an
+-- ordered index scan marks the entries of leases that have ended since, so
+-- each reap does not read them again. Finished leases leave such entries
+-- at a rate of thousands a second until a VACUUM. A sequential scan would
+-- read the whole table.
+SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off
+
+-- name: reap
+-- Takes back expired leases: pending again, or dead when their deliveries
+-- are used up. The ids reach the update as one array, as the claim's do.
+UPDATE {s}.messages m SET
+	state = CASE WHEN m.deliveries >= m.max_deliveries THEN {dead} ELSE {pending} END,
+	visible_at = COALESCE($1::timestamptz, now()),
+	dead_reason = CASE WHEN m.deliveries >= m.max_deliveries THEN 'lease_expired' ELSE m.dead_reason END,
+	last_error = CASE WHEN m.deliveries >= m.max_deliveries THEN 'lease expired' ELSE m.last_error END,
+	finished_at = CASE WHEN m.deliveries >= m.max_deliveries THEN COALESCE($1::timestamptz, now()) END
+WHERE m.id = ANY(ARRAY(
+	SELECT id FROM {s}.messages WHERE state = {processing} AND locked_until <= COALESCE($1::timestamptz, now())
+	FOR UPDATE SKIP LOCKED))
+RETURNING m.id, m.queue, m.key, m.state, COALESCE($1::timestamptz, now()) - m.locked_until
+
+-- name: deadRows
+-- A queue's dead messages, locked: those in $2, or all when $3.
+SELECT id, key FROM {s}.messages
+WHERE queue = $1 AND state = {dead} AND ($3 OR id = ANY($2::bigint[]))
+ORDER BY id FOR UPDATE
+
+-- name: redrive
+-- Brings a dead message back: behind its key's unfinished head, or pending.
+UPDATE {s}.messages m SET deliveries = 0, dead_reason = NULL, finished_at = NULL, visible_at = COALESCE($1::timestamptz, now()),
+	state = CASE WHEN m.key IS NOT NULL AND EXISTS (SELECT 1 FROM {s}.messages h
+		WHERE h.queue = m.queue AND h.key = m.key AND h.state IN ({pending}, {processing})) THEN {waiting} ELSE {pending} END
+WHERE m.id = $2
+
+-- name: purge
+DELETE FROM {s}.messages WHERE id = ANY($1::bigint[])
+
+-- name: stats
+-- Each live state is counted through its partial index, completed messages
+-- from their count: nothing reads the completed rows.
+SELECT
+	(SELECT count(*) FROM {s}.messages WHERE queue = $2 AND state = {pending}),
+	(SELECT count(*) FROM {s}.messages WHERE queue = $2 AND state = {waiting}),
+	(SELECT count(*) FROM {s}.messages WHERE queue = $2 AND state = {processing}),
+	(SELECT COALESCE(sum(n), 0) FROM {s}.completed_counts WHERE queue = $2),
+	(SELECT count(*) FROM {s}.messages WHERE queue = $2 AND state = {dead}),
+	(SELECT count(DISTINCT key) FROM {s}.messages WHERE queue = $2 AND state = {waiting}),
+	COALESCE((SELECT COALESCE($1::timestamptz, now()) - min(visible_at) FROM {s}.messages
+		WHERE queue = $2 AND state = {pending} AND visible_at <= COALESCE($1::timestamptz, now())), interval '0')
+
+-- name: countCompleted
+-- Adds $2[i] to queue $1[i]'s completed count, in the shard of this
+-- connection.
+INSERT INTO {s}.completed_counts AS c (queue, shard, n)
+SELECT q, (pg_backend_pid() % 16)::smallint, n FROM unnest($1::text[], $2::bigint[]) AS t(q, n) ORDER BY q
+ON CONFLICT (queue, shard) DO UPDATE SET n = c.n + excluded.n
+
+-- name: deleteCompleted
+-- Completed messages past the retention ($2) and the dedup window ($3), at
+-- most $4, and their counts taken back.
+WITH gone AS (
+	DELETE FROM {s}.messages WHERE id IN (
+		SELECT id FROM {s}.messages
+		WHERE state = {completed} AND finished_at <= COALESCE($1::timestamptz, now()) - $2 * interval '1 microsecond'
+			AND enqueued_at <= COALESCE($1::timestamptz, now()) - $3 * interval '1 microsecond'
+		LIMIT $4 FOR UPDATE SKIP LOCKED)
+	RETURNING queue),
+counted AS (
+	INSERT INTO {s}.completed_counts AS c (queue, shard, n)
+	SELECT queue, (pg_backend_pid() % 16)::smallint, -count(*) FROM gone GROUP BY queue ORDER BY queue
+	ON CONFLICT (queue, shard) DO UPDATE SET n = c.n + excluded.n)
+SELECT count(*) FROM gone
+
+-- name: deleteQueue
+WITH gone AS (DELETE FROM {s}.messages WHERE queue = $1 RETURNING 1),
+uncounted AS (DELETE FROM {s}.completed_counts WHERE queue = $1)
+SELECT count(*) FROM gone
+
+-- name: queues
+SELECT DISTINCT queue FROM {s}.messages ORDER BY queue
+
+-- name: list
+-- A queue's messages in one state, by id. The state is written in rather
+-- than bound, so that the planner can use its partial index.
+SELECT id, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
+	worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at, kind
+FROM {s}.messages WHERE queue = $1 AND state = {state} AND id > $2 ORDER BY id LIMIT $3
