@@ -10,6 +10,10 @@
 -- In every statement with a time, $1 is the time authority's now: the
 -- injected clock's time, or NULL for the database's now(), hence
 -- COALESCE($1::timestamptz, now()). Durations travel as microseconds.
+--
+-- The statements are written by hand, not generated: the schema is chosen
+-- when the store opens (one per test, or per deployment), and a generator
+-- of Go from SQL fixes the names it reads at build time.
 
 -- name: lockKeys
 -- Transaction-scoped advisory locks on key and dedup names, given sorted.

@@ -32,7 +32,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -53,20 +52,11 @@ var migrationFiles embed.FS
 var SchemaVersion = len(migrations())
 
 func migrations() []string {
-	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
-	if err != nil {
-		panic(err) // the pattern is constant and valid
+	ms := storecore.Migrations(migrationFiles)
+	for i, m := range ms {
+		ms[i] = sqlstate.Expand(m)
 	}
-	sort.Strings(names)
-	out := make([]string, len(names))
-	for i, n := range names {
-		b, err := migrationFiles.ReadFile(n)
-		if err != nil {
-			panic(err) // embedded files are always readable
-		}
-		out[i] = sqlstate.Expand(string(b))
-	}
-	return out
+	return ms
 }
 
 // Config configures a Store.
