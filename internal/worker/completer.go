@@ -3,6 +3,8 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"math"
 	"time"
 
@@ -18,6 +20,63 @@ const completeAttempts = 5
 
 // completeBackoff spaces the tries of a completion call.
 var completeBackoff = backoff.Exponential{Initial: 100 * time.Millisecond, Max: time.Second, Jitter: backoff.NoJitter}
+
+// succeeded settles a job whose handler returned nil. With one slot in the
+// whole worker there is one completion at a time and nothing to batch, so
+// the message is completed at once, without the handoff; otherwise the job
+// is readied for the completer, and succeeded reports true: the caller hands
+// it over.
+func (w *Worker) succeeded(ctx context.Context, j *job, log *msgLog, msg *Message) bool {
+	if w.cfg.concurrency == 1 {
+		w.complete(ctx, log, msg, j.until)
+		return false
+	}
+	j.handled, j.completion = msg, w.completion(msg)
+	return true
+}
+
+// complete completes msg, sending the reply when it names a ReplyTo queue;
+// its lease ends at until, on the monotonic clock.
+func (w *Worker) complete(ctx context.Context, log *msgLog, msg *Message, until time.Duration) {
+	errs, err := w.storeComplete(ctx, []store.Completion{w.completion(msg)}, until)
+	if err == nil {
+		err = errs[0]
+	}
+	if errors.Is(err, store.ErrInvalid) {
+		// The store refuses the completion itself (a reply too large, say):
+		// retrying cannot help, so the message fails for good, with why
+		// (for a request, in its error reply).
+		w.fail(ctx, log, msg, Permanent(fmt.Errorf("cannot complete: %w", err)), "")
+		return
+	}
+	w.completed(ctx, log, err)
+}
+
+// completion is the store's completion of msg, with its reply when it names
+// a ReplyTo queue.
+func (w *Worker) completion(msg *Message) store.Completion {
+	c := store.Completion{Lease: msg.Lease}
+	if msg.ReplyTo != "" {
+		r := Reply{RequestID: msg.MessageID}
+		if msg.hasReply {
+			r.Output = msg.reply
+		}
+		c.Reply = &store.NewMessage{Queue: msg.ReplyTo, Payload: encodeReply(r)}
+	}
+	return c
+}
+
+// completed records the outcome of one completion.
+func (w *Worker) completed(ctx context.Context, log *msgLog, err error) {
+	if err != nil {
+		log.Warn("completion refused; the message will be delivered again", "error", err)
+		return
+	}
+	w.m.completed.Add(ctx, 1, log.attrs().add...)
+	if log.q.log.Enabled(ctx, slog.LevelDebug) {
+		log.Debug("message completed")
+	}
+}
 
 // storeComplete completes cs. A call that fails as a whole (a dropped
 // connection, say) is tried again with backoff, completeAttempts times at
@@ -78,9 +137,9 @@ func (r *run) completer() {
 		if errors.Is(err, store.ErrInvalid) {
 			// One bad completion must not sink the batch: each goes alone.
 			for _, j := range batch {
-				w.complete(r.ops, &msgLog{q: j.l.q, msg: j.handled}, j.handled, j.until)
+				w.complete(r.ops, &msgLog{q: j.pool.q, msg: j.handled}, j.handled, j.until)
 				j.handled, j.completion = nil, store.Completion{}
-				j.l.done <- j
+				j.pool.done <- j
 			}
 			continue
 		}
@@ -89,9 +148,9 @@ func (r *run) completer() {
 			if e == nil {
 				e = errs[i]
 			}
-			w.completed(r.ops, &msgLog{q: j.l.q, msg: j.handled}, e)
+			w.completed(r.ops, &msgLog{q: j.pool.q, msg: j.handled}, e)
 			j.handled, j.completion = nil, store.Completion{}
-			j.l.done <- j
+			j.pool.done <- j
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"runtime/debug"
 	"time"
@@ -18,7 +17,7 @@ import (
 func (w *Worker) process(j *job) bool {
 	ctx, cancel := j.ctx, j.cancel
 	msg := &Message{Delivery: j.msg.Delivery}
-	log := &msgLog{q: j.l.q, msg: msg} // stays on the stack unless it logs
+	log := &msgLog{q: j.pool.q, msg: msg} // stays on the stack unless it logs
 	attrs := log.attrs()
 	maxProcessing := w.maxProcessingTime(msg.Kind)
 	w.m.inFlight.Add(ctx, 1, attrs.add...)
@@ -35,7 +34,7 @@ func (w *Worker) process(j *job) bool {
 	j.until = until
 	cause := context.Cause(ctx)
 	cancel(nil)
-	opCtx := j.l.r.ops
+	opCtx := j.pool.r.ops
 	w.m.inFlight.Add(opCtx, -1, attrs.add...)
 	w.m.duration.Record(opCtx, took.Seconds(), attrs.rec...)
 	if !j.state.CompareAndSwap(jobRunning, jobFinishing) {
@@ -58,14 +57,7 @@ func (w *Worker) process(j *job) bool {
 	case err != nil:
 		w.fail(opCtx, log, msg, err, "")
 	default:
-		if w.cfg.concurrency == 1 {
-			// One slot, one completion at a time: nothing to batch, so
-			// skip the handoff.
-			w.complete(opCtx, log, msg, until)
-			return false
-		}
-		j.handled, j.completion = msg, w.completion(msg)
-		return true
+		return w.succeeded(opCtx, j, log, msg)
 	}
 	return false
 }
@@ -105,72 +97,6 @@ func (w *Worker) call(ctx context.Context, log *msgLog, msg *Message) (err error
 	}()
 	return w.cfg.Handler.Handle(ctx, msg)
 }
-
-// complete completes msg, sending the reply when it names a ReplyTo queue;
-// its lease ends at until, on the monotonic clock.
-func (w *Worker) complete(ctx context.Context, log *msgLog, msg *Message, until time.Duration) {
-	errs, err := w.storeComplete(ctx, []store.Completion{w.completion(msg)}, until)
-	if err == nil {
-		err = errs[0]
-	}
-	if errors.Is(err, store.ErrInvalid) {
-		// The store refuses the completion itself (a reply too large, say):
-		// retrying cannot help, so the message fails for good, with why
-		// (for a request, in its error reply).
-		w.fail(ctx, log, msg, Permanent(fmt.Errorf("cannot complete: %w", err)), "")
-		return
-	}
-	w.completed(ctx, log, err)
-}
-
-// completion is the store's completion of msg, with its reply when it names
-// a ReplyTo queue.
-func (w *Worker) completion(msg *Message) store.Completion {
-	c := store.Completion{Lease: msg.Lease}
-	if msg.ReplyTo != "" {
-		r := Reply{RequestID: msg.MessageID}
-		if msg.hasReply {
-			r.Output = msg.reply
-		}
-		c.Reply = &store.NewMessage{Queue: msg.ReplyTo, Payload: encodeReply(r)}
-	}
-	return c
-}
-
-// completed records the outcome of one completion.
-func (w *Worker) completed(ctx context.Context, log *msgLog, err error) {
-	if err != nil {
-		log.Warn("completion refused; the message will be delivered again", "error", err)
-		return
-	}
-	w.m.completed.Add(ctx, 1, log.attrs().add...)
-	if log.q.log.Enabled(ctx, slog.LevelDebug) {
-		log.Debug("message completed")
-	}
-}
-
-// msgLog logs about one message. The logger with the message's attributes
-// is built on first use: most messages log nothing.
-type msgLog struct {
-	q   *queue
-	msg *Message
-	l   *slog.Logger
-}
-
-// attrs are the attributes of the message's measurements.
-func (m *msgLog) attrs() *kindAttrs { return m.q.attrs.of(m.msg.Kind) }
-
-func (m *msgLog) logger() *slog.Logger {
-	if m.l == nil {
-		m.l = m.q.log.With("message_id", m.msg.MessageID, "attempt", m.msg.Attempt, "fencing_token", m.msg.FencingToken)
-	}
-	return m.l
-}
-
-func (m *msgLog) Debug(msg string, args ...any) { m.logger().Debug(msg, args...) }
-func (m *msgLog) Info(msg string, args ...any)  { m.logger().Info(msg, args...) }
-func (m *msgLog) Warn(msg string, args ...any)  { m.logger().Warn(msg, args...) }
-func (m *msgLog) Error(msg string, args ...any) { m.logger().Error(msg, args...) }
 
 // fail records a failed delivery: retried after a backoff delay, or
 // dead-lettered when permanent or out of deliveries. A request that is

@@ -6,13 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/internal/mailbox"
-	"github.com/leasehold/leasehold/internal/runstate"
-	"github.com/leasehold/leasehold/store"
 )
 
 // Worker claims messages of its queues and runs a handler on each, under a
@@ -25,14 +21,7 @@ type Worker struct {
 	reaper *Reaper
 	log    *slog.Logger
 	m      *workerMetrics
-
-	state    runstate.State
-	hardOnce sync.Once
-	hard     chan struct{} // closed when the drain must end now
-	hardStop atomic.Bool   // handlers had to be cancelled
-	draining atomic.Bool   // claiming has stopped, for good
-	pauseOne sync.Once
-	pause    chan struct{} // closed by Drain
+	phase  phases
 }
 
 // queue is what a worker keeps of one of its queues between runs.
@@ -63,7 +52,8 @@ func New(cfg Config) (*Worker, error) {
 	if len(r.queues) == 1 {
 		log = log.With("queue", r.queues[0].Name)
 	}
-	w := &Worker{cfg: r, log: log, m: m, hard: make(chan struct{}), pause: make(chan struct{})}
+	w := &Worker{cfg: r, log: log, m: m}
+	w.phase.init(r.Clock, r.ShutdownTimeout)
 	for _, qc := range r.queues {
 		mb, err := mailbox.New(mailbox.Config{Store: r.Store, Queue: qc.Name, WorkerID: r.WorkerID, PollInterval: r.PollInterval, Clock: r.Clock})
 		if err != nil {
@@ -106,29 +96,17 @@ func (w *Worker) Heartbeats() map[string]*Heartbeat {
 }
 
 // Running reports whether Run is running.
-func (w *Worker) Running() bool { return w.state.Running() }
+func (w *Worker) Running() bool { return w.phase.inRun.Load() }
 
 // Draining reports whether the worker has stopped claiming: Shutdown or
 // Drain was called, or Run is ending.
-func (w *Worker) Draining() bool { return w.draining.Load() || w.paused() }
-
-// paused reports whether Drain was called.
-func (w *Worker) paused() bool {
-	select {
-	case <-w.pause:
-		return true
-	default:
-		return false
-	}
-}
+func (w *Worker) Draining() bool { return w.phase.current() >= paused }
 
 // Drain stops claiming but keeps Run going: running handlers finish and
 // their leases are kept, and the process stays up (for a deployment that
 // takes the worker out of rotation before stopping it). Readiness fails
 // from then on.
-func (w *Worker) Drain() {
-	w.pauseOne.Do(func() { close(w.pause) })
-}
+func (w *Worker) Drain() { w.phase.advance(paused) }
 
 // Ready reports whether the worker should be given work: nil unless it is
 // draining or its store cannot be reached.
@@ -158,12 +136,12 @@ func (w *Worker) Ready(ctx context.Context) error {
 //
 // Run may be called once; Shutdown before Run makes it return nil at once.
 func (w *Worker) Run(ctx context.Context) error {
-	ok, err := w.state.Begin()
+	ok, err := w.phase.begin(ctx)
 	if !ok {
 		return err
 	}
-	defer w.state.End()
-	defer w.draining.Store(true)
+	handlersStopped := false
+	defer func() { w.phase.end(handlersStopped) }()
 
 	// The keeper, the reaper and the handlers outlive ctx long enough to
 	// settle every lease. Handlers' contexts are not children of a
@@ -183,69 +161,26 @@ func (w *Worker) Run(ctx context.Context) error {
 		bg.Wait()
 	}()
 
-	// claims ends when the worker stops claiming for good; receives, also
-	// when it drains.
-	claims, stopClaims := context.WithCancel(ctx)
-	defer stopClaims()
-	receives, stopReceives := context.WithCancel(claims)
-	stopping := w.state.Stopping()
-	bg.Go(func() {
-		select {
-		case <-stopping:
-			stopClaims()
-		case <-w.pause:
-			stopReceives()
-			select {
-			case <-stopping:
-				stopClaims()
-			case <-claims.Done():
-			}
-		case <-claims.Done():
-		}
-	})
-
-	r := &run{w: w, base: base, complete: make(chan *job, w.cfg.concurrency)}
-	r.ops, r.cancelOps = context.WithCancel(base)
-	defer r.cancelOps()
-	var completer sync.WaitGroup
-	completer.Go(r.completer)
-	defer func() {
-		close(r.complete)
-		completer.Wait()
-	}()
-
-	// However a claim loop ended, the drain gets at most ShutdownTimeout.
-	var limitOnce sync.Once
-	var drainLimit clock.Timer
-	defer func() {
-		if drainLimit != nil {
-			drainLimit.Stop()
-		}
-	}()
-	claimsOver := func() {
-		stopClaims()
-		w.draining.Store(true)
-		limitOnce.Do(func() { drainLimit = w.cfg.Clock.AfterFunc(w.cfg.ShutdownTimeout, w.hardStopNow) })
-	}
+	r := newRun(w, ctx, base)
+	defer r.close()
 	results := make([]loopResult, len(w.queues))
 	var loops sync.WaitGroup
 	for i, q := range w.queues {
 		l := newLoop(r, q)
-		loops.Go(func() { results[i] = l.run(ctx, claims, receives, claimsOver) })
+		loops.Go(func() { results[i] = l.run() })
 	}
 	loops.Wait()
 	var errs []error
-	abandoned, hard := 0, false
+	abandoned := 0
 	for _, res := range results {
 		errs = append(errs, res.err)
 		abandoned += res.abandoned
-		hard = hard || res.hard
+		handlersStopped = handlersStopped || res.hard
 	}
 	if abandoned > 0 {
 		errs = append(errs, fmt.Errorf("worker: %d %w", abandoned, ErrAbandoned))
 	}
-	if hard {
-		w.hardStop.Store(true)
+	if handlersStopped {
 		errs = append(errs, fmt.Errorf("worker: hard stop: %w", ErrShutdown))
 	}
 	w.log.Info("worker stopped")
@@ -259,24 +194,22 @@ func (w *Worker) Run(ctx context.Context) error {
 // error otherwise. Safe before Run, more than once and from several
 // goroutines.
 func (w *Worker) Shutdown(ctx context.Context) error {
-	w.draining.Store(true)
-	w.state.RequestStop()
-	t := w.cfg.Clock.AfterFunc(w.cfg.ShutdownTimeout, w.hardStopNow)
-	defer t.Stop()
+	w.phase.advance(draining)
+	ran := w.phase.reached(done)
 	select {
-	case <-w.state.Done():
+	case <-ran:
 	default:
 		select {
-		case <-w.state.Done():
+		case <-ran:
 		case <-ctx.Done():
 			// A hard stop: Run goes on to release the leases of what has
 			// not finished, within HardStopWait and its store calls'
 			// timeouts; Shutdown keeps to ctx.
-			w.hardStopNow()
+			w.phase.advance(hardStop)
 			return fmt.Errorf("worker: shutdown: %w", context.Cause(ctx))
 		}
 	}
-	if w.hardStop.Load() {
+	if w.phase.handlersStopped {
 		return fmt.Errorf("worker: shutdown: handlers still running after the shutdown timeout were stopped: %w", ErrShutdown)
 	}
 	return nil
@@ -285,54 +218,12 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 // Stop is a hard stop: running handlers are cancelled at once with cause
 // ErrShutdown. It waits for Run to return, and is safe before Run.
 func (w *Worker) Stop() {
-	w.draining.Store(true)
-	w.state.RequestStop()
-	w.hardStopNow()
-	<-w.state.Done()
+	w.phase.advance(hardStop)
+	<-w.phase.reached(done)
 }
-
-func (w *Worker) hardStopNow() { w.hardOnce.Do(func() { close(w.hard) }) }
 
 // hardStopContext bounds a store call made while the worker stops: a
 // stop must not wait on a database that does not answer.
 func (w *Worker) hardStopContext() (context.Context, context.CancelFunc) {
 	return clock.WithTimeout(context.Background(), w.cfg.Clock, w.cfg.HardStopWait)
-}
-
-// run is the state one Run shares among its queues' loops.
-type run struct {
-	w    *Worker
-	base context.Context // of handlers
-	// ops is the context of the store calls that settle messages; a hard
-	// stop cancels it when they outlast HardStopWait.
-	ops       context.Context
-	cancelOps context.CancelFunc
-	// complete takes jobs whose handler succeeded to the completer, which
-	// completes whatever has queued up in one store call and then reports
-	// each job done to its loop. Buffered for every slot of every queue.
-	complete chan *job
-}
-
-// job states: a running job's outcome is settled once, either by the job
-// (finishing) or by a hard stop (released).
-const (
-	jobRunning int32 = iota
-	jobFinishing
-	jobReleased
-)
-
-type job struct {
-	l   *loop
-	msg *mailbox.Message
-	// handled and completion are set when the job is handed to the
-	// completer.
-	handled    *Message
-	completion store.Completion
-	hold       *hold
-	// until is when the lease ends, on the monotonic clock, by the
-	// worker's reckoning once the handler returned.
-	until  time.Duration
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	state  atomic.Int32
 }

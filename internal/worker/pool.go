@@ -1,0 +1,162 @@
+package worker
+
+import (
+	"context"
+
+	"github.com/leasehold/leasehold/internal/mailbox"
+	"github.com/leasehold/leasehold/store"
+)
+
+// pool runs one queue's handlers, each on a goroutine it keeps, and counts
+// the queue's free slots. Its fields are owned by the goroutine of the
+// queue's claim loop; handler goroutines and the completer only send on
+// done and receive from work.
+type pool struct {
+	r *run
+	w *Worker
+	q *queue
+	// done takes finished jobs; buffered for every slot so that jobs never
+	// block.
+	done chan *job
+	// work hands jobs to idle handler goroutines. Goroutines are kept
+	// rather than started per message: a fresh goroutine's stack grows on
+	// every message, which costs more than the handoff.
+	work chan *job
+	idle int // goroutines waiting on work, by the claim loop's count
+	jobs map[*job]struct{}
+	free int
+}
+
+func newPool(r *run, q *queue) pool {
+	return pool{r: r, w: r.w, q: q, done: make(chan *job, q.concurrency), work: make(chan *job),
+		jobs: make(map[*job]struct{}), free: q.concurrency}
+}
+
+// start runs a handler for msg on a kept goroutine, or a new one.
+func (p *pool) start(msg *mailbox.Message) {
+	w := p.w
+	ctx, cancel := context.WithCancelCause(p.r.base)
+	j := &job{pool: p, msg: msg, ctx: ctx, cancel: cancel}
+	j.hold = w.keeper.hold(msg.Lease, p.q.keeperName, msg.LeaseDeadline(), cancel)
+	p.jobs[j] = struct{}{}
+	p.free--
+	w.m.claimed.Add(ctx, 1, p.q.attrs.of(msg.Kind).add...)
+	if p.idle > 0 {
+		// A goroutine that reported done is at, or on its way to, the
+		// receive.
+		p.idle--
+		p.work <- j
+		return
+	}
+	go p.handle(j)
+}
+
+// handle runs j, then every job handed to it, until work is closed.
+func (p *pool) handle(j *job) {
+	for {
+		if p.w.process(j) {
+			p.r.complete <- j // the completer reports it done
+		} else {
+			p.done <- j
+		}
+		var ok bool
+		if j, ok = <-p.work; !ok {
+			return
+		}
+	}
+}
+
+// close lets the idle handler goroutines end, and the others once their
+// job is done.
+func (p *pool) close() { close(p.work) }
+
+func (p *pool) finished(j *job) {
+	delete(p.jobs, j)
+	p.free++
+	p.idle++
+}
+
+// reapDone takes every finished job without blocking.
+func (p *pool) reapDone() {
+	for {
+		select {
+		case j := <-p.done:
+			p.finished(j)
+		default:
+			return
+		}
+	}
+}
+
+// drain waits for running handlers. It reports false when the wait was cut
+// short by a hard stop.
+func (p *pool) drain() bool {
+	for len(p.jobs) > 0 {
+		select {
+		case j := <-p.done:
+			p.finished(j)
+		case <-p.w.phase.reached(hardStop):
+			return false
+		}
+	}
+	return true
+}
+
+// stop cancels every running handler with cause ErrShutdown and settles
+// them (see settle); it returns how many were abandoned.
+func (p *pool) stop() int {
+	for j := range p.jobs {
+		j.cancel(ErrShutdown)
+	}
+	return p.settle()
+}
+
+// settle waits HardStopWait for cancelled handlers, then releases the
+// leases of those still running and returns how many there were.
+func (p *pool) settle() int {
+	w := p.w
+	if len(p.jobs) > 0 {
+		t := w.cfg.Clock.NewTimer(w.cfg.HardStopWait)
+	wait:
+		for len(p.jobs) > 0 {
+			select {
+			case j := <-p.done:
+				p.finished(j)
+			case <-t.C():
+				break wait
+			}
+		}
+		t.Stop()
+	}
+	abandoned := 0
+	finishing := 0
+	for j := range p.jobs {
+		if !j.state.CompareAndSwap(jobRunning, jobReleased) {
+			finishing++ // settling its message itself; wait for it below
+			continue
+		}
+		abandoned++
+		w.keeper.drop(j.hold)
+		ctx, cancel := w.hardStopContext()
+		err := w.cfg.Store.Release(ctx, store.Release{Lease: j.msg.Lease})
+		cancel()
+		p.q.log.Warn("handler did not return after cancellation; lease released", "message_id", j.msg.MessageID, "error", err)
+	}
+	// Jobs settling their own message get HardStopWait more; then their
+	// store calls are cancelled. Run does not return while they talk to the
+	// store.
+	if finishing > 0 {
+		t := w.cfg.Clock.AfterFunc(w.cfg.HardStopWait, p.r.cancelOps)
+		// An abandoned handler that returns now reports done too: only
+		// jobs that were settling count.
+		for finishing > 0 {
+			j := <-p.done
+			if j.state.Load() == jobFinishing {
+				finishing--
+			}
+			p.finished(j)
+		}
+		t.Stop()
+	}
+	return abandoned
+}
