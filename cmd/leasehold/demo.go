@@ -27,13 +27,17 @@ import (
 )
 
 const (
-	demoQueue   = "demo-orders"
-	demoCrashQ  = "demo-crash"
-	demoFenceQ  = "demo-fencing"
-	demoKeys    = 3
-	demoPerKey  = 4
-	demoLease   = 2 * time.Second
-	demoTimeout = 50 * time.Second
+	demoQueue  = "demo-orders"
+	demoCrashQ = "demo-crash"
+	demoFenceQ = "demo-fencing"
+	demoKeys   = 3
+	demoPerKey = 4
+	demoLease  = 2 * time.Second
+	// demoSettleLease is the lease of a claim the tour completes at once:
+	// long, so that a loaded machine (or another reaper on the file) cannot
+	// take the message back between the claim and its completion.
+	demoSettleLease = time.Minute
+	demoTimeout     = 50 * time.Second
 )
 
 func (a *app) demoCommand() *cobra.Command {
@@ -280,7 +284,7 @@ func (a *app) demoCrash(ctx context.Context, st store.Store, path string, out *p
 	if err != nil {
 		return 0, err
 	}
-	msgs, err := mb.Receive(ctx, mailbox.ReceiveOptions{Visibility: demoLease, Wait: 5 * time.Second})
+	msgs, err := mb.Receive(ctx, mailbox.ReceiveOptions{Visibility: demoSettleLease, Wait: 5 * time.Second})
 	if err != nil || len(msgs) == 0 {
 		return 0, fmt.Errorf("receive the recovered job: %v", err)
 	}
@@ -317,7 +321,7 @@ func demoFencing(ctx context.Context, st store.Store, out *progress) (int, error
 	if _, err := st.Reap(ctx); err != nil {
 		return 0, err
 	}
-	second, err := fresh.Receive(ctx, mailbox.ReceiveOptions{Visibility: demoLease, Wait: 2 * time.Second})
+	second, err := fresh.Receive(ctx, mailbox.ReceiveOptions{Visibility: demoSettleLease, Wait: 2 * time.Second})
 	if err != nil || len(second) == 0 {
 		return 0, fmt.Errorf("receive again: %v", err)
 	}
