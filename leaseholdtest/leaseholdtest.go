@@ -11,10 +11,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/postgres"
 )
@@ -121,8 +123,27 @@ func NewJob[T leasehold.JobArgs](args T) *leasehold.Job[T] {
 
 // Work runs h on job as the client would: the args go through the JSON
 // encoding they are stored in first, so a handler test also catches args
-// that do not survive it. It returns h's result.
+// that do not survive it. It returns h's result; a panic in h is returned
+// as an error, as the client records it. See WorkWith for a clock and a
+// maximum processing time.
 func Work[T leasehold.JobArgs](ctx context.Context, h leasehold.Handler[T], job *leasehold.Job[T]) error {
+	return WorkWith(ctx, h, job, WorkConfig{})
+}
+
+// WorkConfig sets how WorkWith runs a handler. The zero value is Work.
+type WorkConfig struct {
+	// Clock times MaxProcessingTime. Default: the system clock. A fake
+	// clock (package clock/clocktest) lets a test reach the limit without
+	// waiting for it.
+	Clock clock.Clock
+	// MaxProcessingTime, when positive, cancels the handler's context with
+	// cause leasehold.ErrMaxProcessingTime once it has run that long, as
+	// the client does.
+	MaxProcessingTime time.Duration
+}
+
+// WorkWith is Work under cfg.
+func WorkWith[T leasehold.JobArgs](ctx context.Context, h leasehold.Handler[T], job *leasehold.Job[T], cfg WorkConfig) (err error) {
 	b, err := json.Marshal(job.Args)
 	if err != nil {
 		return fmt.Errorf("leaseholdtest: encode the %s args: %w", job.Kind, err)
@@ -133,6 +154,20 @@ func Work[T leasehold.JobArgs](ctx context.Context, h leasehold.Handler[T], job 
 		return fmt.Errorf("leaseholdtest: decode the %s args: %w", job.Kind, err)
 	}
 	stored.Args = args
+	if cfg.MaxProcessingTime > 0 {
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		limit := clock.OrSystem(cfg.Clock).AfterFunc(cfg.MaxProcessingTime, func() { cancel(leasehold.ErrMaxProcessingTime) })
+		defer func() {
+			limit.Stop()
+			cancel(context.Canceled)
+		}()
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("leaseholdtest: the %s handler panicked: %v", job.Kind, v)
+		}
+	}()
 	return h(ctx, &stored)
 }
 

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/clock/clocktest"
 	"github.com/leasehold/leasehold/internal/pgtest"
 	"github.com/leasehold/leasehold/leaseholdtest"
 	"github.com/leasehold/leasehold/store"
@@ -136,4 +138,42 @@ func Example_handlerTest() {
 	// Output:
 	// sent to ann@example.com with fencing token 42
 	// <nil>
+}
+
+// A handler that outlasts its maximum processing time on a fake clock has
+// its context cancelled with leasehold.ErrMaxProcessingTime, without the
+// test waiting for the limit.
+func TestWorkWithMaxProcessingTime(t *testing.T) {
+	clk := clocktest.New()
+	started := make(chan struct{})
+	h := func(ctx context.Context, job *leasehold.Job[SendEmail]) error {
+		close(started)
+		<-ctx.Done()
+		return context.Cause(ctx)
+	}
+	result := make(chan error, 1)
+	go func() {
+		result <- leaseholdtest.WorkWith(t.Context(), h, leaseholdtest.NewJob(SendEmail{To: "a@example.com"}),
+			leaseholdtest.WorkConfig{Clock: clk, MaxProcessingTime: time.Minute})
+	}()
+	<-started
+	clk.Advance(time.Minute - time.Nanosecond)
+	select {
+	case err := <-result:
+		t.Fatalf("the handler ended before its limit: %v", err)
+	default:
+	}
+	clk.Advance(time.Nanosecond)
+	if err := <-result; !errors.Is(err, leasehold.ErrMaxProcessingTime) {
+		t.Fatalf("WorkWith = %v, want ErrMaxProcessingTime", err)
+	}
+}
+
+// A panic in the handler is the handler's error, not the test's crash.
+func TestWorkRecoversPanic(t *testing.T) {
+	h := func(ctx context.Context, job *leasehold.Job[SendEmail]) error { panic("no mail server") }
+	err := leaseholdtest.Work(t.Context(), h, leaseholdtest.NewJob(SendEmail{}))
+	if err == nil || !strings.Contains(err.Error(), "no mail server") {
+		t.Fatalf("Work = %v, want the panic as an error", err)
+	}
 }
