@@ -270,6 +270,8 @@ type Stats struct {
 	// OldestPendingAge is the age of the oldest pending message, measured
 	// from when it became visible; zero when none is pending.
 	OldestPendingAge time.Duration
+	// Paused says whether the queue is paused (see Store.Pause).
+	Paused bool
 }
 
 // Info describes a message for listings.
@@ -345,7 +347,8 @@ type Store interface {
 	Purge(ctx context.Context, queue string, ids []int64) (int, error)
 	// Stats counts the messages of a queue.
 	Stats(ctx context.Context, queue string) (Stats, error)
-	// Queues lists, sorted, the queues that hold messages in any state.
+	// Queues lists, sorted, the queues that hold messages in any state or
+	// are paused.
 	Queues(ctx context.Context) ([]string, error)
 	// DeleteQueue deletes every message of a queue, in every state, and
 	// returns how many. Leases on them are lost. For benchmarks, tests and
@@ -357,6 +360,15 @@ type Store interface {
 	// more than retention ago and are past the dedup window. It returns how
 	// many it deleted; call it until that is below limit.
 	DeleteCompleted(ctx context.Context, retention time.Duration, limit int) (int, error)
+	// Pause stops claims from a queue, in every process, until Resume:
+	// Claim returns nothing for it, while enqueues, the settling of
+	// messages already claimed and the reaper go on. A pause is kept in
+	// the database, so it survives restarts. Pausing a paused queue does
+	// nothing.
+	Pause(ctx context.Context, queue string) error
+	// Resume lets claims from a paused queue go on and wakes its
+	// receivers. Resuming a queue that is not paused does nothing.
+	Resume(ctx context.Context, queue string) error
 	// Wakeup returns a channel that is closed when messages of the queue may
 	// have become claimable through this process (an enqueue, a release, a
 	// retry, a reap). Long polling waits on it between claims. Take the

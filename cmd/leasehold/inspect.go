@@ -29,6 +29,7 @@ type statsJSON struct {
 	Dead                    int64   `json:"dead"`
 	BlockedKeys             int64   `json:"blocked_keys"`
 	OldestPendingAgeSeconds float64 `json:"oldest_pending_age_seconds"`
+	Paused                  bool    `json:"paused"`
 }
 
 func (a *app) statsCommand() *cobra.Command {
@@ -39,7 +40,8 @@ func (a *app) statsCommand() *cobra.Command {
 		Short: "Count each queue's messages by state",
 		Long: `stats prints, per queue: pending (visible or delayed), waiting behind
 their key, in flight, completed, dead, the age of the oldest visible pending
-message, and the keys blocked by an unfinished head. It reads only live
+message, the keys blocked by an unfinished head, and whether the queue is
+paused (see queue pause). It reads only live
 messages and a count of completed ones, so it answers as fast with millions
 of completed messages as with none, and it never changes the database.`,
 		Example: `  leasehold stats
@@ -66,7 +68,7 @@ of completed messages as with none, and it never changes the database.`,
 			var tw *tabwriter.Writer
 			if !asJSON {
 				tw = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "QUEUE\tPENDING\tWAITING\tPROCESSING\tCOMPLETED\tDEAD\tBLOCKED KEYS\tOLDEST PENDING")
+				fmt.Fprintln(tw, "QUEUE\tPENDING\tWAITING\tPROCESSING\tCOMPLETED\tDEAD\tBLOCKED KEYS\tOLDEST PENDING\tPAUSED")
 			}
 			enc := json.NewEncoder(a.stdout)
 			for _, q := range queues {
@@ -76,13 +78,18 @@ of completed messages as with none, and it never changes the database.`,
 				}
 				if asJSON {
 					if err := enc.Encode(statsJSON{Queue: q, Pending: s.Pending, Waiting: s.Waiting, Processing: s.Processing,
-						Completed: s.Completed, Dead: s.Dead, BlockedKeys: s.BlockedKeys, OldestPendingAgeSeconds: s.OldestPendingAge.Seconds()}); err != nil {
+						Completed: s.Completed, Dead: s.Dead, BlockedKeys: s.BlockedKeys, OldestPendingAgeSeconds: s.OldestPendingAge.Seconds(),
+						Paused: s.Paused}); err != nil {
 						return err
 					}
 					continue
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", escape(q), s.Pending, s.Waiting, s.Processing, s.Completed, s.Dead,
-					s.BlockedKeys, s.OldestPendingAge.Round(time.Millisecond))
+				paused := "no"
+				if s.Paused {
+					paused = "yes"
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", escape(q), s.Pending, s.Waiting, s.Processing, s.Completed, s.Dead,
+					s.BlockedKeys, s.OldestPendingAge.Round(time.Millisecond), paused)
 			}
 			if tw != nil {
 				return tw.Flush()

@@ -112,7 +112,7 @@ exits non-zero.`,
 	fl.DurationVar(&f.maxProcessing, "max-processing", 0, "longest run of CMD, at least --lease (default 3 x --lease)")
 	fl.DurationVar(&f.reapEvery, "reap-interval", 0, "reaper interval, below --lease (default 10s, or half of a shorter --lease)")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", worker.DefaultShutdownTimeout, "how long a graceful shutdown waits for running commands")
-	fl.BoolVar(&f.drain, "drain", false, "exit 0 once the queue has nothing pending (visible or delayed) and nothing in flight")
+	fl.BoolVar(&f.drain, "drain", false, "exit 0 once the queue has nothing pending (visible or delayed) and nothing in flight, or is paused with nothing in flight")
 	return cmd
 }
 
@@ -249,14 +249,19 @@ func (a *app) work(ctx context.Context, cfg leasehold.Config, f workFlags, argv 
 	return err
 }
 
-// drainWatch ends the group once the queue is empty: it returns, which
-// makes the group shut the worker down.
+// drainWatch ends the group once the queue is empty, or paused with
+// nothing in flight: it returns, which makes the group shut the worker
+// down.
 func drainWatch(st store.Store, queue string, log *slog.Logger) lifecycle.Runnable {
 	return lifecycle.Func(func(ctx context.Context) error {
 		t := clock.System().NewTicker(drainPoll)
 		defer t.Stop()
 		for {
 			s, err := st.Stats(ctx, queue)
+			if err == nil && s.Processing == 0 && s.Paused {
+				log.Info("--drain: the queue is paused; stopping", "pending", s.Pending+s.Waiting)
+				return nil
+			}
 			if err == nil && s.Pending+s.Waiting+s.Processing == 0 {
 				return nil
 			}

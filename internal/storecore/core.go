@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,7 +33,8 @@ import (
 // Errors are returned as they come: Store names the backend and the
 // operation. A backend wakes this process's receivers (Wakeups.Notify)
 // after Complete, Fail and Requeue commit, since only it knows which
-// queues they touched; Store wakes them after Enqueue, Reap and Redrive.
+// queues they touched; Store wakes them after Enqueue, Reap, Redrive and
+// Resume. A backend shared by several processes wakes theirs too.
 type Backend interface {
 	Enqueue(ctx context.Context, msgs []store.NewMessage) ([]store.Enqueued, error)
 	Claim(ctx context.Context, c store.Claim) ([]store.Delivery, error)
@@ -51,6 +53,8 @@ type Backend interface {
 	DeleteQueue(ctx context.Context, queue string) (int, error)
 	List(ctx context.Context, f store.ListFilter) ([]store.Info, error)
 	DeleteCompleted(ctx context.Context, retention time.Duration, limit int) (int, error)
+	Pause(ctx context.Context, queue string) error
+	Resume(ctx context.Context, queue string) error
 	Ping(ctx context.Context) error
 	// Close is called once.
 	Close() error
@@ -69,10 +73,12 @@ type Config struct {
 
 // Store is a store.Store made of a Backend and the shared rules.
 type Store struct {
-	b      Backend
-	name   string
-	opts   store.Options
-	wake   *Wakeups
+	b    Backend
+	name string
+	opts store.Options
+	wake *Wakeups
+	// mu is held for reading by each operation and for writing by Close.
+	mu     sync.RWMutex
 	closed atomic.Bool
 }
 
@@ -123,12 +129,38 @@ func (s *Store) CheckList(f store.ListFilter) (store.ListFilter, error) {
 	return f, s.Open()
 }
 
+// begin lets an operation in, unless the store is closed; end lets it
+// out. Close waits for the operations in flight, so that none changes
+// anything once Close has returned.
+func (s *Store) begin() error {
+	s.mu.RLock()
+	if s.closed.Load() {
+		s.mu.RUnlock()
+		return store.ErrClosed
+	}
+	return nil
+}
+
+func (s *Store) end() { s.mu.RUnlock() }
+
+// beginOn checks a queue's name and lets an operation on it in.
+func (s *Store) beginOn(queue string) error {
+	if err := CheckQueue(queue); err != nil {
+		return err
+	}
+	return s.begin()
+}
+
 // Enqueue implements store.Store.
 func (s *Store) Enqueue(ctx context.Context, msgs []store.NewMessage) ([]store.Enqueued, error) {
-	msgs, err := s.CheckEnqueue(msgs)
+	msgs, err := CheckNewMessages(msgs, s.opts)
 	if err != nil {
 		return nil, err
 	}
+	if err := s.begin(); err != nil {
+		return nil, err
+	}
+	defer s.end()
 	out, err := s.b.Enqueue(ctx, msgs)
 	if err != nil {
 		return nil, s.Failed("enqueue", err)
@@ -142,9 +174,10 @@ func (s *Store) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, err
 	if err := CheckClaim(c); err != nil {
 		return nil, err
 	}
-	if err := s.Open(); err != nil {
+	if err := s.begin(); err != nil {
 		return nil, err
 	}
+	defer s.end()
 	out, err := s.b.Claim(ctx, c)
 	return out, s.Failed("claim", err)
 }
@@ -154,9 +187,10 @@ func (s *Store) Extend(ctx context.Context, leases []store.Lease, extension time
 	if err := CheckExtend(leases, extension); err != nil {
 		return store.Extended{}, err
 	}
-	if err := s.Open(); err != nil {
+	if err := s.begin(); err != nil {
 		return store.Extended{}, err
 	}
+	defer s.end()
 	res, err := s.b.Extend(ctx, leases, extension)
 	return res, s.Failed("extend", err)
 }
@@ -167,9 +201,10 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) ([]error, e
 	if err != nil {
 		return nil, err
 	}
-	if err := s.Open(); err != nil {
+	if err := s.begin(); err != nil {
 		return nil, err
 	}
+	defer s.end()
 	if replies != nil {
 		// The backend sees the replies as checked, defaulted copies; the
 		// caller's completions are left as they were.
@@ -191,9 +226,10 @@ func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if err := s.Open(); err != nil {
+	if err := s.begin(); err != nil {
 		return false, err
 	}
+	defer s.end()
 	dead, err := s.b.Fail(ctx, f)
 	return dead, s.Failed("fail", err)
 }
@@ -210,17 +246,19 @@ func (s *Store) Release(ctx context.Context, r store.Release) error {
 			Reason: store.ReasonMaxDeliveries})
 		return err
 	}
-	if err := s.Open(); err != nil {
+	if err := s.begin(); err != nil {
 		return err
 	}
+	defer s.end()
 	return s.Failed("release", s.b.Requeue(ctx, r))
 }
 
 // Reap implements store.Store: the recovered messages come back by id.
 func (s *Store) Reap(ctx context.Context) ([]store.Recovered, error) {
-	if err := s.Open(); err != nil {
+	if err := s.begin(); err != nil {
 		return nil, err
 	}
+	defer s.end()
 	out, err := s.b.Reap(ctx)
 	if err != nil {
 		return nil, s.Failed("reap", err)
@@ -234,15 +272,13 @@ func (s *Store) Reap(ctx context.Context) ([]store.Recovered, error) {
 	return out, nil
 }
 
-// deadLetters checks the arguments of Redrive and Purge.
+// deadLetters checks the arguments of Redrive and Purge and lets the
+// operation in (see begin).
 func (s *Store) deadLetters(queue string, ids []int64) error {
-	if err := CheckQueue(queue); err != nil {
-		return err
-	}
 	if err := CheckIDs(ids); err != nil {
 		return err
 	}
-	return s.Open()
+	return s.beginOn(queue)
 }
 
 // Redrive implements store.Store.
@@ -250,6 +286,7 @@ func (s *Store) Redrive(ctx context.Context, queue string, ids []int64) (int, er
 	if err := s.deadLetters(queue, ids); err != nil {
 		return 0, err
 	}
+	defer s.end()
 	n, err := s.b.Redrive(ctx, queue, ids)
 	if err != nil {
 		return 0, s.Failed("redrive", err)
@@ -263,39 +300,37 @@ func (s *Store) Purge(ctx context.Context, queue string, ids []int64) (int, erro
 	if err := s.deadLetters(queue, ids); err != nil {
 		return 0, err
 	}
+	defer s.end()
 	n, err := s.b.Purge(ctx, queue, ids)
 	return n, s.Failed("purge", err)
 }
 
 // Stats implements store.Store.
 func (s *Store) Stats(ctx context.Context, queue string) (store.Stats, error) {
-	if err := CheckQueue(queue); err != nil {
+	if err := s.beginOn(queue); err != nil {
 		return store.Stats{}, err
 	}
-	if err := s.Open(); err != nil {
-		return store.Stats{}, err
-	}
+	defer s.end()
 	st, err := s.b.Stats(ctx, queue)
 	return st, s.Failed("stats", err)
 }
 
 // Queues implements store.Store.
 func (s *Store) Queues(ctx context.Context) ([]string, error) {
-	if err := s.Open(); err != nil {
+	if err := s.begin(); err != nil {
 		return nil, err
 	}
+	defer s.end()
 	out, err := s.b.Queues(ctx)
 	return out, s.Failed("queues", err)
 }
 
 // DeleteQueue implements store.Store.
 func (s *Store) DeleteQueue(ctx context.Context, queue string) (int, error) {
-	if err := CheckQueue(queue); err != nil {
+	if err := s.beginOn(queue); err != nil {
 		return 0, err
 	}
-	if err := s.Open(); err != nil {
-		return 0, err
-	}
+	defer s.end()
 	n, err := s.b.DeleteQueue(ctx, queue)
 	return n, s.Failed("delete queue", err)
 }
@@ -306,6 +341,10 @@ func (s *Store) List(ctx context.Context, f store.ListFilter) ([]store.Info, err
 	if err != nil {
 		return nil, err
 	}
+	if err := s.begin(); err != nil {
+		return nil, err
+	}
+	defer s.end()
 	out, err := s.b.List(ctx, f)
 	return out, s.Failed("list", err)
 }
@@ -315,11 +354,34 @@ func (s *Store) DeleteCompleted(ctx context.Context, retention time.Duration, li
 	if err := CheckRetention(retention, limit); err != nil {
 		return 0, err
 	}
-	if err := s.Open(); err != nil {
+	if err := s.begin(); err != nil {
 		return 0, err
 	}
+	defer s.end()
 	n, err := s.b.DeleteCompleted(ctx, retention, limit)
 	return n, s.Failed("delete completed", err)
+}
+
+// Pause implements store.Store.
+func (s *Store) Pause(ctx context.Context, queue string) error {
+	if err := s.beginOn(queue); err != nil {
+		return err
+	}
+	defer s.end()
+	return s.Failed("pause", s.b.Pause(ctx, queue))
+}
+
+// Resume implements store.Store.
+func (s *Store) Resume(ctx context.Context, queue string) error {
+	if err := s.beginOn(queue); err != nil {
+		return err
+	}
+	defer s.end()
+	if err := s.b.Resume(ctx, queue); err != nil {
+		return s.Failed("resume", err)
+	}
+	s.wake.Notify(queue)
+	return nil
 }
 
 // Wakeup implements store.Store.
@@ -327,16 +389,21 @@ func (s *Store) Wakeup(queue string) <-chan struct{} { return s.wake.Wakeup(queu
 
 // Ping implements store.Store.
 func (s *Store) Ping(ctx context.Context) error {
-	if err := s.Open(); err != nil {
+	if err := s.begin(); err != nil {
 		return err
 	}
+	defer s.end()
 	return s.b.Ping(ctx)
 }
 
-// Close closes the backend once and wakes every receiver, so that none
-// waits on a closed store. Later operations return store.ErrClosed.
+// Close waits for the operations in flight, closes the backend once and
+// wakes every receiver, so that none waits on a closed store. Later
+// operations return store.ErrClosed.
 func (s *Store) Close() error {
-	if s.closed.Swap(true) {
+	s.mu.Lock()
+	already := s.closed.Swap(true)
+	s.mu.Unlock()
+	if already {
 		return nil
 	}
 	err := s.b.Close()

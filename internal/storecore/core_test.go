@@ -1,8 +1,11 @@
 package storecore_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -60,5 +63,59 @@ func TestClosedStoreRefuses(t *testing.T) {
 	}
 	if err := s.Ping(ctx); !errors.Is(err, store.ErrClosed) {
 		t.Errorf("Ping after Close: %v, want ErrClosed", err)
+	}
+}
+
+// blockingClaims is a backend whose claims wait for release, and which
+// records whether a claim was still running when it was closed.
+type blockingClaims struct {
+	storecore.Backend
+	started, release chan struct{}
+	running          atomic.Bool
+	closedMidClaim   atomic.Bool
+}
+
+func (b *blockingClaims) Claim(context.Context, store.Claim) ([]store.Delivery, error) {
+	b.running.Store(true)
+	close(b.started)
+	<-b.release
+	b.running.Store(false)
+	return nil, nil
+}
+
+func (b *blockingClaims) Close() error {
+	b.closedMidClaim.Store(b.running.Load())
+	return nil
+}
+
+// Close waits for the operations in flight: none changes anything once
+// Close has returned, and the backend is never closed under one.
+func TestCloseWaitsForOperationsInFlight(t *testing.T) {
+	b := &blockingClaims{started: make(chan struct{}), release: make(chan struct{})}
+	s := storecore.New(storecore.Config{Name: "x store", Wakeups: new(storecore.Wakeups)}, b)
+	claimed := make(chan error, 1)
+	go func() {
+		_, err := s.Claim(context.Background(), store.Claim{Queue: "q", Max: 1, LeaseDuration: time.Second})
+		claimed <- err
+	}()
+	<-b.started
+	closed := make(chan bool, 1)
+	go func() {
+		s.Close()
+		closed <- b.running.Load()
+	}()
+	// Give a Close that does not wait every chance to return early.
+	for i := 0; i < 1000 && len(closed) == 0; i++ {
+		runtime.Gosched()
+	}
+	close(b.release)
+	if err := <-claimed; err != nil {
+		t.Fatalf("the claim in flight: %v", err)
+	}
+	if <-closed || b.closedMidClaim.Load() {
+		t.Fatal("Close returned, or closed the backend, while a claim was running")
+	}
+	if _, err := s.Claim(context.Background(), store.Claim{Queue: "q", Max: 1, LeaseDuration: time.Second}); !errors.Is(err, store.ErrClosed) {
+		t.Fatalf("Claim after Close: %v, want ErrClosed", err)
 	}
 }

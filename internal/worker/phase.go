@@ -101,7 +101,8 @@ func (p *phases) advance(to phase) {
 		}
 		p.cancels[at] = nil
 	}
-	if p.current() == draining && p.limit == nil {
+	// Run's end stops the limit; a drain reached after it needs none.
+	if p.current() == draining && p.limit == nil && p.inRun.Load() {
 		p.limit = p.clk.AfterFunc(p.drainLimit, func() { p.advance(hardStop) })
 	}
 }

@@ -48,6 +48,7 @@ type backend struct {
 	msgs    []*message
 	firstID int64
 	queues  map[string]*queue
+	paused  map[string]bool
 
 	stopReaper context.CancelFunc
 	reaperDone chan struct{}
@@ -110,6 +111,7 @@ func New(cfg Config) (*Store, error) {
 		opts:    cfg.Options.WithDefaults(),
 		firstID: 1,
 		queues:  make(map[string]*queue),
+		paused:  make(map[string]bool),
 	}
 	s := &Store{storecore.New(storecore.Config{Name: "memory store", Options: b.opts, Wakeups: b.wake}, b)}
 	if cfg.ReapInterval > 0 {
@@ -142,6 +144,7 @@ func (s *backend) reapLoop(ctx context.Context, every time.Duration, st store.St
 func (s *backend) DeleteQueue(ctx context.Context, queue string) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	delete(s.paused, queue)
 	q, ok := s.queues[queue]
 	if !ok {
 		return 0, nil
@@ -167,7 +170,24 @@ func (s *backend) Queues(context.Context) ([]string, error) {
 			names[m.queue.name] = true
 		}
 	}
+	for q := range s.paused {
+		names[q] = true
+	}
 	return slices.Sorted(maps.Keys(names)), nil
+}
+
+func (s *backend) Pause(ctx context.Context, queue string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.paused[queue] = true
+	return nil
+}
+
+func (s *backend) Resume(ctx context.Context, queue string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.paused, queue)
+	return nil
 }
 
 // Ping has nothing to reach: the store is open.
@@ -311,7 +331,7 @@ func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, e
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q, ok := s.queues[c.Queue]
-	if !ok {
+	if !ok || s.paused[c.Queue] {
 		return nil, nil
 	}
 	now := s.clk.Now().UnixNano()
@@ -585,7 +605,7 @@ func (s *backend) deleteLocked(m *message) {
 func (s *backend) Stats(ctx context.Context, queue string) (store.Stats, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := store.Stats{Queue: queue}
+	st := store.Stats{Queue: queue, Paused: s.paused[queue]}
 	q, ok := s.queues[queue]
 	if !ok {
 		return st, nil

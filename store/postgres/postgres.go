@@ -897,11 +897,26 @@ func (s *backend) Purge(ctx context.Context, queue string, ids []int64) (int, er
 func (s *backend) Stats(ctx context.Context, queue string) (store.Stats, error) {
 	st := store.Stats{Queue: queue}
 	err := s.pool.QueryRow(ctx, s.sql.stats, replan, s.now(), queue).Scan(
-		&st.Pending, &st.Waiting, &st.Processing, &st.Completed, &st.Dead, &st.BlockedKeys, &st.OldestPendingAge)
+		&st.Pending, &st.Waiting, &st.Processing, &st.Completed, &st.Dead, &st.BlockedKeys, &st.OldestPendingAge, &st.Paused)
 	if err != nil {
 		return store.Stats{}, err
 	}
 	return st, nil
+}
+
+func (s *backend) Pause(ctx context.Context, queue string) error {
+	_, err := s.pool.Exec(ctx, s.sql.pause, replan, queue)
+	return err
+}
+
+// Resume lets the queue run and wakes its receivers in every process.
+func (s *backend) Resume(ctx context.Context, queue string) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, s.sql.resume, replan, queue); err != nil {
+			return err
+		}
+		return s.notify(ctx, s.pgxRunner(tx), []string{queue}, nil)
+	})
 }
 
 // List lists through the pool.

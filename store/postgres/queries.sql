@@ -60,7 +60,7 @@ UPDATE {s}.messages SET dedup_id = NULL WHERE id = $1
 -- a join of the locked rows with the table could be planned as a scan of
 -- the whole table. The rows are locked, so the update needs no second test
 -- of their state. The update takes them in id order, so the batch is
--- sorted afterwards, oldest visible first.
+-- sorted afterwards, oldest visible first. A paused queue gives nothing.
 WITH u AS (
 	UPDATE {s}.messages m
 	SET state = {processing}, deliveries = m.deliveries + 1, fencing_token = nextval('{s}.fence'), worker_id = $4,
@@ -68,6 +68,7 @@ WITH u AS (
 	WHERE m.id = ANY(ARRAY(
 		SELECT id FROM {s}.messages
 		WHERE queue = $2 AND state = {pending} AND visible_at <= COALESCE($1::timestamptz, now())
+			AND NOT EXISTS (SELECT 1 FROM {s}.queues WHERE queue = $2 AND paused)
 		ORDER BY visible_at, id
 		LIMIT $3
 		FOR UPDATE SKIP LOCKED))
@@ -204,7 +205,8 @@ SELECT
 	(SELECT count(*) FROM {s}.messages WHERE queue = $2 AND state = {dead}),
 	(SELECT count(DISTINCT key) FROM {s}.messages WHERE queue = $2 AND state = {waiting}),
 	COALESCE((SELECT COALESCE($1::timestamptz, now()) - min(visible_at) FROM {s}.messages
-		WHERE queue = $2 AND state = {pending} AND visible_at <= COALESCE($1::timestamptz, now())), interval '0')
+		WHERE queue = $2 AND state = {pending} AND visible_at <= COALESCE($1::timestamptz, now())), interval '0'),
+	COALESCE((SELECT paused FROM {s}.queues WHERE queue = $2), false)
 
 -- name: countCompleted
 -- Adds $2[i] to queue $1[i]'s completed count, in the shard of this
@@ -230,12 +232,22 @@ counted AS (
 SELECT count(*) FROM gone
 
 -- name: deleteQueue
+-- Every message of a queue, its completed count and its settings.
 WITH gone AS (DELETE FROM {s}.messages WHERE queue = $1 RETURNING 1),
-uncounted AS (DELETE FROM {s}.completed_counts WHERE queue = $1)
+uncounted AS (DELETE FROM {s}.completed_counts WHERE queue = $1),
+forgotten AS (DELETE FROM {s}.queues WHERE queue = $1)
 SELECT count(*) FROM gone
 
+-- name: pause
+INSERT INTO {s}.queues (queue, paused) VALUES ($1, true)
+ON CONFLICT (queue) DO UPDATE SET paused = true
+
+-- name: resume
+UPDATE {s}.queues SET paused = false WHERE queue = $1
+
 -- name: queues
-SELECT DISTINCT queue FROM {s}.messages ORDER BY queue
+-- The queues that hold messages or are paused.
+SELECT queue FROM {s}.messages UNION SELECT queue FROM {s}.queues WHERE paused ORDER BY 1
 
 -- name: list
 -- A queue's messages in one state, by id. The state is written in rather

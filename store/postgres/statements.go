@@ -21,7 +21,7 @@ var queriesSQL string
 type statements struct {
 	lockKeys, notify, isolation, insertBulk, insertOne, dedupGet, dedupClear, claim, extend, complete, promote,
 	current, retry, kill, release, reapScan, reap, deadRows, redrive, purge, stats, countCompleted, deleteCompleted,
-	deleteQueue, queues string
+	deleteQueue, queues, pause, resume string
 	list [store.Dead + 1]string
 }
 
@@ -67,7 +67,7 @@ func newStatements(schema string) statements {
 		current: q("current"), retry: q("retry"), kill: q("kill"), release: q("release"),
 		reapScan: q("reapScan"), reap: q("reap"), deadRows: q("deadRows"), redrive: q("redrive"), purge: q("purge"),
 		stats: q("stats"), countCompleted: q("countCompleted"), deleteCompleted: q("deleteCompleted"),
-		deleteQueue: q("deleteQueue"), queues: q("queues"),
+		deleteQueue: q("deleteQueue"), queues: q("queues"), pause: q("pause"), resume: q("resume"),
 	}
 	list := q("list")
 	for state := range st.list {

@@ -270,7 +270,29 @@ func (s *Store) DB() *sql.DB { return s.b.db }
 func (s *Store) Notify(queue string) { s.b.wake.Notify(queue) }
 
 func (s *backend) DeleteQueue(ctx context.Context, queue string) (int, error) {
-	return s.affected(ctx, sqlDeleteQueue, func(int64) []any { return []any{queue} })
+	var n int64
+	err := s.write(ctx, func(tx *sql.Tx, _ int64) error {
+		res, err := tx.ExecContext(ctx, sqlDeleteQueue, queue)
+		if err != nil {
+			return err
+		}
+		if n, err = res.RowsAffected(); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, sqlForgetQueue, queue)
+		return err
+	})
+	return int(n), err
+}
+
+func (s *backend) Pause(ctx context.Context, queue string) error {
+	_, err := s.affected(ctx, sqlPause, func(int64) []any { return []any{queue} })
+	return err
+}
+
+func (s *backend) Resume(ctx context.Context, queue string) error {
+	_, err := s.affected(ctx, sqlResume, func(int64) []any { return []any{queue} })
+	return err
 }
 
 // affected runs one statement in a write transaction, with arguments made
@@ -759,7 +781,7 @@ func (s *backend) Stats(ctx context.Context, queue string) (store.Stats, error) 
 	now := micros(s.clk.Now())
 	var oldest sql.NullInt64
 	if err := s.db.QueryRowContext(ctx, statsSQL, queue, now).Scan(&st.Pending, &st.Waiting, &st.Processing, &st.Completed, &st.Dead,
-		&st.BlockedKeys, &oldest); err != nil {
+		&st.BlockedKeys, &oldest, &st.Paused); err != nil {
 		return st, err
 	}
 	if oldest.Valid {

@@ -33,6 +33,7 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 				-- LIMIT inside, so the numbering never walks the backlog.
 				FROM (SELECT id, visible_at FROM leasehold_messages
 					WHERE queue = ?4 AND state = {pending} AND visible_at <= ?5
+						AND NOT EXISTS (SELECT 1 FROM leasehold_queues WHERE queue = ?4 AND paused)
 					ORDER BY visible_at, id LIMIT ?6)) AS c
 			WHERE m.id = c.id
 			RETURNING id, key, payload, reply_to, dedup_id, deliveries, max_deliveries, enqueued_at, fencing_token, kind`},
@@ -79,7 +80,8 @@ var statsSQL = sqlstate.Expand(`SELECT
 	(SELECT coalesce(sum(n), 0) FROM leasehold_completed_counts WHERE queue = ?1),
 	(SELECT count(*) FROM leasehold_messages WHERE queue = ?1 AND state = {dead}),
 	(SELECT count(DISTINCT key) FROM leasehold_messages WHERE queue = ?1 AND state = {waiting}),
-	(SELECT min(visible_at) FROM leasehold_messages WHERE queue = ?1 AND state = {pending} AND visible_at <= ?2)`)
+	(SELECT min(visible_at) FROM leasehold_messages WHERE queue = ?1 AND state = {pending} AND visible_at <= ?2),
+	(SELECT coalesce(max(paused), 0) FROM leasehold_queues WHERE queue = ?1)`)
 
 // Statements run as they are, not prepared.
 var (
@@ -112,8 +114,14 @@ var (
 	sqlPurge = sqlstate.Expand(`DELETE FROM leasehold_messages WHERE id = ?2 AND state = {dead}`)
 	// sqlDeleteQueue deletes every message of a queue.
 	sqlDeleteQueue = `DELETE FROM leasehold_messages WHERE queue = ?`
-	// sqlQueues lists the queues that hold messages.
-	sqlQueues = `SELECT DISTINCT queue FROM leasehold_messages ORDER BY queue`
+	// sqlForgetQueue deletes a queue's settings.
+	sqlForgetQueue = `DELETE FROM leasehold_queues WHERE queue = ?`
+	// sqlPause pauses a queue.
+	sqlPause = `INSERT INTO leasehold_queues (queue, paused) VALUES (?, 1) ON CONFLICT (queue) DO UPDATE SET paused = 1`
+	// sqlResume lets a queue run.
+	sqlResume = `UPDATE leasehold_queues SET paused = 0 WHERE queue = ?`
+	// sqlQueues lists the queues that hold messages or are paused.
+	sqlQueues = `SELECT DISTINCT queue FROM leasehold_messages UNION SELECT queue FROM leasehold_queues WHERE paused ORDER BY 1`
 	// sqlList lists a queue's messages in one state by id. The state's code
 	// is written in (%d) rather than bound, so that SQLite can use the
 	// state's partial index.

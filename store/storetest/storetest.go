@@ -108,6 +108,7 @@ func Run(t *testing.T, f Factory, opts ...Option) {
 		{"PingAndClose", testPingAndClose},
 		{"Queues", testQueues},
 		{"DeleteQueue", testDeleteQueue},
+		{"PauseAndResume", testPauseAndResume},
 		{"Linearizable", func(t *testing.T, f Factory) { testLinearizable(t, f, o) }},
 	}
 	for _, tt := range tests {
@@ -1357,6 +1358,19 @@ func testQueues(t *testing.T, f Factory) {
 	if err != nil || !slices.Equal(qs, []string{"a", "b"}) {
 		t.Fatalf("Queues = %v, %v; want [a b]", qs, err)
 	}
+	// A paused queue is listed while it is paused, messages or not.
+	if err := b.s.Pause(b.ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if qs, err := b.s.Queues(b.ctx); err != nil || !slices.Equal(qs, []string{"a", "b", "c"}) {
+		t.Fatalf("Queues with c paused = %v, %v; want [a b c]", qs, err)
+	}
+	if err := b.s.Resume(b.ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if qs, err := b.s.Queues(b.ctx); err != nil || !slices.Equal(qs, []string{"a", "b"}) {
+		t.Fatalf("Queues with c resumed = %v, %v; want [a b]", qs, err)
+	}
 }
 
 func testDeleteQueue(t *testing.T, f Factory) {
@@ -1365,6 +1379,9 @@ func testDeleteQueue(t *testing.T, f Factory) {
 	ds := b.claim(1)
 	if len(ds) != 1 {
 		t.Fatalf("claimed %d", len(ds))
+	}
+	if err := b.s.Pause(b.ctx, b.queue); err != nil {
+		t.Fatal(err)
 	}
 	n, err := b.s.DeleteQueue(b.ctx, b.queue)
 	if err != nil || n != 3 {
@@ -1444,4 +1461,11 @@ func CheckUpgraded(t *testing.T, s store.Store) {
 	}
 	want("a", 0, 0)
 	want("b", 1, 0)
+	// A queue can be paused after the upgrade.
+	if err := s.Pause(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := s.Stats(ctx, "b"); err != nil || !st.Paused {
+		t.Fatalf("stats of a paused queue after the upgrade: %+v, %v", st, err)
+	}
 }
