@@ -39,7 +39,7 @@ func observeQueues(p metric.MeterProvider, st store.Store, queues []string) (fun
 				continue
 			}
 			for state, n := range map[string]int64{"pending": s.Pending, "waiting": s.Waiting, "processing": s.Processing,
-				"completed": s.Completed, "dead": s.Dead} {
+				"completed": s.Completed, "dead": s.Dead, "cancelled": s.Cancelled} {
 				o.ObserveInt64(depth, n, metric.WithAttributes(attribute.String("queue", q), attribute.String("state", state)))
 			}
 			o.ObserveFloat64(age, s.OldestPendingAge.Seconds(), metric.WithAttributes(attribute.String("queue", q)))

@@ -2,6 +2,7 @@ package leasehold
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -21,6 +22,27 @@ func (c *Client[TTx]) QueuePause(ctx context.Context, queue string) error {
 func (c *Client[TTx]) QueueResume(ctx context.Context, queue string) error {
 	if err := c.st.Resume(ctx, queue); err != nil {
 		return fmt.Errorf("leasehold: resume queue %q: %w", queue, err)
+	}
+	return nil
+}
+
+// ErrAlreadyFinished reports that a job could not be cancelled because it
+// had already finished: completed, dead-lettered or cancelled before.
+var ErrAlreadyFinished = errors.New("job already finished")
+
+// Cancel cancels a job by id, on any queue: a job waiting to run never
+// runs; a running job's handler has its context cancelled with cause
+// ErrCancelled within two heartbeats (its lease keeper's next extension
+// learns of it), and the job is not retried. Either way the job ends in
+// state cancelled. A job that has already finished is left as it was:
+// ErrAlreadyFinished; one that does not exist is store.ErrNotFound.
+func (c *Client[TTx]) Cancel(ctx context.Context, id int64) error {
+	ids, err := c.st.Cancel(ctx, "", []int64{id})
+	if err != nil {
+		return fmt.Errorf("leasehold: cancel job %d: %w", id, err)
+	}
+	if len(ids) == 0 {
+		return fmt.Errorf("leasehold: cancel job %d: %w", id, ErrAlreadyFinished)
 	}
 	return nil
 }

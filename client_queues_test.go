@@ -2,12 +2,14 @@ package leasehold_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/store"
 )
 
 // A paused queue's jobs wait, however long, while other queues run; once
@@ -52,6 +54,68 @@ func TestQueuePauseAndResume(t *testing.T) {
 		}
 		if err := c.QueuePause(ctx, ""); err == nil {
 			t.Fatal("QueuePause of an empty name succeeded")
+		}
+	})
+}
+
+// A cancelled job never runs again: waiting, it is skipped; running, its
+// handler's context ends with ErrCancelled within two heartbeats and the
+// job stays cancelled.
+func TestCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		const heartbeat = 10 * time.Second
+		c, st := newClient(t, leasehold.Config{Queues: map[string]leasehold.QueueConfig{"default": {}},
+			LeaseDuration: 30 * time.Second, HeartbeatInterval: heartbeat})
+		started := make(chan int64, 10)
+		causes := make(chan error, 10)
+		leasehold.AddHandler(c, func(ctx context.Context, job *leasehold.Job[sendEmail]) error {
+			started <- job.ID
+			if job.Args.To == "quick" {
+				return nil
+			}
+			<-ctx.Done()
+			causes <- context.Cause(ctx)
+			return context.Cause(ctx)
+		})
+		waiting, err := c.Enqueue(ctx, sendEmail{To: "never"}, &leasehold.EnqueueOptions{Delay: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Cancel(ctx, waiting.ID); err != nil {
+			t.Fatal(err)
+		}
+		running, err := c.Enqueue(ctx, sendEmail{To: "slow"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer c.Stop(ctx)
+		if id := <-started; id != running.ID {
+			t.Fatalf("started job %d, want %d", id, running.ID)
+		}
+		cancelledAt := time.Now()
+		if err := c.Cancel(ctx, running.ID); err != nil {
+			t.Fatal(err)
+		}
+		if cause := <-causes; !errors.Is(cause, leasehold.ErrCancelled) {
+			t.Fatalf("the running job's context ended with %v, want ErrCancelled", cause)
+		}
+		if took := time.Since(cancelledAt); took > 2*heartbeat {
+			t.Fatalf("the running job was stopped %s after Cancel, more than two heartbeats", took)
+		}
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if s := count(t, st, "default"); s.Cancelled != 2 || s.Pending+s.Processing+s.Completed+s.Dead != 0 || len(started) != 0 {
+			t.Fatalf("an hour after: stats %+v, %d more starts; want both cancelled and nothing run again", s, len(started))
+		}
+		if err := c.Cancel(ctx, running.ID); !errors.Is(err, leasehold.ErrAlreadyFinished) {
+			t.Fatalf("Cancel of a cancelled job: %v, want ErrAlreadyFinished", err)
+		}
+		if err := c.Cancel(ctx, 987654); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("Cancel of no job: %v, want store.ErrNotFound", err)
 		}
 	})
 }

@@ -94,7 +94,7 @@ type Job[T JobArgs] struct {
 // again after d without using up a delivery. The context ends when the
 // job's lease is lost, its maximum processing time passes or the client
 // stops; context.Cause says which (store.ErrLeaseLost,
-// ErrMaxProcessingTime, ErrShutdown).
+// ErrMaxProcessingTime, ErrShutdown, ErrCancelled).
 type Handler[T JobArgs] func(ctx context.Context, job *Job[T]) error
 
 // Causes of a handler's context ending, besides store.ErrLeaseLost (the
@@ -107,6 +107,9 @@ var (
 	// ErrShutdown: the client is stopping and could wait no longer. The
 	// job's lease is released, so that it runs again at once elsewhere.
 	ErrShutdown = worker.ErrShutdown
+	// ErrCancelled: the job was cancelled (Client.Cancel) while it ran. It
+	// stays cancelled: it is not completed, failed or run again.
+	ErrCancelled = worker.ErrCancelled
 )
 
 // Permanent marks err as one that retrying cannot fix: the job is

@@ -41,9 +41,15 @@ const (
 	Completed
 	// Dead messages failed for good; they are kept until purged or redriven.
 	Dead
+	// Cancelled messages were cancelled before they finished (see
+	// Store.Cancel); they never run again.
+	Cancelled
 )
 
-var stateNames = [...]string{"pending", "waiting", "processing", "completed", "dead"}
+// States is the number of states: each is below it.
+const States = int(Cancelled) + 1
+
+var stateNames = [States]string{"pending", "waiting", "processing", "completed", "dead", "cancelled"}
 
 func (s State) String() string {
 	if s < 0 || int(s) >= len(stateNames) {
@@ -59,7 +65,7 @@ func ParseState(name string) (State, error) {
 			return State(i), nil
 		}
 	}
-	return 0, fmt.Errorf("%w: unknown state %q (want pending, waiting, processing, completed or dead)", ErrInvalid, name)
+	return 0, fmt.Errorf("%w: unknown state %q (want pending, waiting, processing, completed, dead or cancelled)", ErrInvalid, name)
 }
 
 // DeadReason says why a message was dead-lettered.
@@ -232,6 +238,9 @@ type Extended struct {
 	// Expires is the new expiry of the extended leases; the earliest one
 	// when the backend renewed them in several transactions.
 	Expires time.Time
+	// Cancelled lists the lost leases whose message was cancelled while
+	// they held it (see Store.Cancel): a subset of Lost.
+	Cancelled []Lease
 }
 
 // Recovered is one message the reaper took back.
@@ -270,6 +279,8 @@ type Stats struct {
 	// OldestPendingAge is the age of the oldest pending message, measured
 	// from when it became visible; zero when none is pending.
 	OldestPendingAge time.Duration
+	// Cancelled counts the cancelled messages.
+	Cancelled int64
 	// Paused says whether the queue is paused (see Store.Pause).
 	Paused bool
 }
@@ -292,7 +303,7 @@ type Info struct {
 	EnqueuedAt    time.Time
 	VisibleAt     time.Time
 	LeaseExpires  time.Time // zero unless processing
-	FinishedAt    time.Time // zero unless completed or dead
+	FinishedAt    time.Time // zero unless completed, dead or cancelled
 }
 
 // ListFilter selects messages for List.
@@ -360,6 +371,16 @@ type Store interface {
 	// more than retention ago and are past the dedup window. It returns how
 	// many it deleted; call it until that is below limit.
 	DeleteCompleted(ctx context.Context, retention time.Duration, limit int) (int, error)
+	// Cancel cancels messages by id, of the queue (or of any queue when
+	// queue is empty): a pending or waiting one becomes Cancelled and never
+	// runs; a processing one becomes Cancelled at once, so that its lease
+	// is lost (its holder's Extend reports it in Extended.Cancelled, and
+	// neither its completion nor its failure goes through) and it is not
+	// retried. A key's next message goes on as after a completion. A
+	// message that has already finished is left as it is. It returns the
+	// ids it cancelled, in input order; an id that names no message of
+	// the queue is ErrNotFound, and nothing changes.
+	Cancel(ctx context.Context, queue string, ids []int64) ([]int64, error)
 	// Pause stops claims from a queue, in every process, until Resume:
 	// Claim returns nothing for it, while enqueues, the settling of
 	// messages already claimed and the reaper go on. A pause is kept in

@@ -27,6 +27,7 @@ type statsJSON struct {
 	Processing              int64   `json:"processing"`
 	Completed               int64   `json:"completed"`
 	Dead                    int64   `json:"dead"`
+	Cancelled               int64   `json:"cancelled"`
 	BlockedKeys             int64   `json:"blocked_keys"`
 	OldestPendingAgeSeconds float64 `json:"oldest_pending_age_seconds"`
 	Paused                  bool    `json:"paused"`
@@ -39,9 +40,9 @@ func (a *app) statsCommand() *cobra.Command {
 		Use:   "stats [--queue Q] [--json]",
 		Short: "Count each queue's messages by state",
 		Long: `stats prints, per queue: pending (visible or delayed), waiting behind
-their key, in flight, completed, dead, the age of the oldest visible pending
-message, the keys blocked by an unfinished head, and whether the queue is
-paused (see queue pause). It reads only live
+their key, in flight, completed, dead, cancelled, the age of the oldest
+visible pending message, the keys blocked by an unfinished head, and
+whether the queue is paused (see queue pause). It reads only live
 messages and a count of completed ones, so it answers as fast with millions
 of completed messages as with none, and it never changes the database.`,
 		Example: `  leasehold stats
@@ -68,7 +69,7 @@ of completed messages as with none, and it never changes the database.`,
 			var tw *tabwriter.Writer
 			if !asJSON {
 				tw = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "QUEUE\tPENDING\tWAITING\tPROCESSING\tCOMPLETED\tDEAD\tBLOCKED KEYS\tOLDEST PENDING\tPAUSED")
+				fmt.Fprintln(tw, "QUEUE\tPENDING\tWAITING\tPROCESSING\tCOMPLETED\tDEAD\tCANCELLED\tBLOCKED KEYS\tOLDEST PENDING\tPAUSED")
 			}
 			enc := json.NewEncoder(a.stdout)
 			for _, q := range queues {
@@ -78,7 +79,7 @@ of completed messages as with none, and it never changes the database.`,
 				}
 				if asJSON {
 					if err := enc.Encode(statsJSON{Queue: q, Pending: s.Pending, Waiting: s.Waiting, Processing: s.Processing,
-						Completed: s.Completed, Dead: s.Dead, BlockedKeys: s.BlockedKeys, OldestPendingAgeSeconds: s.OldestPendingAge.Seconds(),
+						Completed: s.Completed, Dead: s.Dead, Cancelled: s.Cancelled, BlockedKeys: s.BlockedKeys, OldestPendingAgeSeconds: s.OldestPendingAge.Seconds(),
 						Paused: s.Paused}); err != nil {
 						return err
 					}
@@ -88,8 +89,8 @@ of completed messages as with none, and it never changes the database.`,
 				if s.Paused {
 					paused = "yes"
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", escape(q), s.Pending, s.Waiting, s.Processing, s.Completed, s.Dead,
-					s.BlockedKeys, s.OldestPendingAge.Round(time.Millisecond), paused)
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", escape(q), s.Pending, s.Waiting, s.Processing, s.Completed, s.Dead,
+					s.Cancelled, s.BlockedKeys, s.OldestPendingAge.Round(time.Millisecond), paused)
 			}
 			if tw != nil {
 				return tw.Flush()
@@ -146,14 +147,14 @@ func payloadJSON(p []byte) (text, b64 string) {
 }
 
 // listStates are the states `list` shows without --state, in order.
-var listStates = []store.State{store.Pending, store.Waiting, store.Processing, store.Completed, store.Dead}
+var listStates = []store.State{store.Pending, store.Waiting, store.Processing, store.Completed, store.Dead, store.Cancelled}
 
 func (a *app) listCommand() *cobra.Command {
 	var queue, state string
 	var asJSON bool
 	var limit int
 	cmd := &cobra.Command{
-		Use:   "list --queue Q [--state pending|waiting|processing|completed|dead] [--json]",
+		Use:   "list --queue Q [--state pending|waiting|processing|completed|dead|cancelled] [--json]",
 		Short: "List a queue's messages",
 		Long: `list prints a queue's messages by id, in one state or in every state. For a
 completed message the fencing token is that of the lease that completed it.`,

@@ -1,7 +1,8 @@
 // Package sqlstate writes message states into the SQL of the backends by
 // name, so that the codes stored in their state columns come from one
 // definition, store.State: {pending}, {waiting}, {processing},
-// {completed} and {dead} in a statement become those states' numbers.
+// {completed}, {dead} and {cancelled} in a statement become those states'
+// numbers.
 package sqlstate
 
 import (
@@ -17,6 +18,7 @@ var names = strings.NewReplacer(
 	"{processing}", code(store.Processing),
 	"{completed}", code(store.Completed),
 	"{dead}", code(store.Dead),
+	"{cancelled}", code(store.Cancelled),
 )
 
 func code(s store.State) string { return strconv.Itoa(int(s)) }

@@ -224,7 +224,7 @@ func CheckListFilter(f store.ListFilter) (int, error) {
 	if err := CheckQueue(f.Queue); err != nil {
 		return 0, err
 	}
-	if f.State < store.Pending || f.State > store.Dead {
+	if f.State < store.Pending || int(f.State) >= store.States {
 		return 0, invalid("unknown state %d", f.State)
 	}
 	return CheckLimit(f.Limit)
@@ -268,4 +268,13 @@ func LostLeases(leases []store.Lease, extended map[store.Lease]bool) []store.Lea
 		}
 	}
 	return lost
+}
+
+// NoMessage is the error for an id that names no message of the queue, or
+// of any queue when queue is empty.
+func NoMessage(queue string, id int64) error {
+	if queue == "" {
+		return fmt.Errorf("%w: no message %d", store.ErrNotFound, id)
+	}
+	return fmt.Errorf("%w: queue %q has no message %d", store.ErrNotFound, queue, id)
 }

@@ -32,7 +32,7 @@ import (
 //
 // Errors are returned as they come: Store names the backend and the
 // operation. A backend wakes this process's receivers (Wakeups.Notify)
-// after Complete, Fail and Requeue commit, since only it knows which
+// after Complete, Fail, Requeue and Cancel commit, since only it knows which
 // queues they touched; Store wakes them after Enqueue, Reap, Redrive and
 // Resume. A backend shared by several processes wakes theirs too.
 type Backend interface {
@@ -53,6 +53,8 @@ type Backend interface {
 	DeleteQueue(ctx context.Context, queue string) (int, error)
 	List(ctx context.Context, f store.ListFilter) ([]store.Info, error)
 	DeleteCompleted(ctx context.Context, retention time.Duration, limit int) (int, error)
+	// Cancel gets a queue of "" for any queue.
+	Cancel(ctx context.Context, queue string, ids []int64) ([]int64, error)
 	Pause(ctx context.Context, queue string) error
 	Resume(ctx context.Context, queue string) error
 	Ping(ctx context.Context) error
@@ -360,6 +362,30 @@ func (s *Store) DeleteCompleted(ctx context.Context, retention time.Duration, li
 	defer s.end()
 	n, err := s.b.DeleteCompleted(ctx, retention, limit)
 	return n, s.Failed("delete completed", err)
+}
+
+// Cancel implements store.Store.
+func (s *Store) Cancel(ctx context.Context, queue string, ids []int64) ([]int64, error) {
+	if len(ids) == 0 {
+		return nil, invalid("no message ids to cancel")
+	}
+	if err := CheckIDs(ids); err != nil {
+		return nil, err
+	}
+	if queue != "" {
+		if err := CheckQueue(queue); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.begin(); err != nil {
+		return nil, err
+	}
+	defer s.end()
+	out, err := s.b.Cancel(ctx, queue, ids)
+	if err != nil {
+		return nil, s.Failed("cancel", err)
+	}
+	return out, nil
 }
 
 // Pause implements store.Store.

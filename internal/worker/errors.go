@@ -18,6 +18,10 @@ var (
 	// ErrShutdown: the worker is stopping and could not wait any longer.
 	// The message's lease is released so that another worker can take it.
 	ErrShutdown = errors.New("worker shutting down")
+	// ErrCancelled: the message was cancelled (store.Store.Cancel) while
+	// its handler ran. It is not completed, failed or retried: it stays
+	// cancelled. The lease keeper learns of it at its next extension.
+	ErrCancelled = errors.New("message cancelled")
 )
 
 // ErrAbandoned reports that handlers did not return after their contexts

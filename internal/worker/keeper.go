@@ -113,8 +113,9 @@ func newKeeper(st store.Store, clk clock.Clock, cfg LeaseExtenderConfig, log *sl
 }
 
 // hold starts keeping l, which ends at the monotonic time deadline unless
-// extended. cancel is called once with store.ErrLeaseLost, from another
-// goroutine, if the lease is lost before drop.
+// extended. cancel is called once, from another goroutine, if the lease
+// is lost before drop: with ErrCancelled when its message was cancelled,
+// store.ErrLeaseLost otherwise.
 func (k *keeper) hold(l store.Lease, queue string, deadline time.Duration, cancel context.CancelCauseFunc) *hold {
 	h := &hold{lease: l, queue: queue, cancel: cancel, deadline: deadline}
 	k.mu.Lock()
@@ -195,7 +196,7 @@ func (k *keeper) expire() {
 		h.cancel(ErrMaxProcessingTime)
 	}
 	for _, h := range expired {
-		k.lose(h, "expired before an extension succeeded")
+		k.lose(h, "expired before an extension succeeded", store.ErrLeaseLost)
 	}
 }
 
@@ -213,7 +214,8 @@ func (k *keeper) drop(h *hold) (lost bool, deadline time.Duration) {
 	return lost, deadline
 }
 
-func (k *keeper) lose(h *hold, why string) {
+// lose marks h's lease lost and cancels its handler with cause.
+func (k *keeper) lose(h *hold, why string, cause error) {
 	k.mu.Lock()
 	if h.lost || h.dropped {
 		k.mu.Unlock()
@@ -228,8 +230,12 @@ func (k *keeper) lose(h *hold, why string) {
 	if h.queue != "" {
 		log = log.With("queue", h.queue)
 	}
-	log.Warn("lease lost", "message_id", h.lease.MessageID, "fencing_token", h.lease.FencingToken, "why", why)
-	h.cancel(store.ErrLeaseLost)
+	if cause == ErrCancelled {
+		log.Info("message cancelled; stopping its handler", "message_id", h.lease.MessageID, "fencing_token", h.lease.FencingToken)
+	} else {
+		log.Warn("lease lost", "message_id", h.lease.MessageID, "fencing_token", h.lease.FencingToken, "why", why)
+	}
+	h.cancel(cause)
 }
 
 // run extends every Interval until ctx ends. Disabled, it only waits: the
@@ -262,11 +268,15 @@ func (k *keeper) tick(ctx context.Context) {
 		}
 		return
 	}
-	var lost map[store.Lease]bool
+	var lost, cancelled map[store.Lease]bool
 	if len(res.Lost) > 0 {
 		lost = make(map[store.Lease]bool, len(res.Lost))
 		for _, l := range res.Lost {
 			lost[l] = true
+		}
+		cancelled = make(map[store.Lease]bool, len(res.Cancelled))
+		for _, l := range res.Cancelled {
+			cancelled[l] = true
 		}
 	}
 	left := sent + k.cfg.Extension - k.clk.Monotonic()
@@ -291,9 +301,13 @@ func (k *keeper) tick(ctx context.Context) {
 	k.mu.Unlock()
 	k.m.extensions.Add(ctx, int64(len(k.batch)-len(res.Lost)), k.m.extOK)
 	for _, h := range refused {
-		k.lose(h, "the store refused the extension")
+		if cancelled[h.lease] {
+			k.lose(h, "", ErrCancelled)
+		} else {
+			k.lose(h, "the store refused the extension", store.ErrLeaseLost)
+		}
 	}
 	for _, h := range late {
-		k.lose(h, "the extension took longer than the lease it asked for")
+		k.lose(h, "the extension took longer than the lease it asked for", store.ErrLeaseLost)
 	}
 }

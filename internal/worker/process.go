@@ -41,6 +41,8 @@ func (w *Worker) process(j *job) bool {
 		return false // a hard stop released the lease
 	}
 	switch {
+	case lost && errors.Is(cause, ErrCancelled):
+		log.Info("message cancelled while the handler ran; it stays cancelled", "handler_error", err)
 	case lost:
 		log.Warn("lease lost while the handler ran; not completing", "handler_error", err)
 	case took >= maxProcessing:

@@ -87,7 +87,7 @@ type queue struct {
 	keys       map[string]*keyLine
 	dedup      map[string]*message
 	completed  []*message // in order of completion, for retention
-	counts     [5]int64   // by state
+	counts     [store.States]int64
 }
 
 // keyLine holds a key's unfinished messages: the head (pending or
@@ -385,11 +385,50 @@ func (s *backend) Extend(ctx context.Context, leases []store.Lease, extension ti
 		m, err := s.currentLocked(l, now)
 		if err != nil {
 			res.Lost = append(res.Lost, l)
+			if m := s.byIDLocked(l.MessageID); m != nil && m.state == store.Cancelled && m.fence == l.FencingToken {
+				res.Cancelled = append(res.Cancelled, l)
+			}
 			continue
 		}
 		m.lockedUntil = until
 	}
 	return res, nil
+}
+
+func (s *backend) Cancel(ctx context.Context, queue string, ids []int64) ([]int64, error) {
+	s.mu.Lock()
+	ms := make([]*message, len(ids))
+	for i, id := range ids {
+		m := s.byIDLocked(id)
+		if m == nil || queue != "" && m.queue.name != queue {
+			s.mu.Unlock()
+			return nil, storecore.NoMessage(queue, id)
+		}
+		ms[i] = m
+	}
+	now := s.clk.Now().UnixNano()
+	var out []int64
+	var woken []store.NewMessage
+	for _, m := range ms {
+		switch m.state {
+		case store.Completed, store.Dead, store.Cancelled:
+			continue
+		case store.Waiting:
+			line := m.queue.keys[m.key]
+			line.waiting = slices.DeleteFunc(line.waiting, func(w *message) bool { return w == m })
+			m.queue.setState(m, store.Cancelled)
+			m.finishedAt = now
+		default:
+			s.finishLocked(m, store.Cancelled, now)
+			if m.key != "" {
+				woken = append(woken, store.NewMessage{Queue: m.queue.name})
+			}
+		}
+		out = append(out, m.id)
+	}
+	s.mu.Unlock()
+	s.wake.NotifyMessages(woken)
+	return out, nil
 }
 
 func (s *backend) Complete(ctx context.Context, cs []store.Completion) ([]error, error) {
@@ -615,6 +654,7 @@ func (s *backend) Stats(ctx context.Context, queue string) (store.Stats, error) 
 	st.Processing = q.counts[store.Processing]
 	st.Completed = q.counts[store.Completed]
 	st.Dead = q.counts[store.Dead]
+	st.Cancelled = q.counts[store.Cancelled]
 	for _, line := range q.keys {
 		if len(line.waiting) > 0 {
 			st.BlockedKeys++

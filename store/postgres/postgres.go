@@ -572,7 +572,85 @@ func (s *backend) Extend(ctx context.Context, leases []store.Lease, extension ti
 		}
 	}
 	res.Lost = storecore.LostLeases(leases, extended)
+	if len(res.Lost) > 0 {
+		ids, fences := leaseArrays(len(res.Lost), func(i int) store.Lease { return res.Lost[i] })
+		rows, err := s.pool.Query(ctx, s.sql.cancelledOf, replan, ids, fences)
+		if err != nil {
+			return store.Extended{}, err
+		}
+		var l store.Lease
+		if _, err := pgx.ForEachRow(rows, []any{&l.MessageID, &l.FencingToken}, func() error {
+			res.Cancelled = append(res.Cancelled, l)
+			return nil
+		}); err != nil {
+			return store.Extended{}, err
+		}
+	}
 	return res, nil
+}
+
+func (s *backend) Cancel(ctx context.Context, queue string, ids []int64) ([]int64, error) {
+	var out []int64
+	var wake []string
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		out, wake = out[:0], wake[:0]
+		rows, err := tx.Query(ctx, s.sql.cancelRows, replan, ids)
+		if err != nil {
+			return err
+		}
+		type row struct {
+			queue string
+			state int16
+			key   *string
+		}
+		found := make(map[int64]row, len(ids))
+		var id int64
+		var r row
+		if _, err := pgx.ForEachRow(rows, []any{&id, &r.queue, &r.state, &r.key}, func() error {
+			found[id] = r
+			return nil
+		}); err != nil {
+			return err
+		}
+		var cancel []int64
+		var heads [][2]string
+		var queues []string
+		for _, id := range ids {
+			r, ok := found[id]
+			if !ok || queue != "" && r.queue != queue {
+				return storecore.NoMessage(queue, id)
+			}
+			switch store.State(r.state) {
+			case store.Pending, store.Processing:
+				if r.key != nil {
+					heads = append(heads, [2]string{r.queue, *r.key})
+					queues = append(queues, r.queue)
+				}
+			case store.Waiting:
+			default:
+				continue
+			}
+			cancel = append(cancel, id)
+		}
+		if len(cancel) == 0 {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, s.sql.cancel, replan, s.now(), cancel); err != nil {
+			return err
+		}
+		// Every cancel first, then the keys' next messages: one cancelled
+		// here too must not become a head.
+		if err := s.promote(ctx, tx, heads); err != nil {
+			return err
+		}
+		out = cancel
+		return s.notify(ctx, s.pgxRunner(tx), queues, &wake)
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.notifyHere(wake)
+	return out, nil
 }
 
 // extendRows is the most leases one extension statement renews. A
@@ -897,7 +975,7 @@ func (s *backend) Purge(ctx context.Context, queue string, ids []int64) (int, er
 func (s *backend) Stats(ctx context.Context, queue string) (store.Stats, error) {
 	st := store.Stats{Queue: queue}
 	err := s.pool.QueryRow(ctx, s.sql.stats, replan, s.now(), queue).Scan(
-		&st.Pending, &st.Waiting, &st.Processing, &st.Completed, &st.Dead, &st.BlockedKeys, &st.OldestPendingAge, &st.Paused)
+		&st.Pending, &st.Waiting, &st.Processing, &st.Completed, &st.Dead, &st.BlockedKeys, &st.OldestPendingAge, &st.Paused, &st.Cancelled)
 	if err != nil {
 		return store.Stats{}, err
 	}

@@ -126,6 +126,21 @@ WHERE m.id = ANY(ARRAY(
 	AND m.fencing_token = ANY($3::bigint[]) AND m.state + 0 = {processing} AND m.locked_until > COALESCE($1::timestamptz, now())
 RETURNING m.id, m.fencing_token, m.queue, m.key
 
+-- name: cancelledOf
+-- Of the leases in the arrays of ids ($1) and fencing tokens ($2), those
+-- whose message was cancelled under them.
+SELECT m.id, m.fencing_token FROM unnest($1::bigint[], $2::bigint[]) AS l(id, fence)
+JOIN {s}.messages m ON m.id = l.id AND m.fencing_token = l.fence
+WHERE m.state = {cancelled}
+
+-- name: cancelRows
+-- The messages to cancel, locked, in id order.
+SELECT id, queue, state, key FROM {s}.messages WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE
+
+-- name: cancel
+UPDATE {s}.messages SET state = {cancelled}, finished_at = COALESCE($1::timestamptz, now())
+WHERE id = ANY($2::bigint[]) AND state IN ({pending}, {waiting}, {processing})
+
 -- name: promote
 -- Lets the next waiting message of a key go. The caller holds the key's
 -- lock and has finished its head.
@@ -206,7 +221,8 @@ SELECT
 	(SELECT count(DISTINCT key) FROM {s}.messages WHERE queue = $2 AND state = {waiting}),
 	COALESCE((SELECT COALESCE($1::timestamptz, now()) - min(visible_at) FROM {s}.messages
 		WHERE queue = $2 AND state = {pending} AND visible_at <= COALESCE($1::timestamptz, now())), interval '0'),
-	COALESCE((SELECT paused FROM {s}.queues WHERE queue = $2), false)
+	COALESCE((SELECT paused FROM {s}.queues WHERE queue = $2), false),
+	(SELECT count(*) FROM {s}.messages WHERE queue = $2 AND state = {cancelled})
 
 -- name: countCompleted
 -- Adds $2[i] to queue $1[i]'s completed count, in the shard of this

@@ -21,8 +21,8 @@ var queriesSQL string
 type statements struct {
 	lockKeys, notify, isolation, insertBulk, insertOne, dedupGet, dedupClear, claim, extend, complete, promote,
 	current, retry, kill, release, reapScan, reap, deadRows, redrive, purge, stats, countCompleted, deleteCompleted,
-	deleteQueue, queues, pause, resume string
-	list [store.Dead + 1]string
+	deleteQueue, queues, pause, resume, cancelledOf, cancelRows, cancel string
+	list [store.States]string
 }
 
 // queryName starts a statement in queries.sql.
@@ -68,6 +68,7 @@ func newStatements(schema string) statements {
 		reapScan: q("reapScan"), reap: q("reap"), deadRows: q("deadRows"), redrive: q("redrive"), purge: q("purge"),
 		stats: q("stats"), countCompleted: q("countCompleted"), deleteCompleted: q("deleteCompleted"),
 		deleteQueue: q("deleteQueue"), queues: q("queues"), pause: q("pause"), resume: q("resume"),
+		cancelledOf: q("cancelledOf"), cancelRows: q("cancelRows"), cancel: q("cancel"),
 	}
 	list := q("list")
 	for state := range st.list {

@@ -510,16 +510,87 @@ func (s *backend) Extend(ctx context.Context, leases []store.Lease, extension ti
 			}
 			extended[l] = true
 		}
-		if err := rows.Err(); err != nil {
+		if err := rows.Close(); err != nil {
 			return err
 		}
 		res.Lost = storecore.LostLeases(leases, extended)
-		return nil
+		if len(res.Lost) > 0 {
+			res.Cancelled, err = s.cancelledOf(ctx, tx, res.Lost)
+		}
+		return err
 	})
 	if err != nil {
 		return store.Extended{}, err
 	}
 	return res, nil
+}
+
+// cancelledOf returns those of leases whose message was cancelled under
+// them.
+func (s *backend) cancelledOf(ctx context.Context, tx *sql.Tx, leases []store.Lease) ([]store.Lease, error) {
+	rows, err := tx.QueryContext(ctx, sqlCancelledOf, leasesJSON(leases, func(l store.Lease) store.Lease { return l }))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Lease
+	for rows.Next() {
+		var l store.Lease
+		if err := rows.Scan(&l.MessageID, &l.FencingToken); err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}
+
+func (s *backend) Cancel(ctx context.Context, queue string, ids []int64) ([]int64, error) {
+	var out []int64
+	var woken []store.NewMessage
+	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
+		out, woken = out[:0], woken[:0]
+		type heldKey struct {
+			queue string
+			key   sql.NullString
+		}
+		var heads []heldKey
+		for _, id := range ids {
+			var q string
+			var state store.State
+			var key sql.NullString
+			err := tx.QueryRowContext(ctx, sqlMessageOf, id).Scan(&q, &state, &key)
+			if errors.Is(err, sql.ErrNoRows) || err == nil && queue != "" && q != queue {
+				return storecore.NoMessage(queue, id)
+			}
+			if err != nil {
+				return err
+			}
+			if state != store.Pending && state != store.Waiting && state != store.Processing {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, sqlCancel, now, id); err != nil {
+				return err
+			}
+			if state != store.Waiting && key.Valid {
+				heads = append(heads, heldKey{q, key})
+			}
+			out = append(out, id)
+		}
+		// Every cancel first, then the keys' next messages: one cancelled
+		// here too must not become a head.
+		for _, h := range heads {
+			if err := s.promote(ctx, tx, h.queue, h.key); err != nil {
+				return err
+			}
+			woken = append(woken, store.NewMessage{Queue: h.queue})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.wake.NotifyMessages(woken)
+	return out, nil
 }
 
 // leasesJSON encodes leases as a JSON array of [id, fencing token] pairs.
@@ -781,7 +852,7 @@ func (s *backend) Stats(ctx context.Context, queue string) (store.Stats, error) 
 	now := micros(s.clk.Now())
 	var oldest sql.NullInt64
 	if err := s.db.QueryRowContext(ctx, statsSQL, queue, now).Scan(&st.Pending, &st.Waiting, &st.Processing, &st.Completed, &st.Dead,
-		&st.BlockedKeys, &oldest, &st.Paused); err != nil {
+		&st.BlockedKeys, &oldest, &st.Paused, &st.Cancelled); err != nil {
 		return st, err
 	}
 	if oldest.Valid {

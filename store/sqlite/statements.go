@@ -81,7 +81,8 @@ var statsSQL = sqlstate.Expand(`SELECT
 	(SELECT count(*) FROM leasehold_messages WHERE queue = ?1 AND state = {dead}),
 	(SELECT count(DISTINCT key) FROM leasehold_messages WHERE queue = ?1 AND state = {waiting}),
 	(SELECT min(visible_at) FROM leasehold_messages WHERE queue = ?1 AND state = {pending} AND visible_at <= ?2),
-	(SELECT coalesce(max(paused), 0) FROM leasehold_queues WHERE queue = ?1)`)
+	(SELECT coalesce(max(paused), 0) FROM leasehold_queues WHERE queue = ?1),
+	(SELECT count(*) FROM leasehold_messages WHERE queue = ?1 AND state = {cancelled})`)
 
 // Statements run as they are, not prepared.
 var (
@@ -112,6 +113,16 @@ var (
 		WHERE id = ?2 AND state = {dead}`)
 	// sqlPurge deletes a dead message.
 	sqlPurge = sqlstate.Expand(`DELETE FROM leasehold_messages WHERE id = ?2 AND state = {dead}`)
+	// sqlCancelledOf lists, of a batch of leases (?1, a JSON array of [id,
+	// fencing token] pairs), those whose message was cancelled under them.
+	sqlCancelledOf = sqlstate.Expand(`SELECT m.id, m.fencing_token FROM leasehold_messages AS m
+		JOIN (SELECT value ->> 0 AS id, value ->> 1 AS fence FROM json_each(?1)) AS j ON m.id = j.id AND m.fencing_token = j.fence
+		WHERE m.state = {cancelled}`)
+	// sqlMessageOf reads what cancelling a message needs.
+	sqlMessageOf = `SELECT queue, state, key FROM leasehold_messages WHERE id = ?`
+	// sqlCancel cancels a message that has not finished.
+	sqlCancel = sqlstate.Expand(`UPDATE leasehold_messages SET state = {cancelled}, finished_at = ?1
+		WHERE id = ?2 AND state IN ({pending}, {waiting}, {processing})`)
 	// sqlDeleteQueue deletes every message of a queue.
 	sqlDeleteQueue = `DELETE FROM leasehold_messages WHERE queue = ?`
 	// sqlForgetQueue deletes a queue's settings.

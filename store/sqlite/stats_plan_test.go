@@ -29,7 +29,7 @@ func TestStatsPlanReadsNoHistory(t *testing.T) {
 		}
 		plan = append(plan, detail)
 	}
-	live := []string{"leasehold_ready", "leasehold_waiting", "leasehold_processing", "leasehold_dead"}
+	live := []string{"leasehold_ready", "leasehold_waiting", "leasehold_processing", "leasehold_dead", "leasehold_cancelled"}
 	for _, step := range plan {
 		if !strings.Contains(step, "leasehold_messages") {
 			continue

@@ -109,6 +109,7 @@ func Run(t *testing.T, f Factory, opts ...Option) {
 		{"Queues", testQueues},
 		{"DeleteQueue", testDeleteQueue},
 		{"PauseAndResume", testPauseAndResume},
+		{"Cancel", testCancel},
 		{"Linearizable", func(t *testing.T, f Factory) { testLinearizable(t, f, o) }},
 	}
 	for _, tt := range tests {
@@ -198,7 +199,7 @@ func (b *bundle) stats() store.Stats {
 
 func (b *bundle) info(id int64) store.Info {
 	b.t.Helper()
-	for _, st := range []store.State{store.Pending, store.Waiting, store.Processing, store.Completed, store.Dead} {
+	for st := range store.State(store.States) {
 		after := int64(0)
 		for {
 			infos, err := b.s.List(b.ctx, store.ListFilter{Queue: b.queue, State: st, AfterID: after, Limit: 1000})
@@ -1467,5 +1468,23 @@ func CheckUpgraded(t *testing.T, s store.Store) {
 	}
 	if st, err := s.Stats(ctx, "b"); err != nil || !st.Paused {
 		t.Fatalf("stats of a paused queue after the upgrade: %+v, %v", st, err)
+	}
+	// And a message written before it can be cancelled.
+	infos, err := s.List(ctx, store.ListFilter{Queue: "b", State: store.Completed})
+	if err != nil || len(infos) != 1 {
+		t.Fatalf("list of b: %v, %v", infos, err)
+	}
+	if ids, err := s.Cancel(ctx, "b", []int64{infos[0].ID}); err != nil || len(ids) != 0 {
+		t.Fatalf("cancel of a completed message after the upgrade: %v, %v; want nothing cancelled", ids, err)
+	}
+	res, err := s.Enqueue(ctx, []store.NewMessage{{Queue: "b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := s.Cancel(ctx, "b", []int64{res[0].ID}); err != nil || len(ids) != 1 {
+		t.Fatalf("cancel after the upgrade: %v, %v", ids, err)
+	}
+	if st, err := s.Stats(ctx, "b"); err != nil || st.Cancelled != 1 {
+		t.Fatalf("stats after a cancel after the upgrade: %+v, %v", st, err)
 	}
 }
