@@ -85,6 +85,11 @@ type EnqueueOptions struct {
 	// MaxDeliveries is how many deliveries the job gets before it is
 	// dead-lettered. Default 5.
 	MaxDeliveries int
+	// Priority orders the jobs of a queue: higher runs first, then the
+	// earliest to become visible. -1000 to 1000; default 0. Jobs with a
+	// key still run one at a time in enqueue order, whatever their
+	// priorities.
+	Priority int
 }
 
 // EnqueueResult is the outcome of an enqueue.
@@ -279,10 +284,11 @@ func (c *Client[TTx]) newMessage(args JobArgs, opts *EnqueueOptions) (store.NewM
 	if d, ok := args.(JobArgsWithOpts); ok {
 		def := d.EnqueueOpts()
 		o = EnqueueOptions{Queue: cmp.Or(o.Queue, def.Queue), Key: cmp.Or(o.Key, def.Key), Delay: cmp.Or(o.Delay, def.Delay),
-			DedupID: cmp.Or(o.DedupID, def.DedupID), MaxDeliveries: cmp.Or(o.MaxDeliveries, def.MaxDeliveries)}
+			DedupID: cmp.Or(o.DedupID, def.DedupID), MaxDeliveries: cmp.Or(o.MaxDeliveries, def.MaxDeliveries),
+			Priority: cmp.Or(o.Priority, def.Priority)}
 	}
 	return store.NewMessage{Queue: cmp.Or(o.Queue, DefaultQueue), Kind: kind, Payload: payload, Key: o.Key, DedupID: o.DedupID,
-		Delay: o.Delay, MaxDeliveries: o.MaxDeliveries}, nil
+		Delay: o.Delay, MaxDeliveries: o.MaxDeliveries, Priority: o.Priority}, nil
 }
 
 // Start starts working the client's queues and returns once they run; the

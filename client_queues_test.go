@@ -3,6 +3,9 @@ package leasehold_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -116,6 +119,47 @@ func TestCancel(t *testing.T) {
 		}
 		if err := c.Cancel(ctx, 987654); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("Cancel of no job: %v, want store.ErrNotFound", err)
+		}
+	})
+}
+
+// Jobs of higher priority run first, and see their priority.
+func TestEnqueuePriority(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		c, _ := newClient(t, leasehold.Config{Queues: map[string]leasehold.QueueConfig{"default": {Concurrency: 1}}})
+		var mu sync.Mutex
+		var order []string
+		leasehold.AddHandler(c, func(ctx context.Context, job *leasehold.Job[sendEmail]) error {
+			mu.Lock()
+			defer mu.Unlock()
+			order = append(order, fmt.Sprintf("%s:%d", job.Args.To, job.Priority))
+			return nil
+		})
+		for _, e := range []struct {
+			to       string
+			priority int
+		}{{"low", -1}, {"default", 0}, {"high", 9}} {
+			if _, err := c.Enqueue(ctx, sendEmail{To: e.to}, &leasehold.EnqueueOptions{Priority: e.priority}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := c.Enqueue(ctx, sendEmail{To: "x"}, &leasehold.EnqueueOptions{Priority: 1001}); !errors.Is(err, store.ErrInvalid) {
+			t.Fatalf("priority 1001: %v, want ErrInvalid", err)
+		}
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer c.Stop(ctx)
+		waitFor(t, "every job", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(order) == 3
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		if got := strings.Join(order, " "); got != "high:9 default:0 low:-1" {
+			t.Fatalf("ran %s, want high:9 default:0 low:-1", got)
 		}
 	})
 }

@@ -80,6 +80,8 @@ type Job[T JobArgs] struct {
 	// MaxDeliveries is how many deliveries the job gets before it is
 	// dead-lettered.
 	MaxDeliveries int
+	// Priority is the job's priority (see EnqueueOptions).
+	Priority int
 	// FencingToken is unique to this delivery and larger than any earlier
 	// delivery's of the same job. Pass it to systems the handler writes to,
 	// so that they can refuse a write from a delivery that lost its lease.
@@ -136,7 +138,7 @@ func AddHandler[T JobArgs, TTx any](c *Client[TTx], h Handler[T]) {
 	codec := c.cfg.Codec
 	c.addHandler(kind, func(ctx context.Context, m *worker.Message) error {
 		job := &Job[T]{ID: m.MessageID, Kind: kind, Queue: m.Queue, Key: m.Key, Attempt: m.Attempt,
-			MaxDeliveries: m.MaxDeliveries, FencingToken: m.FencingToken, EnqueuedAt: m.EnqueuedAt}
+			MaxDeliveries: m.MaxDeliveries, Priority: m.Priority, FencingToken: m.FencingToken, EnqueuedAt: m.EnqueuedAt}
 		if err := codec.Unmarshal(m.Payload, &job.Args); err != nil {
 			// The same bytes will not decode next time either.
 			return Permanent(fmt.Errorf("decode the args of a %s job: %w", kind, err))

@@ -22,6 +22,8 @@ const (
 	DefaultMaxDeliveries = 5
 	// DefaultPayloadLimit is the largest payload a store accepts by default.
 	DefaultPayloadLimit = 1 << 20
+	// MinPriority and MaxPriority bound a message's priority.
+	MinPriority, MaxPriority = -1000, 1000
 	// DefaultDedupWindow is how long a dedup id is remembered by default,
 	// counted from the first message's enqueue.
 	DefaultDedupWindow = 5 * time.Minute

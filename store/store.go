@@ -122,6 +122,11 @@ type NewMessage struct {
 	// several kinds of job and a client can dispatch by it. Optional: at
 	// most MaxNameLength bytes of UTF-8 without NUL.
 	Kind string
+	// Priority orders the claims of a queue: higher runs first, then
+	// earlier visible, then older. MinPriority to MaxPriority; default 0.
+	// A key's messages still run one at a time in enqueue order, whatever
+	// their priorities.
+	Priority int
 }
 
 // TxStore is a store that can enqueue inside its caller's transaction, of
@@ -181,6 +186,8 @@ type Delivery struct {
 	ReplyTo string
 	DedupID string
 	Kind    string
+	// Priority is the message's priority (see NewMessage).
+	Priority int
 	// Attempt counts claims of this message, this one included.
 	Attempt       int
 	MaxDeliveries int
@@ -292,6 +299,7 @@ type Info struct {
 	Key           string
 	DedupID       string
 	Kind          string
+	Priority      int
 	State         State
 	Payload       []byte
 	Deliveries    int
@@ -323,8 +331,10 @@ type ListFilter struct {
 type Store interface {
 	// Enqueue adds messages, all or none. The results are in input order.
 	Enqueue(ctx context.Context, msgs []NewMessage) ([]Enqueued, error)
-	// Claim leases up to c.Max visible pending messages of a queue, oldest
-	// visible first, counting a delivery for each and minting a new lease.
+	// Claim leases up to c.Max visible pending messages of a queue, the
+	// highest priority first and, within one priority, the oldest visible
+	// first (then the oldest), counting a delivery for each and minting a
+	// new lease.
 	// It never blocks waiting for messages; see Wakeup. A backend may pass
 	// over a message that another operation holds locked at that moment
 	// (PostgreSQL's SKIP LOCKED); a later claim gets it.

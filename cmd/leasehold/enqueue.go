@@ -21,7 +21,7 @@ func (a *app) enqueueCommand() *cobra.Command {
 	var (
 		queue, key, dedup, replyTo, kind string
 		delay                            time.Duration
-		maxDeliveries                    int
+		maxDeliveries, priority          int
 		raw, nul                         bool
 		file                             string
 	)
@@ -38,6 +38,7 @@ prints each message's id on its own line; a duplicate (same --dedup id
 within the dedup window) prints the id of the message already enqueued.`,
 		Example: `  leasehold enqueue --queue emails '{"to":"ann@example.com"}'
   leasehold enqueue --queue invoices --key customer-42 'invoice 7'
+  leasehold enqueue --queue emails --priority 10 'urgent'
   seq 1 1000 | leasehold enqueue --queue numbers
   leasehold enqueue --queue images --file photo.png
   gzip -c report.csv | leasehold enqueue --queue reports --raw
@@ -61,7 +62,8 @@ within the dedup window) prints the id of the message already enqueued.`,
 					return usagef("--reply-to: %v", err)
 				}
 			}
-			base := store.NewMessage{Queue: queue, Key: key, DedupID: dedup, Delay: delay, MaxDeliveries: maxDeliveries, ReplyTo: replyTo, Kind: kind}
+			base := store.NewMessage{Queue: queue, Key: key, DedupID: dedup, Delay: delay, MaxDeliveries: maxDeliveries, ReplyTo: replyTo, Kind: kind,
+				Priority: priority}
 			sources := 0
 			for _, set := range []bool{len(args) == 1, raw, nul, file != ""} {
 				if set {
@@ -137,6 +139,7 @@ within the dedup window) prints the id of the message already enqueued.`,
 	f.IntVar(&maxDeliveries, "max-deliveries", 0, "deliveries before the message is dead-lettered (default 5)")
 	f.StringVar(&replyTo, "reply-to", "", "queue that receives the worker's reply")
 	f.StringVar(&kind, "kind", "", "the kind of job, for a client that dispatches by it")
+	f.IntVar(&priority, "priority", 0, fmt.Sprintf("higher runs first: %d to %d", store.MinPriority, store.MaxPriority))
 	f.BoolVar(&raw, "raw", false, "all of standard input is one message, byte for byte")
 	f.BoolVarP(&nul, "null", "0", false, "standard input holds messages ended by NUL bytes, not lines")
 	f.StringVar(&file, "file", "", "the contents of this file are one message")

@@ -110,6 +110,7 @@ type infoJSON struct {
 	Key           string     `json:"key"`
 	DedupID       string     `json:"dedup_id,omitempty"`
 	Kind          string     `json:"kind,omitempty"`
+	Priority      int        `json:"priority"`
 	State         string     `json:"state"`
 	Deliveries    int        `json:"deliveries"`
 	MaxDeliveries int        `json:"max_deliveries"`
@@ -126,7 +127,7 @@ type infoJSON struct {
 }
 
 func toInfoJSON(in store.Info) infoJSON {
-	j := infoJSON{ID: in.ID, Queue: in.Queue, Key: in.Key, DedupID: in.DedupID, Kind: in.Kind, State: in.State.String(), Deliveries: in.Deliveries,
+	j := infoJSON{ID: in.ID, Queue: in.Queue, Key: in.Key, DedupID: in.DedupID, Kind: in.Kind, Priority: in.Priority, State: in.State.String(), Deliveries: in.Deliveries,
 		MaxDeliveries: in.MaxDeliveries, FencingToken: in.FencingToken, WorkerID: in.WorkerID, LastError: in.LastError,
 		DeadReason: string(in.DeadReason), EnqueuedAt: in.EnqueuedAt}
 	j.Payload, j.PayloadBase64 = payloadJSON(in.Payload)

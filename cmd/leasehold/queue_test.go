@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -52,5 +53,36 @@ func TestQueuePauseAndResume(t *testing.T) {
 		if r.code != 2 || strings.Count(r.stderr, "\n") != 1 {
 			t.Fatalf("%v: exit %d, stderr %q; want a one-line usage error", args, r.code, r.stderr)
 		}
+	}
+}
+
+// enqueue --priority orders the claims of a queue; out of range is a usage
+// error that enqueues nothing.
+func TestEnqueuePriority(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := "sqlite:" + filepath.Join(dir, "prio.db")
+	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "p", "low").must(t)
+	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "p", "--priority", "7", "high").must(t)
+	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "p", "--priority", "-2", "lowest").must(t)
+	for _, p := range []string{"1001", "-1001", "x"} {
+		r := runBin(t, dir, "", "--db", db, "enqueue", "--queue", "p", "--priority", p, "bad")
+		if r.code != 2 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "priority") {
+			t.Fatalf("--priority %s: exit %d, stderr %q; want a one-line usage error naming the priority", p, r.code, r.stderr)
+		}
+	}
+	lines := jsonLines(t, runBin(t, dir, "", "--db", db, "list", "--queue", "p", "--json").must(t).stdout)
+	if len(lines) != 3 || lines[1]["priority"] != 7.0 {
+		t.Fatalf("list --json: %v, want 3 messages, the second of priority 7", lines)
+	}
+	// One at a time, so that the output is in claim order.
+	handler := writeScript(t, dir, "cat >> order\necho >> order\n")
+	runBin(t, dir, "", "--db", db, "--log-level", "error", "work", "--queue", "p", "--concurrency", "1", "--drain", "--", handler).must(t)
+	order, err := os.ReadFile(filepath.Join(dir, "order"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(order) != "high\nlow\nlowest\n" {
+		t.Fatalf("ran in the order %q, want high, low, lowest", order)
 	}
 }

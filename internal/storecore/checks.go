@@ -94,6 +94,9 @@ func checkNewMessage(m store.NewMessage, o store.Options) error {
 	if m.Delay < 0 {
 		return invalid("delay is %s, must not be negative", m.Delay)
 	}
+	if m.Priority < store.MinPriority || m.Priority > store.MaxPriority {
+		return invalid("priority is %d, must be %d to %d", m.Priority, store.MinPriority, store.MaxPriority)
+	}
 	if m.MaxDeliveries < 0 || m.MaxDeliveries > store.MaxDeliveriesLimit {
 		return invalid("max deliveries is %d, must be 0 (the default) to %d", m.MaxDeliveries, store.MaxDeliveriesLimit)
 	}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -63,6 +64,7 @@ type message struct {
 	dedupID    string
 	replyTo    string
 	kind       string
+	priority   int
 	payload    []byte
 	state      store.State
 	deliveries int
@@ -77,12 +79,19 @@ type message struct {
 	visibleAt   int64
 	lockedUntil int64 // zero unless processing
 	finishedAt  int64 // zero unless completed or dead
-	heapIndex   int   // in queue.ready; -1 when not there
+	// heapIndex is the message's place in its queue's delayed or ready
+	// heap (inReady says which); -1 when in neither.
+	heapIndex int
+	inReady   bool
 }
 
 type queue struct {
-	name       string
-	ready      readyHeap // pending messages, by visibility then id
+	name string
+	// Pending messages wait in delayed, by visibility, until a claim finds
+	// them visible and moves them to ready, by priority: a delayed message
+	// of high priority must not hide the visible ones behind it.
+	delayed    pendingHeap
+	ready      pendingHeap
 	processing map[int64]*message
 	keys       map[string]*keyLine
 	dedup      map[string]*message
@@ -207,6 +216,7 @@ func (s *backend) queueLocked(name string) *queue {
 	if !ok {
 		q = &queue{
 			name:       name,
+			ready:      pendingHeap{ready: true},
 			processing: make(map[int64]*message),
 			keys:       make(map[string]*keyLine),
 			dedup:      make(map[string]*message),
@@ -247,6 +257,7 @@ func (s *backend) enqueueLocked(nm *store.NewMessage, now int64) store.Enqueued 
 		dedupID:    nm.DedupID,
 		replyTo:    nm.ReplyTo,
 		kind:       nm.Kind,
+		priority:   nm.Priority,
 		payload:    slices.Clone(nm.Payload),
 		maxDeliv:   nm.MaxDeliveries,
 		enqueuedAt: now,
@@ -281,7 +292,7 @@ func (s *backend) lineUpLocked(m *message) {
 			return
 		}
 	}
-	heap.Push(&q.ready, m)
+	q.pushPending(m)
 }
 
 // finishLocked moves a claimed or pending message to a terminal state and
@@ -289,9 +300,7 @@ func (s *backend) lineUpLocked(m *message) {
 func (s *backend) finishLocked(m *message, st store.State, now int64) {
 	q := m.queue
 	delete(q.processing, m.id)
-	if m.heapIndex >= 0 {
-		heap.Remove(&q.ready, m.heapIndex)
-	}
+	q.removePending(m)
 	q.setState(m, st)
 	m.finishedAt = now
 	m.lockedUntil = 0
@@ -313,7 +322,7 @@ func (s *backend) finishLocked(m *message, st store.State, now int64) {
 	line.waiting = line.waiting[1:]
 	line.head = next
 	q.setState(next, store.Pending)
-	heap.Push(&q.ready, next)
+	q.pushPending(next)
 }
 
 // EnqueueTx enqueues msgs at once: the memory store has no transactions.
@@ -337,7 +346,8 @@ func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, e
 	now := s.clk.Now().UnixNano()
 	until := now + int64(c.LeaseDuration)
 	var out []store.Delivery
-	for len(out) < c.Max && len(q.ready) > 0 && q.ready[0].visibleAt <= now {
+	q.makeVisible(now)
+	for len(out) < c.Max && len(q.ready.ms) > 0 {
 		m := heap.Pop(&q.ready).(*message)
 		s.fence++
 		m.fence = s.fence
@@ -347,7 +357,7 @@ func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, e
 		q.setState(m, store.Processing)
 		q.processing[m.id] = m
 		if out == nil {
-			out = make([]store.Delivery, 0, min(c.Max, len(q.ready)+1))
+			out = make([]store.Delivery, 0, min(c.Max, len(q.ready.ms)+1))
 		}
 		out = append(out, store.Delivery{
 			Lease:         store.Lease{MessageID: m.id, FencingToken: m.fence},
@@ -357,6 +367,7 @@ func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, e
 			ReplyTo:       m.replyTo,
 			DedupID:       m.dedupID,
 			Kind:          m.kind,
+			Priority:      m.priority,
 			Attempt:       m.deliveries,
 			MaxDeliveries: m.maxDeliv,
 			EnqueuedAt:    wall(m.enqueuedAt),
@@ -490,7 +501,7 @@ func (s *backend) requeueLocked(m *message, visibleAt int64) {
 	q.setState(m, store.Pending)
 	m.visibleAt = visibleAt
 	m.lockedUntil = 0
-	heap.Push(&q.ready, m)
+	q.pushPending(m)
 }
 
 // Requeue gives a message back without counting its delivery.
@@ -660,8 +671,15 @@ func (s *backend) Stats(ctx context.Context, queue string) (store.Stats, error) 
 			st.BlockedKeys++
 		}
 	}
-	if now := s.clk.Now().UnixNano(); len(q.ready) > 0 && q.ready[0].visibleAt <= now {
-		st.OldestPendingAge = time.Duration(now - q.ready[0].visibleAt)
+	// The oldest visible message may be of any priority: a look at each.
+	now := s.clk.Now().UnixNano()
+	q.makeVisible(now)
+	oldest := int64(math.MaxInt64)
+	for _, m := range q.ready.ms {
+		oldest = min(oldest, m.visibleAt)
+	}
+	if oldest != math.MaxInt64 {
+		st.OldestPendingAge = time.Duration(now - oldest)
 	}
 	return st, nil
 }
@@ -676,7 +694,7 @@ func (s *backend) List(ctx context.Context, f store.ListFilter) ([]store.Info, e
 	var out []store.Info
 	for _, m := range s.listLocked(q, f.State, f.AfterID, f.Limit) {
 		out = append(out, store.Info{
-			ID: m.id, Queue: q.name, Key: m.key, DedupID: m.dedupID, Kind: m.kind, State: m.state, Payload: m.payload,
+			ID: m.id, Queue: q.name, Key: m.key, DedupID: m.dedupID, Kind: m.kind, Priority: m.priority, State: m.state, Payload: m.payload,
 			Deliveries: m.deliveries, MaxDeliveries: m.maxDeliv, FencingToken: m.fence, WorkerID: m.worker,
 			LastError: m.lastError, DeadReason: m.deadReason, EnqueuedAt: wall(m.enqueuedAt), VisibleAt: wall(m.visibleAt),
 			LeaseExpires: wall(m.lockedUntil), FinishedAt: wall(m.finishedAt),
@@ -713,31 +731,59 @@ func (s *backend) DeleteCompleted(ctx context.Context, retention time.Duration, 
 	return deleted, nil
 }
 
-// readyHeap orders pending messages by visibility, then id.
-type readyHeap []*message
+// pushPending puts a pending message in line for claims.
+func (q *queue) pushPending(m *message) { heap.Push(&q.delayed, m) }
 
-func (h readyHeap) Len() int { return len(h) }
-func (h readyHeap) Less(i, j int) bool {
-	if h[i].visibleAt != h[j].visibleAt {
-		return h[i].visibleAt < h[j].visibleAt
+// removePending takes a message out of line, if it is in.
+func (q *queue) removePending(m *message) {
+	switch {
+	case m.heapIndex < 0:
+	case m.inReady:
+		heap.Remove(&q.ready, m.heapIndex)
+	default:
+		heap.Remove(&q.delayed, m.heapIndex)
 	}
-	return h[i].id < h[j].id
 }
-func (h readyHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].heapIndex = i
-	h[j].heapIndex = j
+
+// makeVisible moves the messages visible at now from delayed to ready.
+func (q *queue) makeVisible(now int64) {
+	for len(q.delayed.ms) > 0 && q.delayed.ms[0].visibleAt <= now {
+		heap.Push(&q.ready, heap.Pop(&q.delayed))
+	}
 }
-func (h *readyHeap) Push(x any) {
+
+// pendingHeap orders pending messages: by priority (highest first) when
+// it holds the ready ones, then by visibility, then by id.
+type pendingHeap struct {
+	ms    []*message
+	ready bool
+}
+
+func (h *pendingHeap) Len() int { return len(h.ms) }
+func (h *pendingHeap) Less(i, j int) bool {
+	a, b := h.ms[i], h.ms[j]
+	if h.ready && a.priority != b.priority {
+		return a.priority > b.priority
+	}
+	if a.visibleAt != b.visibleAt {
+		return a.visibleAt < b.visibleAt
+	}
+	return a.id < b.id
+}
+func (h *pendingHeap) Swap(i, j int) {
+	h.ms[i], h.ms[j] = h.ms[j], h.ms[i]
+	h.ms[i].heapIndex = i
+	h.ms[j].heapIndex = j
+}
+func (h *pendingHeap) Push(x any) {
 	m := x.(*message)
-	m.heapIndex = len(*h)
-	*h = append(*h, m)
+	m.heapIndex, m.inReady = len(h.ms), h.ready
+	h.ms = append(h.ms, m)
 }
-func (h *readyHeap) Pop() any {
-	old := *h
-	m := old[len(old)-1]
-	old[len(old)-1] = nil
+func (h *pendingHeap) Pop() any {
+	m := h.ms[len(h.ms)-1]
+	h.ms[len(h.ms)-1] = nil
 	m.heapIndex = -1
-	*h = old[:len(old)-1]
+	h.ms = h.ms[:len(h.ms)-1]
 	return m
 }

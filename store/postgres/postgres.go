@@ -441,9 +441,10 @@ type batcher interface {
 func (s *backend) insertBulk(ctx context.Context, to batcher, msgs []store.NewMessage, wake *[]string) ([]store.Enqueued, error) {
 	n := len(msgs)
 	queues, replies, kinds := make([]string, n), make([]*string, n), make([]*string, n)
-	payloads, maxes, delays := make([][]byte, n), make([]int32, n), make([]int64, n)
+	payloads, maxes, delays, priorities := make([][]byte, n), make([]int32, n), make([]int64, n), make([]int16, n)
 	for i, m := range msgs {
 		queues[i], payloads[i], maxes[i], delays[i] = m.Queue, m.Payload, int32(m.MaxDeliveries), micros(m.Delay)
+		priorities[i] = int16(m.Priority)
 		if payloads[i] == nil {
 			payloads[i] = []byte{}
 		}
@@ -455,7 +456,7 @@ func (s *backend) insertBulk(ctx context.Context, to batcher, msgs []store.NewMe
 		}
 	}
 	b := &pgx.Batch{}
-	b.Queue(s.sql.insertBulk, s.now(), queues, replies, payloads, maxes, delays, kinds)
+	b.Queue(s.sql.insertBulk, s.now(), queues, replies, payloads, maxes, delays, kinds, priorities)
 	woken := distinct(slices.Clone(queues))
 	b.Queue(s.sql.notify, s.channel, woken)
 	br := to.SendBatch(ctx, b)
@@ -509,7 +510,7 @@ func (s *backend) insertOne(ctx context.Context, r runner, m *store.NewMessage) 
 	}
 	var id int64
 	err := r.queryRow(ctx, s.sql.insertOne, []any{s.now(), m.Queue, nullable(m.Key), nullable(m.DedupID), nullable(m.ReplyTo),
-		payload, int32(m.MaxDeliveries), micros(m.Delay), nullable(m.Kind)}, &id)
+		payload, int32(m.MaxDeliveries), micros(m.Delay), nullable(m.Kind), int16(m.Priority)}, &id)
 	return store.Enqueued{ID: id}, err
 }
 
@@ -529,9 +530,10 @@ func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, e
 		d := store.Delivery{Queue: c.Queue}
 		var key, reply, dedup, kind *string
 		var attempt, max int32
-		err := r.Scan(&d.MessageID, &key, &d.Payload, &reply, &dedup, &attempt, &max, &d.EnqueuedAt, &d.FencingToken, &d.LeaseExpires, &kind)
+		var priority int16
+		err := r.Scan(&d.MessageID, &key, &d.Payload, &reply, &dedup, &attempt, &max, &d.EnqueuedAt, &d.FencingToken, &d.LeaseExpires, &kind, &priority)
 		d.Key, d.ReplyTo, d.DedupID, d.Kind = deref(key), deref(reply), deref(dedup), deref(kind)
-		d.Attempt, d.MaxDeliveries = int(attempt), int(max)
+		d.Attempt, d.MaxDeliveries, d.Priority = int(attempt), int(max), int(priority)
 		d.EnqueuedAt, d.LeaseExpires = d.EnqueuedAt.UTC(), d.LeaseExpires.UTC()
 		return d, err
 	})
@@ -1062,9 +1064,11 @@ func scanInfo(r interface{ Scan(...any) error }, f store.ListFilter) (store.Info
 	in := store.Info{Queue: f.Queue, State: f.State}
 	var key, dedup, worker, lastErr, reason, kind *string
 	var deliveries, max int32
+	var priority int16
 	var locked, finished *time.Time
 	err := r.Scan(&in.ID, &key, &dedup, &in.Payload, &deliveries, &max, &in.FencingToken, &worker, &lastErr, &reason,
-		&in.EnqueuedAt, &in.VisibleAt, &locked, &finished, &kind)
+		&in.EnqueuedAt, &in.VisibleAt, &locked, &finished, &kind, &priority)
+	in.Priority = int(priority)
 	in.Key, in.DedupID, in.WorkerID, in.LastError, in.DeadReason = deref(key), deref(dedup), deref(worker), deref(lastErr), store.DeadReason(deref(reason))
 	in.Kind = deref(kind)
 	in.Deliveries, in.MaxDeliveries = int(deliveries), int(max)

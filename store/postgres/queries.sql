@@ -30,20 +30,21 @@ SELECT current_setting('transaction_isolation')
 -- name: insertBulk
 -- Messages without keys or dedup ids, in one statement, ids drawn in
 -- input order.
-INSERT INTO {s}.messages (queue, reply_to, payload, state, max_deliveries, enqueued_at, visible_at, kind)
-SELECT q, r, p, {pending}, md, COALESCE($1::timestamptz, now()), COALESCE($1::timestamptz, now()) + d * interval '1 microsecond', k
-FROM unnest($2::text[], $3::text[], $4::bytea[], $5::int[], $6::bigint[], $7::text[]) WITH ORDINALITY AS u(q, r, p, md, d, k, ord)
+INSERT INTO {s}.messages (queue, reply_to, payload, state, max_deliveries, enqueued_at, visible_at, kind, priority)
+SELECT q, r, p, {pending}, md, COALESCE($1::timestamptz, now()), COALESCE($1::timestamptz, now()) + d * interval '1 microsecond', k, pr
+FROM unnest($2::text[], $3::text[], $4::bytea[], $5::int[], $6::bigint[], $7::text[], $8::smallint[])
+	WITH ORDINALITY AS u(q, r, p, md, d, k, pr, ord)
 ORDER BY ord
 RETURNING id
 
 -- name: insertOne
 -- One message, waiting behind its key's unfinished head if there is one.
 -- The caller holds the key's lock.
-INSERT INTO {s}.messages (queue, key, dedup_id, reply_to, payload, state, max_deliveries, enqueued_at, visible_at, kind)
+INSERT INTO {s}.messages (queue, key, dedup_id, reply_to, payload, state, max_deliveries, enqueued_at, visible_at, kind, priority)
 VALUES ($2, $3, $4, $5, $6,
 	CASE WHEN $3::text IS NOT NULL AND EXISTS (SELECT 1 FROM {s}.messages WHERE queue = $2 AND key = $3 AND state IN ({pending}, {processing}))
 		THEN {waiting} ELSE {pending} END,
-	$7, COALESCE($1::timestamptz, now()), COALESCE($1::timestamptz, now()) + $8 * interval '1 microsecond', $9)
+	$7, COALESCE($1::timestamptz, now()), COALESCE($1::timestamptz, now()) + $8 * interval '1 microsecond', $9, $10)
 RETURNING id
 
 -- name: dedupGet
@@ -60,7 +61,9 @@ UPDATE {s}.messages SET dedup_id = NULL WHERE id = $1
 -- a join of the locked rows with the table could be planned as a scan of
 -- the whole table. The rows are locked, so the update needs no second test
 -- of their state. The update takes them in id order, so the batch is
--- sorted afterwards, oldest visible first. A paused queue gives nothing.
+-- sorted afterwards in claim order: the highest priority first, then the
+-- oldest visible. Delayed messages are read past in the index, whatever
+-- their priority. A paused queue gives nothing.
 WITH u AS (
 	UPDATE {s}.messages m
 	SET state = {processing}, deliveries = m.deliveries + 1, fencing_token = nextval('{s}.fence'), worker_id = $4,
@@ -69,13 +72,13 @@ WITH u AS (
 		SELECT id FROM {s}.messages
 		WHERE queue = $2 AND state = {pending} AND visible_at <= COALESCE($1::timestamptz, now())
 			AND NOT EXISTS (SELECT 1 FROM {s}.queues WHERE queue = $2 AND paused)
-		ORDER BY visible_at, id
+		ORDER BY priority DESC, visible_at, id
 		LIMIT $3
 		FOR UPDATE SKIP LOCKED))
 	RETURNING m.id, m.key, m.payload, m.reply_to, m.dedup_id, m.deliveries, m.max_deliveries, m.enqueued_at,
-		m.fencing_token, m.locked_until, m.visible_at, m.kind)
-SELECT id, key, payload, reply_to, dedup_id, deliveries, max_deliveries, enqueued_at, fencing_token, locked_until, kind
-FROM u ORDER BY visible_at, id
+		m.fencing_token, m.locked_until, m.visible_at, m.kind, m.priority)
+SELECT id, key, payload, reply_to, dedup_id, deliveries, max_deliveries, enqueued_at, fencing_token, locked_until, kind, priority
+FROM u ORDER BY priority DESC, visible_at, id
 
 -- name: extend
 -- Renews the current leases among those in the arrays of ids ($2) and
@@ -219,8 +222,19 @@ SELECT
 	(SELECT COALESCE(sum(n), 0) FROM {s}.completed_counts WHERE queue = $2),
 	(SELECT count(*) FROM {s}.messages WHERE queue = $2 AND state = {dead}),
 	(SELECT count(DISTINCT key) FROM {s}.messages WHERE queue = $2 AND state = {waiting}),
-	COALESCE((SELECT COALESCE($1::timestamptz, now()) - min(visible_at) FROM {s}.messages
-		WHERE queue = $2 AND state = {pending} AND visible_at <= COALESCE($1::timestamptz, now())), interval '0'),
+	COALESCE((WITH RECURSIVE p(priority) AS (
+			-- Each priority of the queue's pending messages, one index
+			-- probe each: the oldest visible message of a priority is its
+			-- first.
+			SELECT max(priority) FROM {s}.messages WHERE queue = $2 AND state = {pending}
+			UNION ALL
+			SELECT (SELECT max(priority) FROM {s}.messages WHERE queue = $2 AND state = {pending} AND priority < p.priority)
+			FROM p WHERE p.priority IS NOT NULL)
+		SELECT COALESCE($1::timestamptz, now()) - min(v) FROM (
+			SELECT (SELECT visible_at FROM {s}.messages WHERE queue = $2 AND state = {pending} AND priority = p.priority
+				ORDER BY visible_at LIMIT 1) AS v
+			FROM p WHERE p.priority IS NOT NULL) AS firsts
+		WHERE v <= COALESCE($1::timestamptz, now())), interval '0'),
 	COALESCE((SELECT paused FROM {s}.queues WHERE queue = $2), false),
 	(SELECT count(*) FROM {s}.messages WHERE queue = $2 AND state = {cancelled})
 
@@ -269,5 +283,5 @@ SELECT queue FROM {s}.messages UNION SELECT queue FROM {s}.queues WHERE paused O
 -- A queue's messages in one state, by id. The state is written in rather
 -- than bound, so that the planner can use its partial index.
 SELECT id, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
-	worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at, kind
+	worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at, kind, priority
 FROM {s}.messages WHERE queue = $1 AND state = {state} AND id > $2 ORDER BY id LIMIT $3

@@ -437,7 +437,7 @@ func (s *backend) enqueueOne(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, 
 		payload = []byte{}
 	}
 	res, err := insert.ExecContext(ctx, m.Queue, nullable(m.Key), nullable(m.DedupID), nullable(m.ReplyTo), payload,
-		m.MaxDeliveries, now, now+m.Delay.Microseconds(), nullable(m.Kind))
+		m.MaxDeliveries, now, now+m.Delay.Microseconds(), nullable(m.Kind), m.Priority)
 	if err != nil {
 		return store.Enqueued{}, err
 	}
@@ -461,7 +461,7 @@ func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, e
 			var d store.Delivery
 			var key, reply, dedup, kind sql.NullString
 			var enq int64
-			if err := rows.Scan(&d.MessageID, &key, &d.Payload, &reply, &dedup, &d.Attempt, &d.MaxDeliveries, &enq, &d.FencingToken, &kind); err != nil {
+			if err := rows.Scan(&d.MessageID, &key, &d.Payload, &reply, &dedup, &d.Attempt, &d.MaxDeliveries, &enq, &d.FencingToken, &kind, &d.Priority); err != nil {
 				rows.Close()
 				return err
 			}
@@ -894,7 +894,7 @@ func (s *backend) list(ctx context.Context, q interface {
 		var enq, vis int64
 		var locked, finished sql.NullInt64
 		if err := rows.Scan(&in.ID, &key, &dedup, &in.Payload, &in.Deliveries, &in.MaxDeliveries, &in.FencingToken,
-			&worker, &lastErr, &reason, &enq, &vis, &locked, &finished, &kind); err != nil {
+			&worker, &lastErr, &reason, &enq, &vis, &locked, &finished, &kind, &in.Priority); err != nil {
 			return nil, err
 		}
 		in.Key, in.DedupID, in.WorkerID, in.LastError, in.DeadReason = key.String, dedup.String, worker.String, lastErr.String, store.DeadReason(reason.String)

@@ -19,24 +19,15 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 		dst **sql.Stmt
 		sql string
 	}{
-		{&st.insert, `INSERT INTO leasehold_messages (queue, key, dedup_id, reply_to, payload, state, max_deliveries, enqueued_at, visible_at, kind)
+		{&st.insert, `INSERT INTO leasehold_messages (queue, key, dedup_id, reply_to, payload, state, max_deliveries, enqueued_at, visible_at, kind, priority)
 			VALUES (?1, ?2, ?3, ?4, ?5,
 				CASE WHEN ?2 IS NOT NULL AND EXISTS (SELECT 1 FROM leasehold_messages WHERE queue = ?1 AND key = ?2 AND state IN ({pending}, {processing})) THEN {waiting} ELSE {pending} END,
-				?6, ?7, ?8, ?9)`},
+				?6, ?7, ?8, ?9, ?10)`},
 		{&st.dedupGet, `SELECT id, enqueued_at FROM leasehold_messages WHERE queue = ? AND dedup_id = ?`},
 		{&st.dedupClear, `UPDATE leasehold_messages SET dedup_id = NULL WHERE id = ?`},
 		{&st.fenceGet, `SELECT value FROM leasehold_meta WHERE name = 'fence'`},
 		{&st.fenceAdd, `UPDATE leasehold_meta SET value = value + ? WHERE name = 'fence'`},
-		{&st.claim, `UPDATE leasehold_messages AS m
-			SET state = {processing}, deliveries = m.deliveries + 1, fencing_token = ?1 + c.rn, worker_id = ?2, locked_until = ?3
-			FROM (SELECT id, row_number() OVER (ORDER BY visible_at, id) AS rn
-				-- LIMIT inside, so the numbering never walks the backlog.
-				FROM (SELECT id, visible_at FROM leasehold_messages
-					WHERE queue = ?4 AND state = {pending} AND visible_at <= ?5
-						AND NOT EXISTS (SELECT 1 FROM leasehold_queues WHERE queue = ?4 AND paused)
-					ORDER BY visible_at, id LIMIT ?6)) AS c
-			WHERE m.id = c.id
-			RETURNING id, key, payload, reply_to, dedup_id, deliveries, max_deliveries, enqueued_at, fencing_token, kind`},
+		{&st.claim, claimSQL},
 		// Batches of leases arrive as a JSON array of [id, fencing token]
 		// pairs, so a batch is one statement.
 		{&st.extend, `UPDATE leasehold_messages AS m SET locked_until = ?1
@@ -70,6 +61,19 @@ func (st *statements) close() {
 	}
 }
 
+// claimSQL claims up to ?6 visible pending messages of queue ?4 at time
+// ?5, in claim order, for worker ?2 until ?3, fencing them from ?1 on.
+const claimSQL = `UPDATE leasehold_messages AS m
+			SET state = {processing}, deliveries = m.deliveries + 1, fencing_token = ?1 + c.rn, worker_id = ?2, locked_until = ?3
+			FROM (SELECT id, row_number() OVER (ORDER BY priority DESC, visible_at, id) AS rn
+				-- LIMIT inside, so the numbering never walks the backlog.
+				FROM (SELECT id, priority, visible_at FROM leasehold_messages
+					WHERE queue = ?4 AND state = {pending} AND visible_at <= ?5
+						AND NOT EXISTS (SELECT 1 FROM leasehold_queues WHERE queue = ?4 AND paused)
+					ORDER BY priority DESC, visible_at, id LIMIT ?6)) AS c
+			WHERE m.id = c.id
+			RETURNING id, key, payload, reply_to, dedup_id, deliveries, max_deliveries, enqueued_at, fencing_token, kind, priority`
+
 // statsSQL counts a queue's messages without reading its history: each
 // live state through its partial index (the state is a literal so that
 // SQLite can use it), completed messages from the count that triggers keep.
@@ -80,7 +84,15 @@ var statsSQL = sqlstate.Expand(`SELECT
 	(SELECT coalesce(sum(n), 0) FROM leasehold_completed_counts WHERE queue = ?1),
 	(SELECT count(*) FROM leasehold_messages WHERE queue = ?1 AND state = {dead}),
 	(SELECT count(DISTINCT key) FROM leasehold_messages WHERE queue = ?1 AND state = {waiting}),
-	(SELECT min(visible_at) FROM leasehold_messages WHERE queue = ?1 AND state = {pending} AND visible_at <= ?2),
+	(WITH RECURSIVE p(priority) AS (
+		-- Each priority of the queue's pending messages, one index probe
+		-- each: the oldest visible message of a priority is its first.
+		SELECT max(priority) FROM leasehold_messages WHERE queue = ?1 AND state = {pending}
+		UNION ALL
+		SELECT (SELECT max(priority) FROM leasehold_messages WHERE queue = ?1 AND state = {pending} AND priority < p.priority)
+		FROM p WHERE p.priority IS NOT NULL)
+	SELECT min(v) FROM (SELECT (SELECT visible_at FROM leasehold_messages WHERE queue = ?1 AND state = {pending} AND priority = p.priority
+		ORDER BY visible_at LIMIT 1) AS v FROM p WHERE p.priority IS NOT NULL) WHERE v <= ?2),
 	(SELECT coalesce(max(paused), 0) FROM leasehold_queues WHERE queue = ?1),
 	(SELECT count(*) FROM leasehold_messages WHERE queue = ?1 AND state = {cancelled})`)
 
@@ -137,7 +149,7 @@ var (
 	// is written in (%d) rather than bound, so that SQLite can use the
 	// state's partial index.
 	sqlList = `SELECT id, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
-			worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at, kind
+			worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at, kind, priority
 		FROM leasehold_messages WHERE queue = ? AND state = %d AND id > ? ORDER BY id LIMIT ?`
 	// sqlDeleteCompleted deletes completed messages past the retention and the dedup window, a batch at a time.
 	sqlDeleteCompleted = sqlstate.Expand(`DELETE FROM leasehold_messages WHERE id IN (

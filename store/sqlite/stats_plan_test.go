@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/leasehold/leasehold/internal/sqlstate"
 )
 
 // Counting a queue's messages reads only the live states' partial indexes
@@ -41,5 +43,34 @@ func TestStatsPlanReadsNoHistory(t *testing.T) {
 		if !ok {
 			t.Fatalf("a step of the stats plan reads more than live rows: %q\nplan: %q", step, plan)
 		}
+	}
+}
+
+// A claim reads the queue's pending messages through their index, in claim
+// order (priority, visibility, id): never the completed ones, and no sort.
+func TestClaimPlanUsesTheReadyIndex(t *testing.T) {
+	s, err := Open(context.Background(), Config{Path: filepath.Join(t.TempDir(), "plan.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rows, err := s.DB().Query("EXPLAIN QUERY PLAN "+sqlstate.Expand(claimSQL), 0, "w", 0, "q", 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	joined := strings.Join(plan, "\n")
+	if !strings.Contains(joined, "SEARCH leasehold_messages USING COVERING INDEX leasehold_ready (queue=?)") ||
+		strings.Contains(joined, "TEMP B-TREE") || strings.Contains(joined, "SCAN leasehold_messages") {
+		t.Fatalf("the claim does not read the ready index in order:\n%s", joined)
 	}
 }

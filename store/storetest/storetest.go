@@ -110,6 +110,7 @@ func Run(t *testing.T, f Factory, opts ...Option) {
 		{"DeleteQueue", testDeleteQueue},
 		{"PauseAndResume", testPauseAndResume},
 		{"Cancel", testCancel},
+		{"Priority", testPriority},
 		{"Linearizable", func(t *testing.T, f Factory) { testLinearizable(t, f, o) }},
 	}
 	for _, tt := range tests {
