@@ -17,20 +17,7 @@ func TestStatsPlanReadsNoHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	rows, err := s.DB().Query("EXPLAIN QUERY PLAN "+statsSQL, "q", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var plan []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, detail)
-	}
+	plan := queryPlan(t, s, statsSQL, "q", 0)
 	live := []string{"leasehold_ready", "leasehold_waiting", "leasehold_processing", "leasehold_dead", "leasehold_cancelled"}
 	for _, step := range plan {
 		if !strings.Contains(step, "leasehold_messages") {
@@ -54,7 +41,17 @@ func TestClaimPlanUsesTheReadyIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	rows, err := s.DB().Query("EXPLAIN QUERY PLAN "+sqlstate.Expand(claimSQL), 0, "w", 0, "q", 0, 10)
+	joined := strings.Join(queryPlan(t, s, sqlstate.Expand(claimSQL), 0, "w", 0, "q", 0, 10), "\n")
+	if !strings.Contains(joined, "SEARCH leasehold_messages USING COVERING INDEX leasehold_ready (queue=?)") ||
+		strings.Contains(joined, "TEMP B-TREE") || strings.Contains(joined, "SCAN leasehold_messages") {
+		t.Fatalf("the claim does not read the ready index in order:\n%s", joined)
+	}
+}
+
+// queryPlan returns the steps of SQLite's plan for query.
+func queryPlan(t *testing.T, s *Store, query string, args ...any) []string {
+	t.Helper()
+	rows, err := s.DB().Query("EXPLAIN QUERY PLAN "+query, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,9 +65,5 @@ func TestClaimPlanUsesTheReadyIndex(t *testing.T) {
 		}
 		plan = append(plan, detail)
 	}
-	joined := strings.Join(plan, "\n")
-	if !strings.Contains(joined, "SEARCH leasehold_messages USING COVERING INDEX leasehold_ready (queue=?)") ||
-		strings.Contains(joined, "TEMP B-TREE") || strings.Contains(joined, "SCAN leasehold_messages") {
-		t.Fatalf("the claim does not read the ready index in order:\n%s", joined)
-	}
+	return plan
 }
