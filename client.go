@@ -43,6 +43,15 @@ type Config struct {
 	// lease expired (their worker died). Default 10 s, or half of a
 	// shorter LeaseDuration; below LeaseDuration.
 	ReapInterval time.Duration
+	// CompletedRetention is how long completed jobs are kept after they
+	// finish before the client's cleaner deletes them. Default 24 h;
+	// KeepForever keeps them. A job is never deleted within the dedup
+	// window (5 minutes) of its enqueue, so that its dedup id counts for
+	// the whole window; once it is deleted, its dedup id may be used again.
+	CompletedRetention time.Duration
+	// DeadRetention is how long dead-lettered and cancelled jobs are kept.
+	// Default 7 days; KeepForever keeps them.
+	DeadRetention time.Duration
 	// ShutdownTimeout bounds how long Stop waits for running handlers when
 	// its context has no earlier deadline. Default 30 s.
 	ShutdownTimeout time.Duration
@@ -193,6 +202,7 @@ func workerConfig(cfg Config) worker.Config {
 	wc := worker.Config{LeaseDuration: cfg.LeaseDuration,
 		LeaseExtender:     &worker.LeaseExtenderConfig{Enabled: true, Interval: cfg.HeartbeatInterval, Extension: cfg.LeaseDuration},
 		MaxProcessingTime: cfg.MaxProcessingTime, ReapInterval: cfg.ReapInterval, ShutdownTimeout: cfg.ShutdownTimeout,
+		CompletedRetention: cfg.CompletedRetention, DeadRetention: cfg.DeadRetention,
 		HardStopWait: cfg.HardStopWait, Clock: cfg.Clock, Logger: cfg.Logger, MeterProvider: cfg.MeterProvider}
 	for _, q := range sortedQueues(cfg) {
 		wc.Queues = append(wc.Queues, worker.QueueConfig{Name: q, Concurrency: cfg.Queues[q].Concurrency})

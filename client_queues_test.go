@@ -163,3 +163,43 @@ func TestEnqueuePriority(t *testing.T) {
 		}
 	})
 }
+
+// The client's cleaner deletes completed jobs after CompletedRetention;
+// KeepForever keeps dead ones.
+func TestClientCleansFinishedJobs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		c, st := newClient(t, leasehold.Config{Queues: map[string]leasehold.QueueConfig{"default": {}},
+			CompletedRetention: time.Hour, DeadRetention: leasehold.KeepForever})
+		leasehold.AddHandler(c, func(ctx context.Context, job *leasehold.Job[sendEmail]) error {
+			if job.Args.To == "nobody" {
+				return leasehold.Permanent(errors.New("no such mailbox"))
+			}
+			return nil
+		})
+		for _, to := range []string{"ann", "nobody"} {
+			if _, err := c.Enqueue(ctx, sendEmail{To: to}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer c.Stop(ctx)
+		waitFor(t, "both jobs", func() bool { s := count(t, st, "default"); return s.Completed == 1 && s.Dead == 1 })
+		time.Sleep(2 * time.Hour)
+		synctest.Wait()
+		if s := count(t, st, "default"); s.Completed != 0 || s.Dead != 1 {
+			t.Fatalf("two hours on: %+v, want the completed job deleted and the dead one kept", s)
+		}
+	})
+}
+
+// A retention that is neither positive nor KeepForever is refused, naming
+// the field.
+func TestRetentionIsChecked(t *testing.T) {
+	err := leasehold.Config{Queues: map[string]leasehold.QueueConfig{"default": {}}, DeadRetention: -time.Second}.Validate()
+	if err == nil || !strings.Contains(err.Error(), "DeadRetention is -1s") {
+		t.Fatalf("Validate = %v, want an error naming DeadRetention", err)
+	}
+}

@@ -114,6 +114,10 @@ var (
 	ErrCancelled = worker.ErrCancelled
 )
 
+// KeepForever, as Config.CompletedRetention or DeadRetention, keeps
+// finished jobs until they are deleted by hand.
+const KeepForever = worker.KeepForever
+
 // Permanent marks err as one that retrying cannot fix: the job is
 // dead-lettered at once with it. A nil err stays nil.
 func Permanent(err error) error { return worker.Permanent(err) }

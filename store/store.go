@@ -314,6 +314,19 @@ type Info struct {
 	FinishedAt    time.Time // zero unless completed, dead or cancelled
 }
 
+// Prune selects finished messages for Store.Prune.
+type Prune struct {
+	// Queue limits the pruning to one queue. Empty: every queue.
+	Queue string
+	// State is Completed, Dead or Cancelled.
+	State State
+	// OlderThan keeps messages that finished less than this long ago. Not
+	// negative.
+	OlderThan time.Duration
+	// Limit is how many to delete at most: 1 to MaxBatch.
+	Limit int
+}
+
 // ListFilter selects messages for List.
 type ListFilter struct {
 	Queue string
@@ -377,10 +390,13 @@ type Store interface {
 	DeleteQueue(ctx context.Context, queue string) (int, error)
 	// List lists messages of a queue in one state, by id.
 	List(ctx context.Context, f ListFilter) ([]Info, error)
-	// DeleteCompleted deletes up to limit completed messages that finished
-	// more than retention ago and are past the dedup window. It returns how
-	// many it deleted; call it until that is below limit.
-	DeleteCompleted(ctx context.Context, retention time.Duration, limit int) (int, error)
+	// Prune deletes up to p.Limit finished messages (completed, dead or
+	// cancelled, as p.State says) that finished more than p.OlderThan ago.
+	// It never deletes a message within the dedup window of its enqueue,
+	// so that a dedup id counts for the whole window whatever the
+	// retention; once its message is deleted, a dedup id is forgotten. It
+	// returns how many it deleted; call it until that is below p.Limit.
+	Prune(ctx context.Context, p Prune) (int, error)
 	// Cancel cancels messages by id, of the queue (or of any queue when
 	// queue is empty): a pending or waiting one becomes Cancelled and never
 	// runs; a processing one becomes Cancelled at once, so that its lease

@@ -39,10 +39,11 @@ type workFlags struct {
 	lease, heartbeat, maxProcessing, reapEvery time.Duration
 	shutdownTimeout                            time.Duration
 	drain                                      bool
+	retainCompleted, retainDead                retention
 }
 
 func (a *app) workCommand() *cobra.Command {
-	var f workFlags
+	f := workFlags{retainCompleted: retention{worker.DefaultCompletedRetention}, retainDead: retention{worker.DefaultDeadRetention}}
 	cmd := &cobra.Command{
 		Use:   "work --queue Q [flags] -- CMD [ARGS...]",
 		Short: "Run a program once per message",
@@ -112,6 +113,8 @@ exits non-zero.`,
 	fl.DurationVar(&f.maxProcessing, "max-processing", 0, "longest run of CMD, at least --lease (default 3 x --lease)")
 	fl.DurationVar(&f.reapEvery, "reap-interval", 0, "reaper interval, below --lease (default 10s, or half of a shorter --lease)")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", worker.DefaultShutdownTimeout, "how long a graceful shutdown waits for running commands")
+	fl.Var(&f.retainCompleted, "retain-completed", "keep completed messages this long after they finish, then delete them (or forever)")
+	fl.Var(&f.retainDead, "retain-dead", "keep dead and cancelled messages this long after they end, then delete them (or forever)")
 	fl.BoolVar(&f.drain, "drain", false, "exit 0 once the queue has nothing pending (visible or delayed) and nothing in flight, or is paused with nothing in flight")
 	return cmd
 }
@@ -154,6 +157,7 @@ func (f workFlags) config(cmd *cobra.Command) (leasehold.Config, error) {
 	}
 	cfg := leasehold.Config{Queues: map[string]leasehold.QueueConfig{f.queue: {Concurrency: f.concurrency}},
 		LeaseDuration: f.lease, HeartbeatInterval: hb, MaxProcessingTime: f.maxProcessing, ReapInterval: f.reapEvery,
+		CompletedRetention: f.retainCompleted.d, DeadRetention: f.retainDead.d,
 		ShutdownTimeout: f.shutdownTimeout,
 		// A hard stop waits for scripts to be killed (SIGTERM, then SIGKILL
 		// after script.KillGrace) before it releases their leases, so that no

@@ -233,13 +233,21 @@ func CheckListFilter(f store.ListFilter) (int, error) {
 	return CheckLimit(f.Limit)
 }
 
-// CheckRetention validates DeleteCompleted's arguments.
-func CheckRetention(retention time.Duration, limit int) error {
-	if retention < 0 {
-		return invalid("retention is %s, must not be negative", retention)
+// CheckPrune validates a pruning.
+func CheckPrune(p store.Prune) error {
+	if p.Queue != "" {
+		if err := CheckQueue(p.Queue); err != nil {
+			return err
+		}
 	}
-	if limit < 1 || limit > store.MaxBatch {
-		return invalid("limit is %d, must be 1 to %d", limit, store.MaxBatch)
+	if p.State != store.Completed && p.State != store.Dead && p.State != store.Cancelled {
+		return invalid("cannot prune %s messages: only completed, dead or cancelled ones", p.State)
+	}
+	if p.OlderThan < 0 {
+		return invalid("the age to prune from is %s, must not be negative", p.OlderThan)
+	}
+	if p.Limit < 1 || p.Limit > store.MaxBatch {
+		return invalid("limit is %d, must be 1 to %d", p.Limit, store.MaxBatch)
 	}
 	return nil
 }

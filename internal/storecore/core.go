@@ -52,7 +52,7 @@ type Backend interface {
 	Queues(ctx context.Context) ([]string, error)
 	DeleteQueue(ctx context.Context, queue string) (int, error)
 	List(ctx context.Context, f store.ListFilter) ([]store.Info, error)
-	DeleteCompleted(ctx context.Context, retention time.Duration, limit int) (int, error)
+	Prune(ctx context.Context, p store.Prune) (int, error)
 	// Cancel gets a queue of "" for any queue.
 	Cancel(ctx context.Context, queue string, ids []int64) ([]int64, error)
 	Pause(ctx context.Context, queue string) error
@@ -351,17 +351,17 @@ func (s *Store) List(ctx context.Context, f store.ListFilter) ([]store.Info, err
 	return out, s.Failed("list", err)
 }
 
-// DeleteCompleted implements store.Store.
-func (s *Store) DeleteCompleted(ctx context.Context, retention time.Duration, limit int) (int, error) {
-	if err := CheckRetention(retention, limit); err != nil {
+// Prune implements store.Store.
+func (s *Store) Prune(ctx context.Context, p store.Prune) (int, error) {
+	if err := CheckPrune(p); err != nil {
 		return 0, err
 	}
 	if err := s.begin(); err != nil {
 		return 0, err
 	}
 	defer s.end()
-	n, err := s.b.DeleteCompleted(ctx, retention, limit)
-	return n, s.Failed("delete completed", err)
+	n, err := s.b.Prune(ctx, p)
+	return n, s.Failed("prune", err)
 }
 
 // Cancel implements store.Store.

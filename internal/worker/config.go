@@ -101,6 +101,14 @@ type Config struct {
 	// DisableReaper turns the worker's reaper off, for a deployment that
 	// runs a Reaper elsewhere.
 	DisableReaper bool
+	// CompletedRetention and DeadRetention are the retentions of the
+	// worker's cleaner (see CleanerConfig): defaults
+	// DefaultCompletedRetention and DefaultDeadRetention; KeepForever
+	// keeps the messages.
+	CompletedRetention, DeadRetention time.Duration
+	// DisableCleaner turns the worker's cleaner off, for a deployment that
+	// runs a Cleaner elsewhere or keeps every message.
+	DisableCleaner bool
 	// Clock times everything. Default: the system clock.
 	Clock clock.Clock
 	// Logger receives the worker's logs; every line carries the worker id,
@@ -262,6 +270,13 @@ func (c Config) resolve(needDeps bool) (resolved, error) {
 		if _, err := rc.resolveTiming(); err != nil {
 			bad("ReapInterval: %w", err)
 		}
+	}
+	if !c.DisableCleaner {
+		cc, err := CleanerConfig{CompletedRetention: c.CompletedRetention, DeadRetention: c.DeadRetention}.resolveRetentions()
+		if err != nil {
+			bad("%w", err)
+		}
+		c.CompletedRetention, c.DeadRetention = cc.CompletedRetention, cc.DeadRetention
 	}
 	c.Clock = clock.OrSystem(c.Clock)
 	c.Logger = orDefaultLogger(c.Logger)

@@ -15,13 +15,14 @@ import (
 // lease that its lease keeper keeps alive; see the package documentation
 // for its rules.
 type Worker struct {
-	cfg    resolved
-	queues []*queue
-	keeper *keeper
-	reaper *Reaper
-	log    *slog.Logger
-	m      *workerMetrics
-	phase  phases
+	cfg     resolved
+	queues  []*queue
+	keeper  *keeper
+	reaper  *Reaper
+	cleaner *Cleaner
+	log     *slog.Logger
+	m       *workerMetrics
+	phase   phases
 }
 
 // queue is what a worker keeps of one of its queues between runs.
@@ -70,6 +71,13 @@ func New(cfg Config) (*Worker, error) {
 	if !r.DisableReaper {
 		w.reaper, err = NewReaper(ReaperConfig{Store: r.Store, LeaseDuration: r.LeaseDuration, Interval: r.ReapInterval,
 			Clock: r.Clock, Logger: log, MeterProvider: r.MeterProvider})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if !r.DisableCleaner {
+		w.cleaner, err = NewCleaner(CleanerConfig{Store: r.Store, CompletedRetention: r.CompletedRetention,
+			DeadRetention: r.DeadRetention, Clock: r.Clock, Logger: log, MeterProvider: r.MeterProvider})
 		if err != nil {
 			return nil, err
 		}
@@ -154,6 +162,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	reaperCtx, stopReaper := context.WithCancel(ctx)
 	if w.reaper != nil {
 		bg.Go(func() { w.reaper.loop(reaperCtx, nil) })
+	}
+	if w.cleaner != nil {
+		bg.Go(func() { w.cleaner.loop(reaperCtx, nil) })
 	}
 	defer func() {
 		stopReaper()

@@ -703,29 +703,47 @@ func (s *backend) List(ctx context.Context, f store.ListFilter) ([]store.Info, e
 	return out, nil
 }
 
-func (s *backend) DeleteCompleted(ctx context.Context, retention time.Duration, limit int) (int, error) {
+func (s *backend) Prune(ctx context.Context, p store.Prune) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clk.Now().UnixNano()
-	finishedBefore := now - int64(retention)
+	finishedBefore := now - int64(p.OlderThan)
 	enqueuedBefore := now - int64(s.opts.DedupWindow)
+	old := func(m *message) bool { return m.finishedAt <= finishedBefore && m.enqueuedAt <= enqueuedBefore }
 	deleted := 0
-	for _, q := range s.queues {
-		kept := q.completed[:0]
-		for i, m := range q.completed {
-			if deleted == limit || m.finishedAt > finishedBefore {
-				kept = append(kept, q.completed[i:]...)
-				break
-			}
-			if m.enqueuedAt > enqueuedBefore {
-				kept = append(kept, m)
+	if p.State == store.Completed {
+		// In order of completion: the oldest first, and the scan stops at
+		// the first one inside the retention.
+		for _, q := range s.queues {
+			if p.Queue != "" && q.name != p.Queue {
 				continue
 			}
-			s.deleteLocked(m)
-			deleted++
+			kept := q.completed[:0]
+			for i, m := range q.completed {
+				if deleted == p.Limit || m.finishedAt > finishedBefore {
+					kept = append(kept, q.completed[i:]...)
+					break
+				}
+				if !old(m) {
+					kept = append(kept, m)
+					continue
+				}
+				s.deleteLocked(m)
+				deleted++
+			}
+			clear(q.completed[len(kept):])
+			q.completed = kept
 		}
-		clear(q.completed[len(kept):])
-		q.completed = kept
+	} else {
+		for _, m := range s.msgs {
+			if deleted == p.Limit {
+				break
+			}
+			if m != nil && m.state == p.State && (p.Queue == "" || m.queue.name == p.Queue) && old(m) {
+				s.deleteLocked(m)
+				deleted++
+			}
+		}
 	}
 	s.trimLocked()
 	return deleted, nil

@@ -1082,10 +1082,9 @@ func scanInfo(r interface{ Scan(...any) error }, f store.ListFilter) (store.Info
 	return in, err
 }
 
-func (s *backend) DeleteCompleted(ctx context.Context, retention time.Duration, limit int) (int, error) {
+func (s *backend) Prune(ctx context.Context, p store.Prune) (int, error) {
 	var n int
-	if err := s.pool.QueryRow(ctx, s.sql.deleteCompleted, replan, s.now(), micros(retention), micros(s.opts.DedupWindow), limit).Scan(&n); err != nil {
-		return 0, err
-	}
-	return n, nil
+	err := s.pool.QueryRow(ctx, s.sql.prune[p.State], replan, s.now(), micros(p.OlderThan), micros(s.opts.DedupWindow), p.Limit,
+		nullable(p.Queue)).Scan(&n)
+	return n, err
 }

@@ -245,19 +245,22 @@ INSERT INTO {s}.completed_counts AS c (queue, shard, n)
 SELECT q, (pg_backend_pid() % 16)::smallint, n FROM unnest($1::text[], $2::bigint[]) AS t(q, n) ORDER BY q
 ON CONFLICT (queue, shard) DO UPDATE SET n = c.n + excluded.n
 
--- name: deleteCompleted
--- Completed messages past the retention ($2) and the dedup window ($3), at
--- most $4, and their counts taken back.
+-- name: prune
+-- Messages in one state ({state}: completed, dead or cancelled) that
+-- finished more than $2 ago and were enqueued before the dedup window
+-- ($3), of queue $5 or of any queue when it is NULL, at most $4; the
+-- completed ones' counts taken back.
 WITH gone AS (
 	DELETE FROM {s}.messages WHERE id IN (
 		SELECT id FROM {s}.messages
-		WHERE state = {completed} AND finished_at <= COALESCE($1::timestamptz, now()) - $2 * interval '1 microsecond'
+		WHERE state = {state} AND finished_at <= COALESCE($1::timestamptz, now()) - $2 * interval '1 microsecond'
 			AND enqueued_at <= COALESCE($1::timestamptz, now()) - $3 * interval '1 microsecond'
+			AND ($5::text IS NULL OR queue = $5)
 		LIMIT $4 FOR UPDATE SKIP LOCKED)
-	RETURNING queue),
+	RETURNING queue, state),
 counted AS (
 	INSERT INTO {s}.completed_counts AS c (queue, shard, n)
-	SELECT queue, (pg_backend_pid() % 16)::smallint, -count(*) FROM gone GROUP BY queue ORDER BY queue
+	SELECT queue, (pg_backend_pid() % 16)::smallint, -count(*) FROM gone WHERE state = {completed} GROUP BY queue ORDER BY queue
 	ON CONFLICT (queue, shard) DO UPDATE SET n = c.n + excluded.n)
 SELECT count(*) FROM gone
 

@@ -20,9 +20,9 @@ var queriesSQL string
 // states' codes written in.
 type statements struct {
 	lockKeys, notify, isolation, insertBulk, insertOne, dedupGet, dedupClear, claim, extend, complete, promote,
-	current, retry, kill, release, reapScan, reap, deadRows, redrive, purge, stats, countCompleted, deleteCompleted,
+	current, retry, kill, release, reapScan, reap, deadRows, redrive, purge, stats, countCompleted,
 	deleteQueue, queues, pause, resume, cancelledOf, cancelRows, cancel string
-	list [store.States]string
+	list, prune [store.States]string
 }
 
 // queryName starts a statement in queries.sql.
@@ -66,13 +66,14 @@ func newStatements(schema string) statements {
 		claim: q("claim"), extend: q("extend"), complete: q("complete"), promote: q("promote"),
 		current: q("current"), retry: q("retry"), kill: q("kill"), release: q("release"),
 		reapScan: q("reapScan"), reap: q("reap"), deadRows: q("deadRows"), redrive: q("redrive"), purge: q("purge"),
-		stats: q("stats"), countCompleted: q("countCompleted"), deleteCompleted: q("deleteCompleted"),
+		stats: q("stats"), countCompleted: q("countCompleted"),
 		deleteQueue: q("deleteQueue"), queues: q("queues"), pause: q("pause"), resume: q("resume"),
 		cancelledOf: q("cancelledOf"), cancelRows: q("cancelRows"), cancel: q("cancel"),
 	}
-	list := q("list")
+	list, prune := q("list"), q("prune")
 	for state := range st.list {
 		st.list[state] = strings.ReplaceAll(list, "{state}", strconv.Itoa(state))
+		st.prune[state] = strings.ReplaceAll(prune, "{state}", strconv.Itoa(state))
 	}
 	return st
 }

@@ -912,8 +912,8 @@ func (s *backend) list(ctx context.Context, q interface {
 	return out, nil
 }
 
-func (s *backend) DeleteCompleted(ctx context.Context, retention time.Duration, limit int) (int, error) {
-	return s.affected(ctx, sqlDeleteCompleted, func(now int64) []any {
-		return []any{now - retention.Microseconds(), now - s.opts.DedupWindow.Microseconds(), limit}
+func (s *backend) Prune(ctx context.Context, p store.Prune) (int, error) {
+	return s.affected(ctx, fmt.Sprintf(sqlPrune, int(p.State)), func(now int64) []any {
+		return []any{now - p.OlderThan.Microseconds(), now - s.opts.DedupWindow.Microseconds(), nullable(p.Queue), p.Limit}
 	})
 }

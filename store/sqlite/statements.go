@@ -151,7 +151,10 @@ var (
 	sqlList = `SELECT id, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
 			worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at, kind, priority
 		FROM leasehold_messages WHERE queue = ? AND state = %d AND id > ? ORDER BY id LIMIT ?`
-	// sqlDeleteCompleted deletes completed messages past the retention and the dedup window, a batch at a time.
-	sqlDeleteCompleted = sqlstate.Expand(`DELETE FROM leasehold_messages WHERE id IN (
-				SELECT id FROM leasehold_messages WHERE state = {completed} AND finished_at <= ? AND enqueued_at <= ? LIMIT ?)`)
+	// sqlPrune deletes up to ?4 messages in one state (its code is
+	// written in, as in sqlList) that finished by ?1 and were enqueued by
+	// ?2 (the dedup window), of queue ?3 or of any queue when it is NULL.
+	sqlPrune = `DELETE FROM leasehold_messages WHERE id IN (
+				SELECT id FROM leasehold_messages WHERE state = %d AND finished_at <= ?1 AND enqueued_at <= ?2
+					AND (?3 IS NULL OR queue = ?3) LIMIT ?4)`
 )

@@ -111,6 +111,7 @@ func Run(t *testing.T, f Factory, opts ...Option) {
 		{"PauseAndResume", testPauseAndResume},
 		{"Cancel", testCancel},
 		{"Priority", testPriority},
+		{"PruneDeadAndCancelled", testPruneDeadAndCancelled},
 		{"Linearizable", func(t *testing.T, f Factory) { testLinearizable(t, f, o) }},
 	}
 	for _, tt := range tests {
@@ -1224,11 +1225,21 @@ func testBadInputChangesNothing(t *testing.T, f Factory) {
 		"negative release delay": func() error {
 			return s.Release(ctx, store.Release{Lease: d.Lease, Delay: -time.Second})
 		},
-		"negative retention":   func() error { _, err := s.DeleteCompleted(ctx, -time.Second, 10); return err },
-		"zero retention batch": func() error { _, err := s.DeleteCompleted(ctx, time.Second, 0); return err },
-		"stats bad queue":      func() error { _, err := s.Stats(ctx, ""); return err },
-		"list bad limit":       func() error { _, err := s.List(ctx, store.ListFilter{Queue: b.queue, Limit: -1}); return err },
-		"list bad state":       func() error { _, err := s.List(ctx, store.ListFilter{Queue: b.queue, State: 9}); return err },
+		"negative retention": func() error {
+			_, err := s.Prune(ctx, store.Prune{State: store.Completed, OlderThan: -time.Second, Limit: 10})
+			return err
+		},
+		"zero prune batch": func() error {
+			_, err := s.Prune(ctx, store.Prune{State: store.Completed, OlderThan: time.Second})
+			return err
+		},
+		"prune pending": func() error {
+			_, err := s.Prune(ctx, store.Prune{State: store.Pending, Limit: 10})
+			return err
+		},
+		"stats bad queue": func() error { _, err := s.Stats(ctx, ""); return err },
+		"list bad limit":  func() error { _, err := s.List(ctx, store.ListFilter{Queue: b.queue, Limit: -1}); return err },
+		"list bad state":  func() error { _, err := s.List(ctx, store.ListFilter{Queue: b.queue, State: 9}); return err },
 		"max deliveries over the limit": func() error {
 			_, err := s.Enqueue(ctx, []store.NewMessage{{Queue: b.queue, MaxDeliveries: store.MaxDeliveriesLimit + 1}})
 			return err
@@ -1300,18 +1311,18 @@ func testRetention(t *testing.T, f Factory) {
 	for _, d := range b.claim(5) {
 		b.mustComplete(d.Lease)
 	}
-	if n, err := b.s.DeleteCompleted(b.ctx, time.Hour, 100); err != nil || n != 0 {
-		t.Fatalf("DeleteCompleted inside retention = %d, %v", n, err)
+	if n, err := b.prune(store.Completed, time.Hour, 100); err != nil || n != 0 {
+		t.Fatalf("Prune inside retention = %d, %v", n, err)
 	}
 	// Past the retention but inside the dedup window: kept, to dedup.
 	b.clk.Advance(store.DefaultDedupWindow - time.Second)
-	if n, err := b.s.DeleteCompleted(b.ctx, time.Second, 100); err != nil || n != 0 {
-		t.Fatalf("DeleteCompleted inside the dedup window = %d, %v", n, err)
+	if n, err := b.prune(store.Completed, time.Second, 100); err != nil || n != 0 {
+		t.Fatalf("Prune inside the dedup window = %d, %v", n, err)
 	}
 	b.clk.Advance(time.Second)
 	var total int
 	for {
-		n, err := b.s.DeleteCompleted(b.ctx, time.Second, 2)
+		n, err := b.prune(store.Completed, time.Second, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1332,6 +1343,11 @@ func testRetention(t *testing.T, f Factory) {
 	if infos, err := b.s.List(b.ctx, store.ListFilter{Queue: b.queue, State: store.Completed}); err != nil || len(infos) != 0 {
 		t.Fatalf("completed messages listed after retention: %d, %v", len(infos), err)
 	}
+}
+
+// prune prunes the suite's queue.
+func (b *bundle) prune(state store.State, olderThan time.Duration, limit int) (int, error) {
+	return b.s.Prune(b.ctx, store.Prune{Queue: b.queue, State: state, OlderThan: olderThan, Limit: limit})
 }
 
 func testPingAndClose(t *testing.T, f Factory) {

@@ -1,0 +1,78 @@
+package worker_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/clock/clocktest"
+	"github.com/leasehold/leasehold/internal/worker"
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/memory"
+)
+
+// The cleaner deletes completed messages after their retention and dead
+// and cancelled ones after theirs, all of them however many batches that
+// takes; KeepForever keeps a state.
+func TestCleanerDeletesPastRetention(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktest.New()
+	st, err := memory.New(memory.Config{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	msgs := make([]store.NewMessage, worker.CleanBatch+5)
+	for i := range msgs {
+		msgs[i] = store.NewMessage{Queue: "q", MaxDeliveries: 1}
+	}
+	if _, err := st.Enqueue(ctx, msgs); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := st.Claim(ctx, store.Claim{Queue: "q", WorkerID: "w", Max: len(msgs), LeaseDuration: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := make([]store.Completion, 0, len(ds))
+	for _, d := range ds[2:] {
+		cs = append(cs, store.Completion{Lease: d.Lease})
+	}
+	if _, err := st.Complete(ctx, cs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Fail(ctx, store.Failure{Lease: ds[0].Lease, Error: "x", Permanent: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Cancel(ctx, "q", []int64{ds[1].MessageID}); err != nil {
+		t.Fatal(err)
+	}
+	keepDead, err := worker.NewCleaner(worker.CleanerConfig{Store: st, Clock: clk, DeadRetention: worker.KeepForever, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleaner, err := worker.NewCleaner(worker.CleanerConfig{Store: st, Clock: clk, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(worker.DefaultCompletedRetention - time.Minute)
+	if got, err := cleaner.RunOnce(ctx); err != nil || got != (worker.Cleaned{}) {
+		t.Fatalf("inside every retention: %+v, %v; want nothing deleted", got, err)
+	}
+	clk.Advance(time.Minute)
+	if got, err := keepDead.RunOnce(ctx); err != nil || got != (worker.Cleaned{Completed: len(cs)}) {
+		t.Fatalf("after the completed retention: %+v, %v; want %d completed deleted", got, err, len(cs))
+	}
+	clk.Advance(worker.DefaultDeadRetention)
+	if got, err := keepDead.RunOnce(ctx); err != nil || got != (worker.Cleaned{}) {
+		t.Fatalf("KeepForever deleted %+v, %v", got, err)
+	}
+	if got, err := cleaner.RunOnce(ctx); err != nil || got != (worker.Cleaned{Dead: 1, Cancelled: 1}) {
+		t.Fatalf("after the dead retention: %+v, %v; want the dead and the cancelled one deleted", got, err)
+	}
+	if s, _ := st.Stats(ctx, "q"); s != (store.Stats{Queue: "q"}) {
+		t.Fatalf("stats after cleaning: %+v", s)
+	}
+	if _, err := worker.NewCleaner(worker.CleanerConfig{Store: st, CompletedRetention: -time.Hour}); err == nil {
+		t.Fatal("a negative retention other than KeepForever was accepted")
+	}
+}
