@@ -52,6 +52,9 @@ type Config struct {
 	// DeadRetention is how long dead-lettered and cancelled jobs are kept.
 	// Default 7 days; KeepForever keeps them.
 	DeadRetention time.Duration
+	// PeriodicJobs are enqueued on their schedules while the client runs
+	// (see NewPeriodicJob).
+	PeriodicJobs []*PeriodicJob
 	// ShutdownTimeout bounds how long Stop waits for running handlers when
 	// its context has no earlier deadline. Default 30 s.
 	ShutdownTimeout time.Duration
@@ -178,6 +181,9 @@ func (cfg Config) resolve() (Config, error) {
 	for q, qc := range cfg.Queues {
 		qc.Concurrency = cmp.Or(qc.Concurrency, worker.DefaultConcurrency)
 		cfg.Queues[q] = qc
+	}
+	if err := checkPeriodic(cfg.PeriodicJobs); err != nil {
+		errs = append(errs, err)
 	}
 	// The worker's own checks name the remaining settings.
 	wc := workerConfig(cfg)
@@ -347,6 +353,13 @@ func (c *Client[TTx]) startLocked(ctx context.Context) error {
 		}
 	}
 	loops := []lifecycle.Runnable{w}
+	if len(c.cfg.PeriodicJobs) > 0 {
+		jobs, err := c.scheduleJobs()
+		if err != nil {
+			return err
+		}
+		loops = append(loops, lifecycle.Func(func(ctx context.Context) error { return c.runPeriodic(ctx, jobs) }))
+	}
 	g, err := lifecycle.NewGroup(lifecycle.GroupConfig{ShutdownTimeout: c.cfg.ShutdownTimeout, Clock: c.cfg.Clock}, loops...)
 	if err != nil {
 		return fmt.Errorf("leasehold: %w", err)

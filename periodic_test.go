@@ -1,0 +1,163 @@
+package leasehold_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/memory"
+)
+
+type dailyReport struct {
+	Name string `json:"name"`
+}
+
+func (dailyReport) Kind() string { return "report" }
+
+// clientOn returns a started client on st with the periodic jobs, working
+// a queue of its own so that the periodic jobs stay pending to be counted.
+func clientOn(t *testing.T, st store.Store, jobs ...*leasehold.PeriodicJob) *leasehold.Client[store.NoTx] {
+	t.Helper()
+	c, err := leasehold.NewClient(store.WithoutTx(st), leasehold.Config{Queues: map[string]leasehold.QueueConfig{"work": {}},
+		PeriodicJobs: jobs, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func hourly() *leasehold.PeriodicJob {
+	return leasehold.NewPeriodicJob(leasehold.Every(time.Hour), func() (leasehold.JobArgs, *leasehold.EnqueueOptions) {
+		return dailyReport{Name: "hourly"}, &leasehold.EnqueueOptions{Queue: "reports"}
+	}, nil)
+}
+
+// Each tick is enqueued once however many clients run the job; ticks
+// missed while no client ran are not caught up, except the last one when
+// a client starts within a minute of it.
+func TestPeriodicJobsAcrossClients(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st, err := memory.New(memory.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		pending := func() int64 {
+			s, err := st.Stats(ctx, "reports")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s.Pending
+		}
+		// The bubble starts at midnight: the first tick is due at once.
+		clients := []*leasehold.Client[store.NoTx]{clientOn(t, st, hourly()), clientOn(t, st, hourly()), clientOn(t, st, hourly())}
+		time.Sleep(3*time.Hour + 30*time.Minute)
+		synctest.Wait()
+		if got := pending(); got != 4 {
+			t.Fatalf("after 3.5 hours with three clients: %d jobs, want 4 (00:00 to 03:00)", got)
+		}
+		for _, c := range clients {
+			if err := c.Stop(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// No client from 03:30 to 08:00:30: 04:00 to 07:00 are missed, 08:00
+		// comes with the clients that start within the minute after it.
+		time.Sleep(4*time.Hour + 30*time.Minute + 30*time.Second)
+		late := []*leasehold.Client[store.NoTx]{clientOn(t, st, hourly()), clientOn(t, st, hourly())}
+		synctest.Wait()
+		if got := pending(); got != 5 {
+			t.Fatalf("after clients started at 08:00:30: %d jobs, want 5", got)
+		}
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if got := pending(); got != 6 {
+			t.Fatalf("at 09:00:30: %d jobs, want 6", got)
+		}
+		infos, err := st.List(ctx, store.ListFilter{Queue: "reports", State: store.Pending})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, want := range []string{"00:00", "01:00", "02:00", "03:00", "08:00", "09:00"} {
+			if in := infos[i]; in.Kind != "report" || !strings.Contains(in.DedupID, ":") ||
+				in.EnqueuedAt.Format("15:04") != want {
+				t.Fatalf("job %d: kind %q, dedup id %q, enqueued %s; want a report at %s", i, in.Kind, in.DedupID, in.EnqueuedAt.Format("15:04:05"), want)
+			}
+		}
+		for _, c := range late {
+			if err := c.Stop(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+// A cron schedule ticks as its expression says, on the client's clock.
+func TestPeriodicCron(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st, err := memory.New(memory.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		sched, err := leasehold.Cron("*/20 9-10 * * *")
+		if err != nil {
+			t.Fatal(err)
+		}
+		job := leasehold.NewPeriodicJob(sched, func() (leasehold.JobArgs, *leasehold.EnqueueOptions) {
+			return dailyReport{Name: "morning"}, &leasehold.EnqueueOptions{Queue: "reports"}
+		}, &leasehold.PeriodicJobOpts{ID: "morning-report"})
+		c := clientOn(t, st, job)
+		defer c.Stop(ctx)
+		time.Sleep(24 * time.Hour)
+		synctest.Wait()
+		s, err := st.Stats(ctx, "reports")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Pending != 6 { // 09:00, 09:20, 09:40, 10:00, 10:20, 10:40
+			t.Fatalf("a day of */20 9-10: %d jobs, want 6", s.Pending)
+		}
+	})
+}
+
+// Bad periodic jobs are refused, each named.
+func TestPeriodicJobsAreChecked(t *testing.T) {
+	if _, err := leasehold.Cron("61 * * * *"); err == nil {
+		t.Fatal(`Cron("61 * * * *") succeeded`)
+	}
+	noop := func() (leasehold.JobArgs, *leasehold.EnqueueOptions) { return dailyReport{}, nil }
+	err := leasehold.Config{PeriodicJobs: []*leasehold.PeriodicJob{
+		leasehold.NewPeriodicJob(leasehold.Every(0), noop, nil),
+		leasehold.NewPeriodicJob(nil, noop, nil),
+		leasehold.NewPeriodicJob(leasehold.Every(time.Hour), nil, nil),
+	}}.Validate()
+	for _, want := range []string{"PeriodicJobs[0]: Every(0s)", "PeriodicJobs[1] has no schedule", "PeriodicJobs[2] has no constructor"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("Validate = %v, want it to name %q", err, want)
+		}
+	}
+	st, err := memory.New(memory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	c, err := leasehold.NewClient(store.WithoutTx(st), leasehold.Config{Queues: map[string]leasehold.QueueConfig{"work": {}},
+		PeriodicJobs: []*leasehold.PeriodicJob{leasehold.NewPeriodicJob(leasehold.Every(time.Hour), noop, nil),
+			leasehold.NewPeriodicJob(leasehold.Every(time.Minute), noop, nil)}, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(context.Background()); err == nil || !strings.Contains(err.Error(), `ID "report" is another periodic job's too`) {
+		t.Fatalf("Start with two periodic jobs of one ID: %v", err)
+	}
+}
