@@ -48,6 +48,12 @@ type Config struct {
 	// ListenRetry is how long the LISTEN connection waits before it
 	// reconnects after losing its connection. Default 1s.
 	ListenRetry time.Duration
+	// PollOnly opens no LISTEN connection, for a database reached through
+	// a pooler that cannot hold one (PgBouncer in transaction mode):
+	// receivers then learn of other processes' messages at their next
+	// poll, within their poll interval, and of this process's at once. A
+	// DSN can ask for it with leasehold_listen=off.
+	PollOnly bool
 }
 
 // Store is a store.Store in PostgreSQL.
@@ -83,20 +89,38 @@ const DefaultConnectTimeout = 10 * time.Second
 // into a pool configuration, with DefaultConnectTimeout unless the DSN sets
 // a timeout of its own. A password may come from the DSN, PGPASSWORD or a
 // password file (PGPASSFILE, default ~/.pgpass), as libpq reads them.
+// The DSN's leasehold_listen parameter (on or off, see Config.PollOnly) is
+// leasehold's, not the server's: it is taken out.
 func PoolConfig(dsn string) (*pgxpool.Config, error) {
+	pc, _, err := parseDSN(dsn)
+	return pc, err
+}
+
+// parseDSN is PoolConfig, and it reports whether the DSN asks for
+// PollOnly.
+func parseDSN(dsn string) (*pgxpool.Config, bool, error) {
 	pc, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("postgres store: %w: DSN: %v", store.ErrInvalid, err)
+		return nil, false, fmt.Errorf("postgres store: %w: DSN: %v", store.ErrInvalid, err)
 	}
 	if pc.ConnConfig.ConnectTimeout == 0 {
 		pc.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}
-	return pc, nil
+	listen, set := pc.ConnConfig.RuntimeParams[listenParam]
+	delete(pc.ConnConfig.RuntimeParams, listenParam)
+	if set && listen != "on" && listen != "off" {
+		return nil, false, fmt.Errorf("postgres store: %w: DSN: %s=%q: want on or off", store.ErrInvalid, listenParam, listen)
+	}
+	return pc, listen == "off", nil
 }
 
+// listenParam is the DSN parameter that turns LISTEN off.
+const listenParam = "leasehold_listen"
+
 // Open connects to the database and checks that the schema is at this
-// code's version (see Migrate). It starts a LISTEN connection that wakes
-// this process's long polls on every enqueue anywhere.
+// code's version (see Migrate). Unless PollOnly, it starts a LISTEN
+// connection that wakes this process's long polls on every enqueue
+// anywhere.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Schema == "" {
 		cfg.Schema = DefaultSchema
@@ -118,10 +142,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		if cfg.DSN == "" {
 			return nil, fmt.Errorf("postgres store: %w: neither Pool nor DSN is set", store.ErrInvalid)
 		}
-		pc, err := PoolConfig(cfg.DSN)
+		pc, pollOnly, err := parseDSN(cfg.DSN)
 		if err != nil {
 			return nil, err
 		}
+		cfg.PollOnly = cfg.PollOnly || pollOnly
 		if s.pool, err = pgxpool.NewWithConfig(ctx, pc); err != nil {
 			return nil, fmt.Errorf("postgres store: connect: %w", err)
 		}
@@ -134,7 +159,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s.sql = newStatements(s.schema)
 	lctx, cancel := context.WithCancel(context.Background())
 	s.stopListen, s.listenDone, s.listening = cancel, make(chan struct{}), make(chan struct{})
-	go s.listen(lctx, cfg.ListenRetry)
+	if cfg.PollOnly {
+		close(s.listenDone)
+	} else {
+		go s.listen(lctx, cfg.ListenRetry)
+	}
 	core := storecore.New(storecore.Config{Name: "postgres store", Options: s.opts, Wakeups: s.wake}, s)
 	return &Store{Store: core, core: core, b: s}, nil
 }
@@ -150,7 +179,7 @@ func (s *Store) Pool() *pgxpool.Pool { return s.b.pool }
 
 // Listening returns a channel closed once the store's LISTEN connection is
 // first established; until then only polling notices other processes'
-// enqueues.
+// enqueues. With PollOnly it is never closed.
 func (s *Store) Listening() <-chan struct{} { return s.b.listening }
 
 func (s *backend) DeleteQueue(ctx context.Context, queue string) (int, error) {

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,5 +84,52 @@ func TestPoolConfigConnectTimeout(t *testing.T) {
 	}
 	if _, err := postgres.PoolConfig("postgres://u@h:notaport/db"); !errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("a malformed DSN: %v, want ErrInvalid", err)
+	}
+}
+
+// Without LISTEN (leasehold_listen=off in the DSN, as behind PgBouncer in
+// transaction mode), the store opens no listening connection, the server
+// never sees the parameter (it would refuse an unknown one), and the store
+// works.
+func TestPollOnly(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	schema := pgtest.Schema(t, pool)
+	dsn := pgtest.DSN(t)
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	polling, err := postgres.Open(ctx, postgres.Config{DSN: dsn + sep + "leasehold_listen=off", Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer polling.Close()
+	var listeners int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %'||$1||'%'`, schema).Scan(&listeners); err != nil {
+		t.Fatal(err)
+	}
+	if listeners != 0 {
+		t.Fatalf("%d connections listen for a poll-only store", listeners)
+	}
+	select {
+	case <-polling.Listening():
+		t.Fatal("a poll-only store says it listens")
+	default:
+	}
+	other, err := postgres.Open(ctx, postgres.Config{Pool: pool, Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.Enqueue(ctx, []store.NewMessage{{Queue: "q", Payload: []byte("polled")}}); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := polling.Claim(ctx, store.Claim{Queue: "q", WorkerID: "w", Max: 1, LeaseDuration: time.Minute})
+	if err != nil || len(ds) != 1 || string(ds[0].Payload) != "polled" {
+		t.Fatalf("a poll-only store claimed %v, %v", ds, err)
+	}
+	if _, err := postgres.Open(ctx, postgres.Config{DSN: dsn + sep + "leasehold_listen=maybe", Schema: schema}); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("leasehold_listen=maybe: %v, want ErrInvalid", err)
 	}
 }
