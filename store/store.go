@@ -314,6 +314,18 @@ type Info struct {
 	FinishedAt    time.Time // zero unless completed, dead or cancelled
 }
 
+// Maintainer is the holder of a database's maintainer lease.
+type Maintainer struct {
+	// Holder names the process that holds or last held the lease; empty
+	// when none ever did.
+	Holder string
+	// Token fences the lease: it grows each time the lease changes hands
+	// or is taken again after it lapsed.
+	Token int64
+	// Expires is when the lease lapses unless renewed.
+	Expires time.Time
+}
+
 // Prune selects finished messages for Store.Prune.
 type Prune struct {
 	// Queue limits the pruning to one queue. Empty: every queue.
@@ -407,6 +419,17 @@ type Store interface {
 	// ids it cancelled, in input order; an id that names no message of
 	// the queue is ErrNotFound, and nothing changes.
 	Cancel(ctx context.Context, queue string, ids []int64) ([]int64, error)
+	// HoldMaintainer takes the database's maintainer lease for holder
+	// until now+d, or renews it when holder has it: it succeeds when the
+	// lease is free, has lapsed or is holder's. It returns the lease as it
+	// stands after the call: holder holds it when Maintainer.Holder is
+	// holder. One process at a time maintains a database (reaps, cleans,
+	// enqueues periodic jobs); see internal/worker.
+	HoldMaintainer(ctx context.Context, holder string, d time.Duration) (Maintainer, error)
+	// ReleaseMaintainer gives up holder's maintainer lease, if holder still
+	// holds it under token, so that another process takes it at its next
+	// try instead of when it lapses.
+	ReleaseMaintainer(ctx context.Context, holder string, token int64) error
 	// Pause stops claims from a queue, in every process, until Resume:
 	// Claim returns nothing for it, while enqueues, the settling of
 	// messages already claimed and the reaper go on. A pause is kept in

@@ -57,6 +57,8 @@ type Backend interface {
 	Cancel(ctx context.Context, queue string, ids []int64) ([]int64, error)
 	Pause(ctx context.Context, queue string) error
 	Resume(ctx context.Context, queue string) error
+	HoldMaintainer(ctx context.Context, holder string, d time.Duration) (store.Maintainer, error)
+	ReleaseMaintainer(ctx context.Context, holder string, token int64) error
 	Ping(ctx context.Context) error
 	// Close is called once.
 	Close() error
@@ -386,6 +388,37 @@ func (s *Store) Cancel(ctx context.Context, queue string, ids []int64) ([]int64,
 		return nil, s.Failed("cancel", err)
 	}
 	return out, nil
+}
+
+// HoldMaintainer implements store.Store.
+func (s *Store) HoldMaintainer(ctx context.Context, holder string, d time.Duration) (store.Maintainer, error) {
+	if holder == "" {
+		return store.Maintainer{}, invalid("the maintainer's holder is empty")
+	}
+	if err := CheckWorkerID(holder); err != nil {
+		return store.Maintainer{}, err
+	}
+	if err := CheckLease(d); err != nil {
+		return store.Maintainer{}, err
+	}
+	if err := s.begin(); err != nil {
+		return store.Maintainer{}, err
+	}
+	defer s.end()
+	m, err := s.b.HoldMaintainer(ctx, holder, d)
+	return m, s.Failed("hold the maintainer lease", err)
+}
+
+// ReleaseMaintainer implements store.Store.
+func (s *Store) ReleaseMaintainer(ctx context.Context, holder string, token int64) error {
+	if err := CheckWorkerID(holder); err != nil {
+		return err
+	}
+	if err := s.begin(); err != nil {
+		return err
+	}
+	defer s.end()
+	return s.Failed("release the maintainer lease", s.b.ReleaseMaintainer(ctx, holder, token))
 }
 
 // Pause implements store.Store.

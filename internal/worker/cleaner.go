@@ -153,6 +153,12 @@ func (c *Cleaner) RunOnce(ctx context.Context) (Cleaned, error) {
 	return out, nil
 }
 
-func (c *Cleaner) loop(ctx context.Context, stop <-chan struct{}) {
-	every(ctx, c.cfg.Clock, c.cfg.Interval, stop, func() { _, _ = c.RunOnce(ctx) })
+// loop cleans every Interval until ctx ends, skipping the runs when may
+// says no.
+func (c *Cleaner) loop(ctx context.Context, may func() bool) {
+	every(ctx, c.cfg.Clock, c.cfg.Interval, nil, func() {
+		if may() {
+			_, _ = c.RunOnce(ctx)
+		}
+	})
 }

@@ -133,12 +133,18 @@ func (r *Reaper) Run(ctx context.Context) error {
 		return err
 	}
 	defer r.state.End()
-	r.loop(ctx, r.state.Stopping())
+	r.loop(ctx, r.state.Stopping(), nil)
 	return nil
 }
 
-func (r *Reaper) loop(ctx context.Context, stop <-chan struct{}) {
-	every(ctx, r.cfg.Clock, r.cfg.Interval, stop, func() { _, _ = r.RunOnce(ctx) })
+// loop reaps every Interval until ctx ends or stop is closed, skipping the
+// runs when may, if given, says no.
+func (r *Reaper) loop(ctx context.Context, stop <-chan struct{}, may func() bool) {
+	every(ctx, r.cfg.Clock, r.cfg.Interval, stop, func() {
+		if may == nil || may() {
+			_, _ = r.RunOnce(ctx)
+		}
+	})
 }
 
 // Shutdown stops Run and waits for it, or for ctx to end. Safe before Run,

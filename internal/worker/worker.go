@@ -20,9 +20,12 @@ type Worker struct {
 	keeper  *keeper
 	reaper  *Reaper
 	cleaner *Cleaner
-	log     *slog.Logger
-	m       *workerMetrics
-	phase   phases
+	// maint holds the database's maintainer lease: the reaper and the
+	// cleaner run while it does. Nil when both are off.
+	maint *maintainer
+	log   *slog.Logger
+	m     *workerMetrics
+	phase phases
 }
 
 // queue is what a worker keeps of one of its queues between runs.
@@ -82,6 +85,11 @@ func New(cfg Config) (*Worker, error) {
 			return nil, err
 		}
 	}
+	if w.reaper != nil || w.cleaner != nil {
+		if w.maint, err = newMaintainer(r.Store, r.WorkerID, r.LeaseDuration, r.Clock, log, r.MeterProvider); err != nil {
+			return nil, fmt.Errorf("worker: metrics: %w", err)
+		}
+	}
 	return w, nil
 }
 
@@ -102,6 +110,10 @@ func (w *Worker) Heartbeats() map[string]*Heartbeat {
 	}
 	return hbs
 }
+
+// Maintaining reports whether the worker holds the database's maintainer
+// lease now: its reaper and cleaner run only while it does.
+func (w *Worker) Maintaining() bool { return w.maint != nil && w.maint.holding() }
 
 // Running reports whether Run is running.
 func (w *Worker) Running() bool { return w.phase.inRun.Load() }
@@ -160,11 +172,14 @@ func (w *Worker) Run(ctx context.Context) error {
 	var bg sync.WaitGroup
 	bg.Go(func() { w.keeper.run(keeperCtx) })
 	reaperCtx, stopReaper := context.WithCancel(ctx)
+	if w.maint != nil {
+		bg.Go(func() { w.maint.run(reaperCtx) })
+	}
 	if w.reaper != nil {
-		bg.Go(func() { w.reaper.loop(reaperCtx, nil) })
+		bg.Go(func() { w.reaper.loop(reaperCtx, nil, w.maint.holding) })
 	}
 	if w.cleaner != nil {
-		bg.Go(func() { w.cleaner.loop(reaperCtx, nil) })
+		bg.Go(func() { w.cleaner.loop(reaperCtx, w.maint.holding) })
 	}
 	defer func() {
 		stopReaper()

@@ -50,6 +50,7 @@ type backend struct {
 	firstID int64
 	queues  map[string]*queue
 	paused  map[string]bool
+	maint   store.Maintainer
 
 	stopReaper context.CancelFunc
 	reaperDone chan struct{}
@@ -183,6 +184,30 @@ func (s *backend) Queues(context.Context) ([]string, error) {
 		names[q] = true
 	}
 	return slices.Sorted(maps.Keys(names)), nil
+}
+
+func (s *backend) HoldMaintainer(ctx context.Context, holder string, d time.Duration) (store.Maintainer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clk.Now()
+	switch {
+	case s.maint.Holder == holder && now.Before(s.maint.Expires):
+	case s.maint.Holder == "" || s.maint.Holder == holder || !now.Before(s.maint.Expires):
+		s.maint.Token++
+	default:
+		return s.maint, nil
+	}
+	s.maint.Holder, s.maint.Expires = holder, now.Add(d).UTC()
+	return s.maint, nil
+}
+
+func (s *backend) ReleaseMaintainer(ctx context.Context, holder string, token int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.maint.Holder == holder && s.maint.Token == token {
+		s.maint.Expires = time.Time{}
+	}
+	return nil
 }
 
 func (s *backend) Pause(ctx context.Context, queue string) error {

@@ -1013,6 +1013,18 @@ func (s *backend) Stats(ctx context.Context, queue string) (store.Stats, error) 
 	return st, nil
 }
 
+func (s *backend) HoldMaintainer(ctx context.Context, holder string, d time.Duration) (store.Maintainer, error) {
+	var m store.Maintainer
+	err := s.pool.QueryRow(ctx, s.sql.holdMaintainer, replan, s.now(), holder, micros(d)).Scan(&m.Holder, &m.Token, &m.Expires)
+	m.Expires = m.Expires.UTC()
+	return m, err
+}
+
+func (s *backend) ReleaseMaintainer(ctx context.Context, holder string, token int64) error {
+	_, err := s.pool.Exec(ctx, s.sql.releaseMaintainer, replan, holder, token)
+	return err
+}
+
 func (s *backend) Pause(ctx context.Context, queue string) error {
 	_, err := s.pool.Exec(ctx, s.sql.pause, replan, queue)
 	return err

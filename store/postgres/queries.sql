@@ -271,6 +271,25 @@ uncounted AS (DELETE FROM {s}.completed_counts WHERE queue = $1),
 forgotten AS (DELETE FROM {s}.queues WHERE queue = $1)
 SELECT count(*) FROM gone
 
+-- name: holdMaintainer
+-- Takes or renews the maintainer lease for $2 until $3 from now, and reads
+-- the lease as it stands: taken, or another's.
+WITH taken AS (
+	INSERT INTO {s}.maintainer AS m (id, holder, token, expires)
+	VALUES (1, $2, 1, COALESCE($1::timestamptz, now()) + $3 * interval '1 microsecond')
+	ON CONFLICT (id) DO UPDATE SET
+		token = CASE WHEN m.holder = $2 AND m.expires > COALESCE($1::timestamptz, now()) THEN m.token ELSE m.token + 1 END,
+		holder = $2, expires = excluded.expires
+	WHERE m.holder = $2 OR m.expires <= COALESCE($1::timestamptz, now())
+	RETURNING holder, token, expires)
+SELECT holder, token, expires FROM taken
+UNION ALL
+SELECT holder, token, expires FROM {s}.maintainer WHERE NOT EXISTS (SELECT 1 FROM taken)
+
+-- name: releaseMaintainer
+-- Lets the lease lapse, if $1 holds it under $2.
+UPDATE {s}.maintainer SET expires = '-infinity' WHERE id = 1 AND holder = $1 AND token = $2
+
 -- name: pause
 INSERT INTO {s}.queues (queue, paused) VALUES ($1, true)
 ON CONFLICT (queue) DO UPDATE SET paused = true

@@ -21,7 +21,7 @@ var queriesSQL string
 type statements struct {
 	lockKeys, notify, isolation, insertBulk, insertOne, dedupGet, dedupClear, claim, extend, complete, promote,
 	current, retry, kill, release, reapScan, reap, deadRows, redrive, purge, stats, countCompleted,
-	deleteQueue, queues, pause, resume, cancelledOf, cancelRows, cancel string
+	deleteQueue, queues, pause, resume, cancelledOf, cancelRows, cancel, holdMaintainer, releaseMaintainer string
 	list, prune [store.States]string
 }
 
@@ -69,6 +69,7 @@ func newStatements(schema string) statements {
 		stats: q("stats"), countCompleted: q("countCompleted"),
 		deleteQueue: q("deleteQueue"), queues: q("queues"), pause: q("pause"), resume: q("resume"),
 		cancelledOf: q("cancelledOf"), cancelRows: q("cancelRows"), cancel: q("cancel"),
+		holdMaintainer: q("holdMaintainer"), releaseMaintainer: q("releaseMaintainer"),
 	}
 	list, prune := q("list"), q("prune")
 	for state := range st.list {

@@ -285,6 +285,29 @@ func (s *backend) DeleteQueue(ctx context.Context, queue string) (int, error) {
 	return int(n), err
 }
 
+func (s *backend) HoldMaintainer(ctx context.Context, holder string, d time.Duration) (store.Maintainer, error) {
+	var m store.Maintainer
+	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
+		if _, err := tx.ExecContext(ctx, sqlHoldMaintainer, holder, now, now+d.Microseconds()); err != nil {
+			return err
+		}
+		var expires int64
+		if err := tx.QueryRowContext(ctx, sqlMaintainer).Scan(&m.Holder, &m.Token, &expires); err != nil {
+			return err
+		}
+		m.Expires = fromMicros(expires)
+		return nil
+	})
+	return m, err
+}
+
+func (s *backend) ReleaseMaintainer(ctx context.Context, holder string, token int64) error {
+	return s.write(ctx, func(tx *sql.Tx, _ int64) error {
+		_, err := tx.ExecContext(ctx, sqlReleaseMaintainer, holder, token)
+		return err
+	})
+}
+
 func (s *backend) Pause(ctx context.Context, queue string) error {
 	_, err := s.affected(ctx, sqlPause, func(int64) []any { return []any{queue} })
 	return err

@@ -135,6 +135,16 @@ var (
 	// sqlCancel cancels a message that has not finished.
 	sqlCancel = sqlstate.Expand(`UPDATE leasehold_messages SET state = {cancelled}, finished_at = ?1
 		WHERE id = ?2 AND state IN ({pending}, {waiting}, {processing})`)
+	// sqlHoldMaintainer takes or renews the maintainer lease for ?1 at time
+	// ?2 until ?3; sqlMaintainer reads it.
+	sqlHoldMaintainer = `INSERT INTO leasehold_maintainer (id, holder, token, expires) VALUES (1, ?1, 1, ?3)
+		ON CONFLICT (id) DO UPDATE SET
+			token = CASE WHEN holder = ?1 AND expires > ?2 THEN token ELSE token + 1 END,
+			holder = ?1, expires = ?3
+		WHERE holder = ?1 OR expires <= ?2`
+	sqlMaintainer = `SELECT holder, token, expires FROM leasehold_maintainer WHERE id = 1`
+	// sqlReleaseMaintainer lets the lease lapse, if ?1 holds it under ?2.
+	sqlReleaseMaintainer = `UPDATE leasehold_maintainer SET expires = 0 WHERE id = 1 AND holder = ?1 AND token = ?2`
 	// sqlDeleteQueue deletes every message of a queue.
 	sqlDeleteQueue = `DELETE FROM leasehold_messages WHERE queue = ?`
 	// sqlForgetQueue deletes a queue's settings.

@@ -112,6 +112,7 @@ func Run(t *testing.T, f Factory, opts ...Option) {
 		{"Cancel", testCancel},
 		{"Priority", testPriority},
 		{"PruneDeadAndCancelled", testPruneDeadAndCancelled},
+		{"Maintainer", testMaintainer},
 		{"Linearizable", func(t *testing.T, f Factory) { testLinearizable(t, f, o) }},
 	}
 	for _, tt := range tests {
