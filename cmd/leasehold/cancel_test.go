@@ -2,14 +2,10 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
-
-	"github.com/leasehold/leasehold/internal/testproc"
 )
 
 // cancel cancels waiting messages, refuses unknown ids without changing
@@ -60,34 +56,14 @@ func TestCancelStopsARunningScript(t *testing.T) {
 	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "c", "long").must(t)
 	handler := writeScript(t, dir, "trap 'touch got-term; exit 143' TERM\ntouch started\nwhile :; do sleep 0.1; done\n")
 	// A 3 s lease: heartbeats every second.
-	work := exec.Command(bin, "--db", db, "work", "--queue", "c", "--lease", "3s", "--", handler)
-	work.Dir, work.Env = dir, append(os.Environ(), "LEASEHOLD_DB=")
-	stderr := &testproc.SyncBuffer{}
-	work.Stderr = stderr
-	if err := work.Start(); err != nil {
-		t.Fatal(err)
+	work, stderr := startProcess(t, dir, "--db", db, "work", "--queue", "c", "--lease", "3s", "--", handler)
+	exists := func(name string) func() bool {
+		return func() bool { _, err := os.Stat(filepath.Join(dir, name)); return err == nil }
 	}
-	t.Cleanup(func() {
-		_ = work.Process.Kill()
-		_ = work.Wait()
-	})
-	waitForFile := func(name string, within time.Duration) time.Duration {
-		t.Helper()
-		start := time.Now()
-		for {
-			if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
-				return time.Since(start)
-			}
-			if time.Since(start) > within {
-				t.Fatalf("%s did not appear within %s:\n%s", name, within, stderr)
-			}
-			time.Sleep(20 * time.Millisecond) // polling a real process's files
-		}
-	}
-	waitForFile("started", 30*time.Second)
+	waitUntil(t, "the script's start", exists("started"))
 	runBin(t, dir, "", "--db", db, "cancel", "--queue", "c", "1").must(t)
 	// Two heartbeats are 2 s; the rest is room for a loaded machine.
-	waitForFile("got-term", 30*time.Second)
+	waitUntil(t, "the script's SIGTERM", exists("got-term"))
 	if err := work.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -528,3 +528,37 @@ func TestListBinaryPayload(t *testing.T) {
 		t.Fatalf("listed %v, want the payload in base64", list)
 	}
 }
+
+// startProcess starts the command with args in dir, its standard error
+// captured, and kills it when the test ends if it still runs.
+func startProcess(t *testing.T, dir string, args ...string) (*exec.Cmd, *testproc.SyncBuffer) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), "LEASEHOLD_DB=")
+	stderr := &testproc.SyncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Signal(syscall.SIGCONT)
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	return cmd, stderr
+}
+
+// waitUntil polls cond, a real process's doing, for up to 30 s.
+func waitUntil(t *testing.T, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("%s did not happen within 30 s", what)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a real process
+	}
+	return time.Since(start)
+}

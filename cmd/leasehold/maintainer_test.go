@@ -1,13 +1,11 @@
 package main
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/leasehold/leasehold/internal/testproc"
 )
@@ -23,29 +21,11 @@ func TestFrozenMaintainerHandsOver(t *testing.T) {
 	handler := writeScript(t, dir, "exit 0\n")
 	start := func() (*exec.Cmd, *testproc.SyncBuffer) {
 		// A 3 s lease: the maintainer lease is renewed every second.
-		cmd := exec.Command(bin, "--db", db, "work", "--queue", "m", "--lease", "3s", "--", handler)
-		cmd.Dir, cmd.Env = dir, append(os.Environ(), "LEASEHOLD_DB=")
-		stderr := &testproc.SyncBuffer{}
-		cmd.Stderr = stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = cmd.Process.Signal(syscall.SIGCONT)
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		})
-		return cmd, stderr
+		return startProcess(t, dir, "--db", db, "work", "--queue", "m", "--lease", "3s", "--", handler)
 	}
 	waitLog := func(name string, out *testproc.SyncBuffer, line string) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for !strings.Contains(out.String(), line) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s did not log %q within 30 s:\n%s", name, line, out)
-			}
-			time.Sleep(20 * time.Millisecond) // polling a real process's output
-		}
+		waitUntil(t, name+" logging "+line, func() bool { return strings.Contains(out.String(), line) })
 	}
 	const maintains, lost = "this process maintains the database", "no longer the database's maintainer"
 	a, aLog := start()
