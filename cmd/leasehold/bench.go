@@ -28,10 +28,11 @@ type benchFlags struct {
 	rate        int
 	lease       time.Duration
 	asJSON      bool
+	retain      retention
 }
 
 func (a *app) benchCommand() *cobra.Command {
-	var f benchFlags
+	f := benchFlags{retain: retention{worker.DefaultCompletedRetention}}
 	cmd := &cobra.Command{
 		Use:   "bench [--duration DUR | --messages N] [flags]",
 		Short: "Measure throughput and latency on a database",
@@ -71,6 +72,7 @@ ends the run early. --db memory: measures the in-memory store.`,
 	fl.IntVar(&f.rate, "rate", 0, "offer this many messages per second instead of keeping the queue full")
 	fl.DurationVar(&f.lease, "lease", worker.DefaultLeaseDuration, "lease duration; heartbeats every third of it")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON object")
+	fl.Var(&f.retain, "retain-completed", "the workers' retention of completed messages, as work's (or forever: no cleaning)")
 	return cmd
 }
 
@@ -116,7 +118,8 @@ func (a *app) bench(ctx context.Context, f benchFlags) error {
 		}
 	}
 	res, err := bench.Run(ctx, st, bench.Config{Duration: f.duration, Messages: f.messages, Workers: f.workers, Concurrency: f.concurrency,
-		Payload: f.payload, Keys: f.keys, HandlerTime: f.handlerTime, Rate: f.rate, Lease: f.lease}, a.log, progress)
+		Payload: f.payload, Keys: f.keys, HandlerTime: f.handlerTime, Rate: f.rate, Lease: f.lease,
+		CompletedRetention: f.retain.d}, a.log, progress)
 	if err != nil {
 		return err
 	}

@@ -40,6 +40,9 @@ type Config struct {
 	Rate int
 	// Lease is the lease each message is claimed under.
 	Lease time.Duration
+	// CompletedRetention is the clients' (see leasehold.Config); zero: the
+	// default.
+	CompletedRetention time.Duration
 }
 
 // Result is what a run measured; `bench --json` prints it.
@@ -196,7 +199,7 @@ func Run(ctx context.Context, st store.Store, f Config, log *slog.Logger, progre
 	for range f.Workers {
 		c, err := leasehold.NewClient[store.NoTx](store.WithoutTx(counting), leasehold.Config{
 			Queues:        map[string]leasehold.QueueConfig{queue: {Concurrency: f.Concurrency}},
-			LeaseDuration: f.Lease, Logger: quiet})
+			LeaseDuration: f.Lease, CompletedRetention: f.CompletedRetention, Logger: quiet})
 		if err != nil {
 			return Result{}, err
 		}
