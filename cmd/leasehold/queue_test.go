@@ -2,8 +2,10 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -84,5 +86,49 @@ func TestEnqueuePriority(t *testing.T) {
 	}
 	if string(order) != "high\nlow\nlowest\n" {
 		t.Fatalf("ran in the order %q, want high, low, lowest", order)
+	}
+}
+
+// work --periodic enqueues its payload at every tick; two workers with the
+// same value enqueue each tick once between them.
+func TestWorkPeriodic(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := "sqlite:" + filepath.Join(dir, "periodic.db")
+	runBin(t, dir, "", "--db", db, "migrate").must(t)
+	handler := writeScript(t, dir, "cat >> ticks\necho >> ticks\n")
+	var workers []*exec.Cmd
+	for range 2 {
+		w, _ := startProcess(t, dir, "--db", db, "--log-level", "error", "work", "--queue", "p", "--periodic", "every 1s|tick", "--", handler)
+		workers = append(workers, w)
+	}
+	waitUntil(t, "three ticks run", func() bool {
+		b, _ := os.ReadFile(filepath.Join(dir, "ticks"))
+		return strings.Count(string(b), "tick\n") >= 3
+	})
+	for _, w := range workers {
+		if err := w.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := jsonLines(t, runBin(t, dir, "", "--db", db, "list", "--queue", "p", "--state", "completed", "--json").must(t).stdout)
+	// A dedup id ends with its tick's time: one message per tick.
+	seen := map[string]bool{}
+	for _, m := range done {
+		id, _ := m["dedup_id"].(string)
+		tick := id[strings.LastIndex(id, ":")+1:]
+		if m["payload"] != "tick" || m["kind"] != "periodic" || tick == "" || seen[tick] {
+			t.Fatalf("completed %v: want periodic ticks, each once", done)
+		}
+		seen[tick] = true
+	}
+	for _, bad := range []string{"every 1s", "every soon|x", "61 * * * *|x", "|x"} {
+		r := runBin(t, dir, "", "--db", db, "work", "--queue", "p", "--periodic", bad, "--", handler)
+		if r.code != 2 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "--periodic") {
+			t.Fatalf("--periodic %q: exit %d, stderr %q; want a one-line usage error", bad, r.code, r.stderr)
+		}
 	}
 }

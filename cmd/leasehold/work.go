@@ -40,6 +40,7 @@ type workFlags struct {
 	shutdownTimeout                            time.Duration
 	drain                                      bool
 	retainCompleted, retainDead                retention
+	periodic                                   []string
 }
 
 func (a *app) workCommand() *cobra.Command {
@@ -82,7 +83,8 @@ flight finished); a second signal stops at once, releasing the leases, and
 exits non-zero.`,
 		Example: `  leasehold work --queue emails -- ./send-email.sh
   leasehold work --queue thumbs --concurrency 4 --lease 2m -- convert - -resize 64x64 png:-
-  leasehold work --queue batch --drain -- sh -c 'wc -c'`,
+  leasehold work --queue batch --drain -- sh -c 'wc -c'
+  leasehold work --queue reports --periodic '0 6 * * *|daily' -- ./report.sh`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			at := cmd.ArgsLenAtDash()
 			if at < 0 || at == len(args) {
@@ -113,6 +115,7 @@ exits non-zero.`,
 	fl.DurationVar(&f.maxProcessing, "max-processing", 0, "longest run of CMD, at least --lease (default 3 x --lease)")
 	fl.DurationVar(&f.reapEvery, "reap-interval", 0, "reaper interval, below --lease (default 10s, or half of a shorter --lease)")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", worker.DefaultShutdownTimeout, "how long a graceful shutdown waits for running commands")
+	fl.StringArrayVar(&f.periodic, "periodic", nil, "enqueue PAYLOAD on the queue at every tick of SCHEDULE, given as 'SCHEDULE|PAYLOAD' (a cron expression or 'every DURATION'); repeatable. Workers with the same value enqueue each tick once between them")
 	fl.Var(&f.retainCompleted, "retain-completed", "keep completed messages this long after they finish, then delete them (or forever)")
 	fl.Var(&f.retainDead, "retain-dead", "keep dead and cancelled messages this long after they end, then delete them (or forever)")
 	fl.BoolVar(&f.drain, "drain", false, "exit 0 once the queue has nothing pending (visible or delayed) and nothing in flight, or is paused with nothing in flight")
@@ -162,7 +165,14 @@ func (f workFlags) config(cmd *cobra.Command) (leasehold.Config, error) {
 		// A hard stop waits for scripts to be killed (SIGTERM, then SIGKILL
 		// after script.KillGrace) before it releases their leases, so that no
 		// script runs on after its message was handed to another worker.
-		HardStopWait: script.KillGrace + 2*time.Second}
+		HardStopWait: script.KillGrace + 2*time.Second, Codec: rawCodec{}}
+	for _, v := range f.periodic {
+		p, err := parsePeriodic(f.queue, v)
+		if err != nil {
+			return leasehold.Config{}, err
+		}
+		cfg.PeriodicJobs = append(cfg.PeriodicJobs, p)
+	}
 	if err := cfg.Validate(); err != nil {
 		return leasehold.Config{}, usageError{err}
 	}
