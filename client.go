@@ -182,7 +182,7 @@ func (cfg Config) resolve() (Config, error) {
 		qc.Concurrency = cmp.Or(qc.Concurrency, worker.DefaultConcurrency)
 		cfg.Queues[q] = qc
 	}
-	if err := checkPeriodic(cfg.PeriodicJobs); err != nil {
+	if err := checkPeriodic(cfg.PeriodicJobs, cfg.Clock.Now()); err != nil {
 		errs = append(errs, err)
 	}
 	// The worker's own checks name the remaining settings.

@@ -24,11 +24,19 @@ func Every(d time.Duration) Schedule { return every{d} }
 
 type every struct{ d time.Duration }
 
+// epoch is where Every counts its periods from.
+var epoch = time.Unix(0, 0).UTC()
+
 func (e every) Next(t time.Time) time.Time {
 	if e.d <= 0 {
 		return time.Time{}
 	}
-	return t.Truncate(e.d).Add(e.d)
+	since := t.Sub(epoch)
+	n := since / e.d
+	if since < 0 && since%e.d != 0 {
+		n-- // the period that holds t began before it
+	}
+	return epoch.Add((n + 1) * e.d)
 }
 
 // Cron parses a standard five-field cron expression (minute, hour, day of
@@ -82,8 +90,8 @@ func NewPeriodicJob(schedule Schedule, constructor func() (JobArgs, *EnqueueOpti
 // enqueues it.
 const periodicCatchUp = time.Minute
 
-// checkPeriodic checks the periodic jobs of a configuration.
-func checkPeriodic(jobs []*PeriodicJob) error {
+// checkPeriodic checks the periodic jobs of a configuration at now.
+func checkPeriodic(jobs []*PeriodicJob, now time.Time) error {
 	var errs []error
 	for i, p := range jobs {
 		switch {
@@ -98,6 +106,8 @@ func checkPeriodic(jobs []*PeriodicJob) error {
 		default:
 			if e, ok := p.schedule.(every); ok && e.d <= 0 {
 				errs = append(errs, fmt.Errorf("PeriodicJobs[%d]: Every(%s): the period must be positive", i, e.d))
+			} else if p.schedule.Next(now).IsZero() {
+				errs = append(errs, fmt.Errorf("PeriodicJobs[%d]: the schedule never ticks", i))
 			}
 		}
 	}
@@ -141,9 +151,10 @@ func (c *Client[TTx]) runPeriodic(ctx context.Context, jobs []*scheduled) error 
 	now := clk.Now()
 	for _, s := range jobs {
 		p := s.job
-		// The last tick, if it fell due less than periodicCatchUp ago.
-		if t := p.schedule.Next(now.Add(-periodicCatchUp)); !t.After(now) {
-			for n := p.schedule.Next(t); !n.After(now); n = p.schedule.Next(n) {
+		// The last tick, if it fell due less than periodicCatchUp ago. A
+		// zero tick is none: the schedule has ended.
+		if t := p.schedule.Next(now.Add(-periodicCatchUp)); !t.IsZero() && !t.After(now) {
+			for n := p.schedule.Next(t); !n.IsZero() && !n.After(now); n = p.schedule.Next(n) {
 				t = n
 			}
 			c.enqueueTick(ctx, s, t)
@@ -151,9 +162,9 @@ func (c *Client[TTx]) runPeriodic(ctx context.Context, jobs []*scheduled) error 
 		s.next = p.schedule.Next(now)
 	}
 	for {
-		earliest := jobs[0].next
-		for _, s := range jobs[1:] {
-			if s.next.Before(earliest) {
+		var earliest time.Time
+		for _, s := range jobs {
+			if !s.next.IsZero() && (earliest.IsZero() || s.next.Before(earliest)) {
 				earliest = s.next
 			}
 		}

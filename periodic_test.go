@@ -161,3 +161,26 @@ func TestPeriodicJobsAreChecked(t *testing.T) {
 		t.Fatalf("Start with two periodic jobs of one ID: %v", err)
 	}
 }
+
+// Every counts its periods from the Unix epoch, a Thursday: a weekly
+// schedule ticks on Thursdays at midnight UTC, whatever time it is asked
+// at; a schedule that never ticks is refused.
+func TestEveryCountsFromTheEpoch(t *testing.T) {
+	week := leasehold.Every(7 * 24 * time.Hour)
+	at := time.Date(2026, 11, 25, 13, 0, 0, 0, time.UTC) // a Wednesday
+	if got, want := week.Next(at), time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC); !got.Equal(want) {
+		t.Fatalf("Every(week).Next(%s) = %s, want %s", at, got, want)
+	}
+	if got, want := leasehold.Every(7*time.Minute).Next(time.Unix(0, 0)), time.Unix(7*60, 0); !got.Equal(want) {
+		t.Fatalf("Every(7m).Next(epoch) = %s, want %s", got, want)
+	}
+	never, err := leasehold.Cron("0 0 30 2 *")
+	if err != nil {
+		t.Fatal(err)
+	}
+	noop := func() (leasehold.JobArgs, *leasehold.EnqueueOptions) { return dailyReport{}, nil }
+	err = leasehold.Config{PeriodicJobs: []*leasehold.PeriodicJob{leasehold.NewPeriodicJob(never, noop, nil)}}.Validate()
+	if err == nil || !strings.Contains(err.Error(), "never ticks") {
+		t.Fatalf("a schedule of February 30: %v, want it refused", err)
+	}
+}

@@ -397,8 +397,8 @@ type Store interface {
 	// are paused.
 	Queues(ctx context.Context) ([]string, error)
 	// DeleteQueue deletes every message of a queue, in every state, and
-	// returns how many. Leases on them are lost. For benchmarks, tests and
-	// retiring a queue.
+	// returns how many, and forgets that the queue was paused. Leases on
+	// them are lost. For benchmarks, tests and retiring a queue.
 	DeleteQueue(ctx context.Context, queue string) (int, error)
 	// List lists messages of a queue in one state, by id.
 	List(ctx context.Context, f ListFilter) ([]Info, error)
@@ -423,8 +423,8 @@ type Store interface {
 	// until now+d, or renews it when holder has it: it succeeds when the
 	// lease is free, has lapsed or is holder's. It returns the lease as it
 	// stands after the call: holder holds it when Maintainer.Holder is
-	// holder. One process at a time maintains a database (reaps, cleans,
-	// enqueues periodic jobs); see internal/worker.
+	// holder. One process at a time maintains a database: its reaper and
+	// cleaner run; see internal/worker.
 	HoldMaintainer(ctx context.Context, holder string, d time.Duration) (Maintainer, error)
 	// ReleaseMaintainer gives up holder's maintainer lease, if holder still
 	// holds it under token, so that another process takes it at its next

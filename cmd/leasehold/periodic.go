@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/clock"
 )
 
 // periodicKind is the kind of the messages work --periodic enqueues.
@@ -49,6 +50,9 @@ func parsePeriodic(queue, value string) (*leasehold.PeriodicJob, error) {
 		var err error
 		if sched, err = leasehold.Cron(spec); err != nil {
 			return nil, usagef("--periodic %q: %v", value, err)
+		}
+		if sched.Next(clock.System().Now()).IsZero() {
+			return nil, usagef("--periodic %q: the schedule never ticks", value)
 		}
 	}
 	sum := sha256.Sum256([]byte(queue + "\x00" + value))

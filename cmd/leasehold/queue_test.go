@@ -125,7 +125,7 @@ func TestWorkPeriodic(t *testing.T) {
 		}
 		seen[tick] = true
 	}
-	for _, bad := range []string{"every 1s", "every soon|x", "61 * * * *|x", "|x"} {
+	for _, bad := range []string{"every 1s", "every soon|x", "61 * * * *|x", "|x", "0 0 30 2 *|x"} {
 		r := runBin(t, dir, "", "--db", db, "work", "--queue", "p", "--periodic", bad, "--", handler)
 		if r.code != 2 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "--periodic") {
 			t.Fatalf("--periodic %q: exit %d, stderr %q; want a one-line usage error", bad, r.code, r.stderr)

@@ -90,7 +90,9 @@ const DefaultConnectTimeout = 10 * time.Second
 // a timeout of its own. A password may come from the DSN, PGPASSWORD or a
 // password file (PGPASSFILE, default ~/.pgpass), as libpq reads them.
 // The DSN's leasehold_listen parameter (on or off, see Config.PollOnly) is
-// leasehold's, not the server's: it is taken out.
+// leasehold's, not the server's: it is taken out, so a pool built from this
+// configuration and given to Open as Config.Pool needs Config.PollOnly set
+// by hand.
 func PoolConfig(dsn string) (*pgxpool.Config, error) {
 	pc, _, err := parseDSN(dsn)
 	return pc, err
@@ -625,6 +627,28 @@ func (s *backend) Cancel(ctx context.Context, queue string, ids []int64) ([]int6
 	var wake []string
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		out, wake = out[:0], wake[:0]
+		// The keys' locks first, waiting messages' too, as every change to
+		// a key's line takes them: a promotion running meanwhile must not
+		// make a message this cancels its key's head again. A message's key
+		// never changes, so reading them unlocked is safe.
+		keyRows, err := tx.Query(ctx, s.sql.keysOf, replan, ids)
+		if err != nil {
+			return err
+		}
+		var locks []string
+		var q string
+		var k *string
+		if _, err := pgx.ForEachRow(keyRows, []any{&q, &k}, func() error {
+			if k != nil {
+				locks = append(locks, keyLock(q, *k))
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := s.lockKeys(ctx, s.pgxRunner(tx), locks); err != nil {
+			return err
+		}
 		rows, err := tx.Query(ctx, s.sql.cancelRows, replan, ids)
 		if err != nil {
 			return err

@@ -136,8 +136,13 @@ SELECT m.id, m.fencing_token FROM unnest($1::bigint[], $2::bigint[]) AS l(id, fe
 JOIN {s}.messages m ON m.id = l.id AND m.fencing_token = l.fence
 WHERE m.state = {cancelled}
 
+-- name: keysOf
+-- The queues and keys of messages, unlocked.
+SELECT queue, key FROM {s}.messages WHERE id = ANY($1::bigint[]) AND key IS NOT NULL
+
 -- name: cancelRows
--- The messages to cancel, locked, in id order.
+-- The messages to cancel, locked, in id order, once their keys' locks are
+-- held.
 SELECT id, queue, state, key FROM {s}.messages WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE
 
 -- name: cancel
@@ -273,18 +278,19 @@ SELECT count(*) FROM gone
 
 -- name: holdMaintainer
 -- Takes or renews the maintainer lease for $2 until $3 from now, and reads
--- the lease as it stands: taken, or another's.
+-- the lease as it stands: taken, or another's. The token grows when the
+-- lease is taken after it lapsed, by anyone.
 WITH taken AS (
 	INSERT INTO {s}.maintainer AS m (id, holder, token, expires)
 	VALUES (1, $2, 1, COALESCE($1::timestamptz, now()) + $3 * interval '1 microsecond')
+	-- Always an update, of the latest row, so that RETURNING reads the
+	-- lease as it stands even when another process has just taken it.
 	ON CONFLICT (id) DO UPDATE SET
-		token = CASE WHEN m.holder = $2 AND m.expires > COALESCE($1::timestamptz, now()) THEN m.token ELSE m.token + 1 END,
-		holder = $2, expires = excluded.expires
-	WHERE m.holder = $2 OR m.expires <= COALESCE($1::timestamptz, now())
+		token = CASE WHEN m.expires <= COALESCE($1::timestamptz, now()) THEN m.token + 1 ELSE m.token END,
+		holder = CASE WHEN m.holder = $2 OR m.expires <= COALESCE($1::timestamptz, now()) THEN $2 ELSE m.holder END,
+		expires = CASE WHEN m.holder = $2 OR m.expires <= COALESCE($1::timestamptz, now()) THEN excluded.expires ELSE m.expires END
 	RETURNING holder, token, expires)
 SELECT holder, token, expires FROM taken
-UNION ALL
-SELECT holder, token, expires FROM {s}.maintainer WHERE NOT EXISTS (SELECT 1 FROM taken)
 
 -- name: releaseMaintainer
 -- Lets the lease lapse, if $1 holds it under $2.

@@ -21,7 +21,7 @@ var queriesSQL string
 type statements struct {
 	lockKeys, notify, isolation, insertBulk, insertOne, dedupGet, dedupClear, claim, extend, complete, promote,
 	current, retry, kill, release, reapScan, reap, deadRows, redrive, purge, stats, countCompleted,
-	deleteQueue, queues, pause, resume, cancelledOf, cancelRows, cancel, holdMaintainer, releaseMaintainer string
+	deleteQueue, queues, pause, resume, cancelledOf, keysOf, cancelRows, cancel, holdMaintainer, releaseMaintainer string
 	list, prune [store.States]string
 }
 
@@ -68,7 +68,7 @@ func newStatements(schema string) statements {
 		reapScan: q("reapScan"), reap: q("reap"), deadRows: q("deadRows"), redrive: q("redrive"), purge: q("purge"),
 		stats: q("stats"), countCompleted: q("countCompleted"),
 		deleteQueue: q("deleteQueue"), queues: q("queues"), pause: q("pause"), resume: q("resume"),
-		cancelledOf: q("cancelledOf"), cancelRows: q("cancelRows"), cancel: q("cancel"),
+		cancelledOf: q("cancelledOf"), keysOf: q("keysOf"), cancelRows: q("cancelRows"), cancel: q("cancel"),
 		holdMaintainer: q("holdMaintainer"), releaseMaintainer: q("releaseMaintainer"),
 	}
 	list, prune := q("list"), q("prune")

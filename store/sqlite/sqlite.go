@@ -416,7 +416,8 @@ func (s *backend) Enqueue(ctx context.Context, msgs []store.NewMessage) ([]store
 // connection and the transaction holds it: until the caller commits or rolls
 // back, every other operation of the store in this process waits, lease
 // extensions included, so keep such transactions short and make no other
-// store call from inside one. Receivers in this
+// store call from inside one; nor close the store before it ends, as Close
+// waits for the calls in flight, and they wait for it. Receivers in this
 // process learn of them at their next poll, or at once if the caller calls
 // Notify(queue) after the commit.
 func (s *Store) EnqueueTx(ctx context.Context, tx *sql.Tx, msgs []store.NewMessage) ([]store.Enqueued, error) {

@@ -1,5 +1,5 @@
--- The maintainer lease: the one process that reaps, cleans and enqueues
--- periodic jobs for the database. One row once anyone held it.
+-- The maintainer lease: the one process that reaps and cleans the
+-- database. One row once anyone held it.
 CREATE TABLE {s}.maintainer (
 	id      smallint    PRIMARY KEY CHECK (id = 1),
 	holder  text        NOT NULL,

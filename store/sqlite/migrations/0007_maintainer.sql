@@ -1,5 +1,5 @@
--- The maintainer lease: the one process that reaps, cleans and enqueues
--- periodic jobs for the database. One row once anyone held it; expires is
+-- The maintainer lease: the one process that reaps and cleans the
+-- database. One row once anyone held it; expires is
 -- in Unix microseconds.
 CREATE TABLE leasehold_maintainer (
 	id      INTEGER PRIMARY KEY CHECK (id = 1),
