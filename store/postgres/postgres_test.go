@@ -133,3 +133,62 @@ func TestPollOnly(t *testing.T) {
 		t.Fatalf("leasehold_listen=maybe: %v, want ErrInvalid", err)
 	}
 }
+
+// A cancel racing the completion of its key's head never brings the
+// cancelled message back: whichever commits first, the cancelled message
+// stays cancelled and the key's next one becomes its head.
+func TestCancelRacingPromotion(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	s, err := postgres.Open(ctx, postgres.Config{Pool: pool, Schema: pgtest.Schema(t, pool)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := range 40 {
+		key := "k" + strings.Repeat("x", i%3) + string(rune('a'+i%26))
+		res, err := s.Enqueue(ctx, []store.NewMessage{{Queue: "q", Key: key}, {Queue: "q", Key: key}, {Queue: "q", Key: key}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds, err := s.Claim(ctx, store.Claim{Queue: "q", WorkerID: "w", Max: 10, LeaseDuration: time.Minute})
+		if err != nil || len(ds) != 1 {
+			t.Fatalf("claim: %v, %v", ds, err)
+		}
+		done := make(chan error, 2)
+		go func() {
+			_, err := s.Complete(ctx, []store.Completion{{Lease: ds[0].Lease}})
+			done <- err
+		}()
+		go func() {
+			_, err := s.Cancel(ctx, "q", []int64{res[1].ID})
+			done <- err
+		}()
+		for range 2 {
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+		states := map[int64]store.State{}
+		for _, st := range []store.State{store.Pending, store.Waiting, store.Cancelled} {
+			infos, err := s.List(ctx, store.ListFilter{Queue: "q", State: st, Limit: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, in := range infos {
+				states[in.ID] = st
+			}
+		}
+		if states[res[1].ID] != store.Cancelled || states[res[2].ID] != store.Pending {
+			t.Fatalf("round %d: the cancelled message is %s and the next one %s; want cancelled and pending",
+				i, states[res[1].ID], states[res[2].ID])
+		}
+		ds, err = s.Claim(ctx, store.Claim{Queue: "q", WorkerID: "w", Max: 10, LeaseDuration: time.Minute})
+		if err != nil || len(ds) != 1 || ds[0].MessageID != res[2].ID {
+			t.Fatalf("round %d: claimed %v, %v; want the key's last message", i, ds, err)
+		}
+		if _, err := s.Complete(ctx, []store.Completion{{Lease: ds[0].Lease}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
