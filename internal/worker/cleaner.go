@@ -24,7 +24,7 @@ const (
 	DefaultCleanInterval = time.Minute
 	// CleanBatch is how many messages one of the cleaner's deletes takes
 	// at most: each delete is a short transaction of its own.
-	CleanBatch = 1000
+	CleanBatch = 5000
 )
 
 // CleanerConfig configures a Cleaner.

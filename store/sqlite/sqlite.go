@@ -279,6 +279,9 @@ func (s *backend) DeleteQueue(ctx context.Context, queue string) (int, error) {
 		if n, err = res.RowsAffected(); err != nil {
 			return err
 		}
+		if _, err := tx.ExecContext(ctx, sqlForgetCounts, queue); err != nil {
+			return err
+		}
 		_, err = tx.ExecContext(ctx, sqlForgetQueue, queue)
 		return err
 	})
@@ -937,7 +940,36 @@ func (s *backend) list(ctx context.Context, q interface {
 }
 
 func (s *backend) Prune(ctx context.Context, p store.Prune) (int, error) {
-	return s.affected(ctx, fmt.Sprintf(sqlPrune, int(p.State)), func(now int64) []any {
-		return []any{now - p.OlderThan.Microseconds(), now - s.opts.DedupWindow.Microseconds(), nullable(p.Queue), p.Limit}
+	n := 0
+	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
+		n = 0
+		rows, err := tx.QueryContext(ctx, fmt.Sprintf(sqlPrune, int(p.State)),
+			now-p.OlderThan.Microseconds(), now-s.opts.DedupWindow.Microseconds(), nullable(p.Queue), p.Limit)
+		if err != nil {
+			return err
+		}
+		perQueue := map[string]int{}
+		for rows.Next() {
+			var q string
+			if err := rows.Scan(&q); err != nil {
+				rows.Close()
+				return err
+			}
+			perQueue[q]++
+			n++
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		if p.State != store.Completed {
+			return nil
+		}
+		for q, k := range perQueue {
+			if _, err := tx.ExecContext(ctx, sqlUncount, k, q); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
+	return n, err
 }

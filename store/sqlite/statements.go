@@ -164,7 +164,13 @@ var (
 	// sqlPrune deletes up to ?4 messages in one state (its code is
 	// written in, as in sqlList) that finished by ?1 and were enqueued by
 	// ?2 (the dedup window), of queue ?3 or of any queue when it is NULL.
+	// It returns each deleted message's queue, for the completed counts.
 	sqlPrune = `DELETE FROM leasehold_messages WHERE id IN (
 				SELECT id FROM leasehold_messages WHERE state = %d AND finished_at <= ?1 AND enqueued_at <= ?2
-					AND (?3 IS NULL OR queue = ?3) LIMIT ?4)`
+					AND (?3 IS NULL OR queue = ?3) LIMIT ?4)
+				RETURNING queue`
+	// sqlUncount takes ?1 completed messages off queue ?2's count.
+	sqlUncount = `UPDATE leasehold_completed_counts SET n = n - ?1 WHERE queue = ?2`
+	// sqlForgetCounts deletes a queue's completed count.
+	sqlForgetCounts = `DELETE FROM leasehold_completed_counts WHERE queue = ?`
 )
