@@ -24,6 +24,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/leasehold/leasehold/clock"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
@@ -93,7 +94,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if err := run(ctx, f, os.Stdout); err != nil {
+	if err := run(ctx, f, clock.System(), os.Stdout); err != nil {
 		fmt.Fprintf(os.Stderr, "river: %v\n", err)
 		os.Exit(1)
 	}
@@ -109,12 +110,13 @@ func (benchArgs) Kind() string { return "bench" }
 // benchWorker records enqueue-to-start latency and does nothing else.
 type benchWorker struct {
 	river.WorkerDefaults[benchArgs]
+	clk  clock.Clock
 	lat  *latencies
 	done *atomic.Int64
 }
 
 func (w *benchWorker) Work(_ context.Context, job *river.Job[benchArgs]) error {
-	w.lat.add(time.Since(job.CreatedAt))
+	w.lat.add(w.clk.Now().Sub(job.CreatedAt))
 	w.done.Add(1)
 	return nil
 }
@@ -213,7 +215,9 @@ func ensureDatabase(ctx context.Context, dsn string) error {
 	return nil
 }
 
-func run(ctx context.Context, f flags, stdout io.Writer) error {
+// run measures River on clk, the time that latencies and the duration are
+// read on.
+func run(ctx context.Context, f flags, clk clock.Clock, stdout io.Writer) error {
 	version := riverVersion()
 	if err := ensureDatabase(ctx, f.dsn); err != nil {
 		return err
@@ -242,7 +246,7 @@ func run(ctx context.Context, f flags, stdout io.Writer) error {
 	lat := &latencies{}
 	var done, enqueued, failures atomic.Int64
 	workers := river.NewWorkers()
-	if err := river.AddWorkerSafely(workers, &benchWorker{lat: lat, done: &done}); err != nil {
+	if err := river.AddWorkerSafely(workers, &benchWorker{clk: clk, lat: lat, done: &done}); err != nil {
 		return err
 	}
 	client, err := river.NewClient(driver, &river.Config{
@@ -266,7 +270,7 @@ func run(ctx context.Context, f flags, stdout io.Writer) error {
 
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
-	began := time.Now()
+	began := clk.Monotonic()
 	if err := client.Start(runCtx); err != nil {
 		return err
 	}
@@ -274,29 +278,29 @@ func run(ctx context.Context, f flags, stdout io.Writer) error {
 	defer stopProducer()
 	var prod sync.WaitGroup
 	prod.Go(func() {
-		produce(prodCtx, client, logger, f, params, func() int64 { return enqueued.Load() - done.Load() }, &enqueued, &failures)
+		produce(prodCtx, clk, client, logger, f, params, func() int64 { return enqueued.Load() - done.Load() }, &enqueued, &failures)
 	})
 
 	tty := isTerminal(stdout) && !f.asJSON
-	tick := time.NewTicker(time.Second)
-	end := time.NewTimer(f.duration)
+	tick := clk.NewTicker(time.Second)
+	end := clk.NewTimer(f.duration)
 loop:
 	for {
 		select {
 		case <-ctx.Done():
 			break loop
-		case <-end.C:
+		case <-end.C():
 			break loop
-		case <-tick.C:
+		case <-tick.C():
 			if tty {
-				el := time.Since(began).Seconds()
+				el := (clk.Monotonic() - began).Seconds()
 				fmt.Fprintf(stdout, "\r%6.1fs  %d messages  %.0f/s  errors %d   ", el, done.Load(), float64(done.Load())/el, failures.Load())
 			}
 		}
 	}
 	tick.Stop()
 	end.Stop()
-	elapsed := time.Since(began)
+	elapsed := clk.Monotonic() - began
 	completed := done.Load()
 	stopProducer()
 	prod.Wait()
@@ -339,11 +343,11 @@ loop:
 // rule: whenever the backlog (enqueued, not done) is below
 // max(2*workers*concurrency, 1000), checked every 20 ms, enqueue the
 // difference in batches of up to 1000.
-func produce(ctx context.Context, client *river.Client[pgx.Tx], log *slog.Logger, f flags, params []river.InsertManyParams,
+func produce(ctx context.Context, clk clock.Clock, client *river.Client[pgx.Tx], log *slog.Logger, f flags, params []river.InsertManyParams,
 	backlog func() int64, enqueued, failures *atomic.Int64) {
 	const workers = 1
 	target := int64(max(2*workers*f.concurrency, 1000))
-	t := time.NewTicker(topUpEvery)
+	t := clk.NewTicker(topUpEvery)
 	defer t.Stop()
 	for {
 		if b := backlog(); b < target {
@@ -361,7 +365,7 @@ func produce(ctx context.Context, client *river.Client[pgx.Tx], log *slog.Logger
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 }
