@@ -33,6 +33,17 @@ func clientOn(t *testing.T, st store.Store, jobs ...*leasehold.PeriodicJob) *lea
 	return c
 }
 
+// memoryStore returns a memory store closed when the test ends.
+func memoryStore(t *testing.T) *memory.Store {
+	t.Helper()
+	st, err := memory.New(memory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
 func hourly() *leasehold.PeriodicJob {
 	return leasehold.NewPeriodicJob(leasehold.Every(time.Hour), func() (leasehold.JobArgs, *leasehold.EnqueueOptions) {
 		return dailyReport{Name: "hourly"}, &leasehold.EnqueueOptions{Queue: "reports"}
@@ -45,11 +56,7 @@ func hourly() *leasehold.PeriodicJob {
 func TestPeriodicJobsAcrossClients(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		st, err := memory.New(memory.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
+		st := memoryStore(t)
 		pending := func() int64 {
 			s, err := st.Stats(ctx, "reports")
 			if err != nil {
@@ -104,11 +111,7 @@ func TestPeriodicJobsAcrossClients(t *testing.T) {
 func TestPeriodicCron(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		st, err := memory.New(memory.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
+		st := memoryStore(t)
 		sched, err := leasehold.Cron("*/20 9-10 * * *")
 		if err != nil {
 			t.Fatal(err)
@@ -146,11 +149,7 @@ func TestPeriodicJobsAreChecked(t *testing.T) {
 			t.Fatalf("Validate = %v, want it to name %q", err, want)
 		}
 	}
-	st, err := memory.New(memory.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := memoryStore(t)
 	c, err := leasehold.NewClient(store.WithoutTx(st), leasehold.Config{Queues: map[string]leasehold.QueueConfig{"work": {}},
 		PeriodicJobs: []*leasehold.PeriodicJob{leasehold.NewPeriodicJob(leasehold.Every(time.Hour), noop, nil),
 			leasehold.NewPeriodicJob(leasehold.Every(time.Minute), noop, nil)}, Logger: quiet()})
