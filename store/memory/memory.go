@@ -298,13 +298,13 @@ func (s *backend) enqueueLocked(nm *store.NewMessage, now int64) store.Enqueued 
 	if m.dedupID != "" {
 		q.dedup[m.dedupID] = m
 	}
-	s.lineUpLocked(m)
+	s.lineUpLocked(m, now)
 	return store.Enqueued{ID: m.id}
 }
 
 // lineUpLocked makes a new or redriven pending message claimable, or puts it
 // behind its key's unfinished messages.
-func (s *backend) lineUpLocked(m *message) {
+func (s *backend) lineUpLocked(m *message, now int64) {
 	q := m.queue
 	if m.key != "" {
 		line, ok := q.keys[m.key]
@@ -317,7 +317,7 @@ func (s *backend) lineUpLocked(m *message) {
 			return
 		}
 	}
-	q.pushPending(m)
+	q.pushPending(m, now)
 }
 
 // finishLocked moves a claimed or pending message to a terminal state and
@@ -347,7 +347,7 @@ func (s *backend) finishLocked(m *message, st store.State, now int64) {
 	line.waiting = line.waiting[1:]
 	line.head = next
 	q.setState(next, store.Pending)
-	q.pushPending(next)
+	q.pushPending(next, now)
 }
 
 // EnqueueTx enqueues msgs at once: the memory store has no transactions.
@@ -511,7 +511,7 @@ func (s *backend) Fail(ctx context.Context, f store.Failure) (bool, error) {
 			woken = append(woken, *f.Reply)
 		}
 	} else {
-		s.requeueLocked(m, now+int64(f.RetryDelay))
+		s.requeueLocked(m, now+int64(f.RetryDelay), now)
 	}
 	s.mu.Unlock()
 	s.wake.NotifyMessages(woken)
@@ -520,13 +520,13 @@ func (s *backend) Fail(ctx context.Context, f store.Failure) (bool, error) {
 
 // requeueLocked returns a processing message to pending, keeping its place
 // as its key's head.
-func (s *backend) requeueLocked(m *message, visibleAt int64) {
+func (s *backend) requeueLocked(m *message, visibleAt, now int64) {
 	q := m.queue
 	delete(q.processing, m.id)
 	q.setState(m, store.Pending)
 	m.visibleAt = visibleAt
 	m.lockedUntil = 0
-	q.pushPending(m)
+	q.pushPending(m, now)
 }
 
 // Requeue gives a message back without counting its delivery.
@@ -539,7 +539,7 @@ func (s *backend) Requeue(ctx context.Context, r store.Release) error {
 		return err
 	}
 	m.deliveries-- // the claim's delivery is taken back
-	s.requeueLocked(m, now+int64(r.Delay))
+	s.requeueLocked(m, now+int64(r.Delay), now)
 	q := m.queue.name
 	s.mu.Unlock()
 	s.wake.Notify(q)
@@ -564,7 +564,7 @@ func (s *backend) Reap(ctx context.Context) ([]store.Recovered, error) {
 				m.visibleAt = now
 				s.finishLocked(m, store.Dead, now)
 			} else {
-				s.requeueLocked(m, now)
+				s.requeueLocked(m, now, now)
 			}
 			out = append(out, r)
 		}
@@ -638,7 +638,7 @@ func (s *backend) Redrive(ctx context.Context, queue string, ids []int64) (int, 
 		m.deadReason = ""
 		m.finishedAt = 0
 		m.visibleAt = now
-		s.lineUpLocked(m)
+		s.lineUpLocked(m, now)
 	}
 	return len(ms), nil
 }
@@ -774,8 +774,15 @@ func (s *backend) Prune(ctx context.Context, p store.Prune) (int, error) {
 	return deleted, nil
 }
 
-// pushPending puts a pending message in line for claims.
-func (q *queue) pushPending(m *message) { heap.Push(&q.delayed, m) }
+// pushPending puts a pending message in line for claims: among the ready
+// ones when it is visible at now, else among the delayed.
+func (q *queue) pushPending(m *message, now int64) {
+	if m.visibleAt <= now {
+		heap.Push(&q.ready, m)
+	} else {
+		heap.Push(&q.delayed, m)
+	}
+}
 
 // removePending takes a message out of line, if it is in.
 func (q *queue) removePending(m *message) {
