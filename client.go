@@ -364,7 +364,8 @@ func (c *Client[TTx]) startLocked(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("leasehold: %w", err)
 	}
-	unobserve, err := observeQueues(c.cfg.MeterProvider, c.st, sortedQueues(c.cfg))
+	queues := sortedQueues(c.cfg)
+	unobserve, err := worker.ObserveQueues(c.cfg.MeterProvider, c.st, func(context.Context) ([]string, error) { return queues, nil })
 	if err != nil {
 		return fmt.Errorf("leasehold: metrics: %w", err)
 	}

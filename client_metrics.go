@@ -1,56 +1,9 @@
 package leasehold
 
 import (
-	"context"
-	"errors"
 	"maps"
 	"slices"
-
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
-
-	"github.com/leasehold/leasehold/store"
 )
-
-// observeQueues registers gauges of the depth of each queue the client
-// works, by state, and of the age of its oldest visible pending job. They
-// are read from the store at each collection; counting reads only live jobs
-// and a count of completed ones, never history. It returns the function
-// that unregisters them.
-func observeQueues(p metric.MeterProvider, st store.Store, queues []string) (func() error, error) {
-	if p == nil {
-		p = otel.GetMeterProvider()
-	}
-	m := p.Meter("github.com/leasehold/leasehold")
-	depth, err1 := m.Int64ObservableGauge("leasehold.queue.depth", metric.WithUnit("{job}"),
-		metric.WithDescription("Jobs of a queue by state: pending, waiting (behind their key), processing, completed, dead."))
-	age, err2 := m.Float64ObservableGauge("leasehold.queue.oldest_pending_age", metric.WithUnit("s"),
-		metric.WithDescription("How long the oldest visible pending job of a queue has waited."))
-	if err := errors.Join(err1, err2); err != nil {
-		return nil, err
-	}
-	reg, err := m.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
-		var errs []error
-		for _, q := range queues {
-			s, err := st.Stats(ctx, q)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			for state, n := range map[string]int64{"pending": s.Pending, "waiting": s.Waiting, "processing": s.Processing,
-				"completed": s.Completed, "dead": s.Dead, "cancelled": s.Cancelled} {
-				o.ObserveInt64(depth, n, metric.WithAttributes(attribute.String("queue", q), attribute.String("state", state)))
-			}
-			o.ObserveFloat64(age, s.OldestPendingAge.Seconds(), metric.WithAttributes(attribute.String("queue", q)))
-		}
-		return errors.Join(errs...)
-	}, depth, age)
-	if err != nil {
-		return nil, err
-	}
-	return reg.Unregister, nil
-}
 
 // sortedQueues are the names of the queues in cfg, sorted.
 func sortedQueues(cfg Config) []string { return slices.Sorted(maps.Keys(cfg.Queues)) }

@@ -27,6 +27,10 @@ const (
 	// DefaultDedupWindow is how long a dedup id is remembered by default,
 	// counted from the first message's enqueue.
 	DefaultDedupWindow = 5 * time.Minute
+	// MaxQueueAttributesSize bounds a queue record's attributes (see
+	// Store.CreateQueue): the bytes of their keys and values added up, both
+	// those one call gives and those a record holds after a merge.
+	MaxQueueAttributesSize = 64 << 10
 )
 
 // Options are the settings every backend shares. The zero value uses every

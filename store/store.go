@@ -14,8 +14,9 @@ var (
 	ErrLeaseLost = errors.New("lease lost")
 	// ErrInvalid reports bad input; the operation changed nothing.
 	ErrInvalid = errors.New("invalid argument")
-	// ErrNotFound reports that a message does not exist.
-	ErrNotFound = errors.New("message not found")
+	// ErrNotFound reports that a message, or a queue's record (see
+	// Store.CreateQueue), does not exist.
+	ErrNotFound = errors.New("not found")
 	// ErrSchemaTooNew reports a database written by a newer leasehold.
 	ErrSchemaTooNew = errors.New("database schema is newer than this leasehold")
 	// ErrNotMigrated: the database holds no leasehold schema, or an older
@@ -102,8 +103,14 @@ func LeaseLost(l Lease) error { return fmt.Errorf("%s: %w", l, ErrLeaseLost) }
 type NewMessage struct {
 	// Queue is required: 1 to MaxNameLength bytes.
 	Queue string
-	// Payload is at most the store's payload limit (1 MiB by default).
+	// Payload and Attributes together are at most the store's payload
+	// limit (1 MiB by default).
 	Payload []byte
+	// Attributes are metadata kept beside the payload, opaque to the
+	// store: Claim and List return them as they were given. Nil or empty
+	// means none, and comes back nil. Their bytes count toward the
+	// payload limit.
+	Attributes []byte
 	// Key orders messages: among messages of one queue with the same
 	// non-empty key, one runs at a time, in enqueue order. Empty: unordered.
 	Key string
@@ -193,6 +200,13 @@ type Delivery struct {
 	MaxDeliveries int
 	EnqueuedAt    time.Time
 	LeaseExpires  time.Time
+	// Attributes are the message's attributes (see NewMessage); nil when
+	// it has none.
+	Attributes []byte
+	// FirstClaimedAt is when the message's first claim took it: this
+	// claim's time on the first attempt, and kept through later claims,
+	// releases, reaps and redrives.
+	FirstClaimedAt time.Time
 }
 
 // Completion finishes a claimed message.
@@ -290,6 +304,9 @@ type Stats struct {
 	Cancelled int64
 	// Paused says whether the queue is paused (see Store.Pause).
 	Paused bool
+	// Delayed counts the pending messages that are not visible yet (a
+	// delay, a retry delay or a release's delay): a part of Pending.
+	Delayed int64
 }
 
 // Info describes a message for listings.
@@ -312,6 +329,26 @@ type Info struct {
 	VisibleAt     time.Time
 	LeaseExpires  time.Time // zero unless processing
 	FinishedAt    time.Time // zero unless completed, dead or cancelled
+	// Attributes are the message's attributes (see NewMessage); nil when
+	// it has none.
+	Attributes []byte
+	// FirstClaimedAt is when the message's first claim took it; zero
+	// while it was never claimed.
+	FirstClaimedAt time.Time
+}
+
+// QueueInfo is a queue's record, kept in the database: made by CreateQueue.
+type QueueInfo struct {
+	Queue string
+	// Paused says whether claims from the queue are paused (see Store.Pause).
+	Paused bool
+	// Attributes are settings kept for the queue's users; the store does not
+	// read them (the SQS API keeps a queue's SQS attributes here). Never nil
+	// in results.
+	Attributes map[string]string
+	// CreatedAt is when CreateQueue made the record; UpdatedAt when its
+	// attributes last changed (CreatedAt until then).
+	CreatedAt, UpdatedAt time.Time
 }
 
 // Maintainer is the holder of a database's maintainer lease.
@@ -393,13 +430,40 @@ type Store interface {
 	Purge(ctx context.Context, queue string, ids []int64) (int, error)
 	// Stats counts the messages of a queue.
 	Stats(ctx context.Context, queue string) (Stats, error)
-	// Queues lists, sorted, the queues that hold messages in any state or
-	// are paused.
+	// Queues lists, sorted, the queues that hold messages in any state,
+	// are paused or have a record (see CreateQueue).
 	Queues(ctx context.Context) ([]string, error)
 	// DeleteQueue deletes every message of a queue, in every state, and
-	// returns how many, and forgets that the queue was paused. Leases on
-	// them are lost. For benchmarks, tests and retiring a queue.
+	// returns how many; it forgets that the queue was paused and deletes
+	// its record. Leases on them are lost. For benchmarks, tests and
+	// retiring a queue.
 	DeleteQueue(ctx context.Context, queue string) (int, error)
+	// CreateQueue records the queue with attrs, unless it has a record
+	// already, and returns the record as it stands after the call and
+	// whether this call made it. An existing record is left as it is,
+	// whatever attrs holds: compare its attributes with attrs to tell. Of
+	// concurrent calls for one queue, exactly one makes the record, and
+	// all return the same record. Attributes with empty values are not
+	// kept (as SetQueueAttributes removes them). Keys are 1 to
+	// MaxNameLength bytes and values any length, both UTF-8 without NUL,
+	// at most MaxQueueAttributesSize bytes in all. A queue needs no record
+	// to take messages, and a pause makes none.
+	CreateQueue(ctx context.Context, queue string, attrs map[string]string) (QueueInfo, bool, error)
+	// QueueInfo returns a queue's record; an error wrapping ErrNotFound
+	// when the queue has none (it was never created, or was deleted).
+	QueueInfo(ctx context.Context, queue string) (QueueInfo, error)
+	// SetQueueAttributes merges attrs into the attributes of a queue's
+	// record, removing each key given with an empty value, sets its
+	// UpdatedAt and returns the new record. Attrs are checked as
+	// CreateQueue checks them, and the merged attributes must also fit in
+	// MaxQueueAttributesSize: ErrInvalid otherwise. A queue without a
+	// record is ErrNotFound. Either way nothing changes.
+	SetQueueAttributes(ctx context.Context, queue string, attrs map[string]string) (QueueInfo, error)
+	// PurgeQueue deletes every message of a queue, in every state, as
+	// DeleteQueue does, and returns how many; the queue's record and
+	// whether it is paused stay. Leases on them are lost, and the
+	// queue's completed count starts again from zero.
+	PurgeQueue(ctx context.Context, queue string) (int, error)
 	// List lists messages of a queue in one state, by id.
 	List(ctx context.Context, f ListFilter) ([]Info, error)
 	// Prune deletes up to p.Limit finished messages (completed, dead or

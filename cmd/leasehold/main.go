@@ -113,7 +113,7 @@ database.`,
 	pf.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	pf.StringVar(&a.logFormat, "log-format", "text", "log format: text or json")
 	root.AddCommand(a.migrateCommand(), a.enqueueCommand(), a.workCommand(), a.statsCommand(),
-		a.listCommand(), a.deadCommand(), a.queueCommand(), a.cancelCommand(), a.pruneCommand(), a.reapCommand(), a.demoCommand(), a.benchCommand())
+		a.listCommand(), a.deadCommand(), a.queueCommand(), a.cancelCommand(), a.pruneCommand(), a.reapCommand(), a.serveCommand(), a.demoCommand(), a.benchCommand())
 	return root
 }
 

@@ -1,7 +1,10 @@
 package storecore
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -46,7 +49,8 @@ func checkName(what, s string) error {
 }
 
 // CheckNewMessages validates messages to enqueue and returns them with
-// MaxDeliveries defaulted. The input is not modified.
+// MaxDeliveries defaulted and empty attributes made nil. The input is not
+// modified.
 func CheckNewMessages(msgs []store.NewMessage, o store.Options) ([]store.NewMessage, error) {
 	if len(msgs) == 0 {
 		return nil, invalid("no messages to enqueue")
@@ -65,6 +69,9 @@ func CheckNewMessages(msgs []store.NewMessage, o store.Options) ([]store.NewMess
 		if m.MaxDeliveries == 0 {
 			m.MaxDeliveries = store.DefaultMaxDeliveries
 		}
+		if len(m.Attributes) == 0 {
+			m.Attributes = nil // none, stored as none
+		}
 		out[i] = m
 	}
 	return out, nil
@@ -74,8 +81,13 @@ func checkNewMessage(m store.NewMessage, o store.Options) error {
 	if err := CheckQueue(m.Queue); err != nil {
 		return err
 	}
-	if len(m.Payload) > o.PayloadLimit {
+	switch size := len(m.Payload) + len(m.Attributes); {
+	case size <= o.PayloadLimit:
+	case len(m.Attributes) == 0:
 		return invalid("payload is %d bytes, the limit is %d", len(m.Payload), o.PayloadLimit)
+	default:
+		return invalid("payload and attributes are %d bytes (%d and %d), the limit is %d",
+			size, len(m.Payload), len(m.Attributes), o.PayloadLimit)
 	}
 	if err := checkName("key", m.Key); err != nil {
 		return err
@@ -288,4 +300,121 @@ func NoMessage(queue string, id int64) error {
 		return fmt.Errorf("%w: no message %d", store.ErrNotFound, id)
 	}
 	return fmt.Errorf("%w: queue %q has no message %d", store.ErrNotFound, queue, id)
+}
+
+// CheckQueueAttributes validates the attributes of a queue's record, as
+// one call gives them: keys of 1 to store.MaxNameLength bytes, keys and
+// values of UTF-8 without NUL, at most store.MaxQueueAttributesSize bytes
+// in all. Keys are checked in order, so that the error names the first
+// bad one.
+func CheckQueueAttributes(attrs map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(attrs)) {
+		v := attrs[k]
+		if k == "" {
+			return invalid("a queue attribute's key is empty")
+		}
+		if err := checkName("queue attribute key", k); err != nil {
+			return err
+		}
+		if !utf8.ValidString(v) {
+			return invalid("queue attribute %q has a value that is not valid UTF-8", k)
+		}
+		if strings.ContainsRune(v, 0) {
+			return invalid("queue attribute %q has a value that contains a NUL byte", k)
+		}
+	}
+	if n := AttributesSize(attrs); n > store.MaxQueueAttributesSize {
+		return invalid("queue attributes are %d bytes, the limit is %d", n, store.MaxQueueAttributesSize)
+	}
+	return nil
+}
+
+// AttributesSize is the size of a queue's attributes, as
+// store.MaxQueueAttributesSize bounds it: the bytes of their keys and
+// values added up.
+func AttributesSize(attrs map[string]string) int {
+	n := 0
+	for k, v := range attrs {
+		n += len(k) + len(v)
+	}
+	return n
+}
+
+// NewQueueAttributes returns the attributes a new record keeps of attrs,
+// checked by CheckQueueAttributes: a copy without the keys whose values
+// are empty. It is never nil.
+func NewQueueAttributes(attrs map[string]string) map[string]string {
+	return MergeQueueAttributes(nil, attrs)
+}
+
+// MergeQueueAttributes returns a record's attributes old with changes, as
+// SetQueueAttributes merges them: each key of changes set to its value,
+// or removed when the value is empty. Neither map is modified; the result
+// is a new map, never nil. The result may exceed
+// store.MaxQueueAttributesSize: see CheckMergedAttributes.
+func MergeQueueAttributes(old, changes map[string]string) map[string]string {
+	out := make(map[string]string, len(old)+len(changes))
+	maps.Copy(out, old)
+	for k, v := range changes {
+		if v == "" {
+			delete(out, k)
+		} else {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// CheckMergedAttributes reports attributes, merged by
+// MergeQueueAttributes, that a record cannot keep: more than
+// store.MaxQueueAttributesSize bytes. A backend checks them inside the
+// transaction that reads the record, before it writes anything.
+func CheckMergedAttributes(queue string, merged map[string]string) error {
+	if n := AttributesSize(merged); n > store.MaxQueueAttributesSize {
+		return invalid("queue %q would have %d bytes of attributes, the limit is %d", queue, n, store.MaxQueueAttributesSize)
+	}
+	return nil
+}
+
+// MergeEncoded is what a SQL backend's SetQueueAttributes writes: the
+// record's attributes merged with changes, checked, and encoded.
+func MergeEncoded(queue string, old, changes map[string]string) (map[string]string, string, error) {
+	merged := MergeQueueAttributes(old, changes)
+	if err := CheckMergedAttributes(queue, merged); err != nil {
+		return nil, "", err
+	}
+	text, err := EncodeQueueAttributes(merged)
+	return merged, text, err
+}
+
+// NoQueue is the error for a queue without a record (see
+// store.Store.CreateQueue).
+func NoQueue(queue string) error {
+	return fmt.Errorf("%w: queue %q has no record (it was never created, or was deleted)", store.ErrNotFound, queue)
+}
+
+// EncodeQueueAttributes encodes a record's attributes for a SQL backend:
+// a JSON object of strings, "{}" for none.
+func EncodeQueueAttributes(attrs map[string]string) (string, error) {
+	if attrs == nil {
+		attrs = map[string]string{}
+	}
+	b, err := json.Marshal(attrs)
+	if err != nil {
+		return "", fmt.Errorf("encode queue attributes: %w", err)
+	}
+	return string(b), nil
+}
+
+// DecodeQueueAttributes decodes what EncodeQueueAttributes wrote; empty
+// text (a NULL) is none. The result is never nil.
+func DecodeQueueAttributes(text string) (map[string]string, error) {
+	attrs := map[string]string{}
+	if text == "" {
+		return attrs, nil
+	}
+	if err := json.Unmarshal([]byte(text), &attrs); err != nil {
+		return nil, fmt.Errorf("decode queue attributes: %w", err)
+	}
+	return attrs, nil
 }

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -51,6 +52,18 @@ type Backend interface {
 	Stats(ctx context.Context, queue string) (store.Stats, error)
 	Queues(ctx context.Context) ([]string, error)
 	DeleteQueue(ctx context.Context, queue string) (int, error)
+	// CreateQueue gets attrs as NewQueueAttributes returns them; it
+	// returns the record with Queue set and Attributes never nil, as do
+	// QueueInfo and SetQueueAttributes.
+	CreateQueue(ctx context.Context, queue string, attrs map[string]string) (store.QueueInfo, bool, error)
+	// QueueInfo returns NoQueue(queue) for a queue without a record.
+	QueueInfo(ctx context.Context, queue string) (store.QueueInfo, error)
+	// SetQueueAttributes gets attrs checked, as the caller gave them; it
+	// merges them into the record with MergeQueueAttributes and checks
+	// the result with CheckMergedAttributes before it writes, and returns
+	// NoQueue(queue) for a queue without a record.
+	SetQueueAttributes(ctx context.Context, queue string, attrs map[string]string) (store.QueueInfo, error)
+	PurgeQueue(ctx context.Context, queue string) (int, error)
 	List(ctx context.Context, f store.ListFilter) ([]store.Info, error)
 	Prune(ctx context.Context, p store.Prune) (int, error)
 	// Cancel gets a queue of "" for any queue.
@@ -337,6 +350,67 @@ func (s *Store) DeleteQueue(ctx context.Context, queue string) (int, error) {
 	defer s.end()
 	n, err := s.b.DeleteQueue(ctx, queue)
 	return n, s.Failed("delete queue", err)
+}
+
+// CreateQueue implements store.Store.
+func (s *Store) CreateQueue(ctx context.Context, queue string, attrs map[string]string) (store.QueueInfo, bool, error) {
+	if err := CheckQueue(queue); err != nil {
+		return store.QueueInfo{}, false, err
+	}
+	if err := CheckQueueAttributes(attrs); err != nil {
+		return store.QueueInfo{}, false, err
+	}
+	if err := s.begin(); err != nil {
+		return store.QueueInfo{}, false, err
+	}
+	defer s.end()
+	info, created, err := s.b.CreateQueue(ctx, queue, NewQueueAttributes(attrs))
+	if err != nil {
+		return store.QueueInfo{}, false, s.Failed("create queue", err)
+	}
+	return info, created, nil
+}
+
+// QueueInfo implements store.Store.
+func (s *Store) QueueInfo(ctx context.Context, queue string) (store.QueueInfo, error) {
+	if err := s.beginOn(queue); err != nil {
+		return store.QueueInfo{}, err
+	}
+	defer s.end()
+	info, err := s.b.QueueInfo(ctx, queue)
+	if err != nil {
+		return store.QueueInfo{}, s.Failed("queue info", err)
+	}
+	return info, nil
+}
+
+// SetQueueAttributes implements store.Store.
+func (s *Store) SetQueueAttributes(ctx context.Context, queue string, attrs map[string]string) (store.QueueInfo, error) {
+	if err := CheckQueue(queue); err != nil {
+		return store.QueueInfo{}, err
+	}
+	if err := CheckQueueAttributes(attrs); err != nil {
+		return store.QueueInfo{}, err
+	}
+	if err := s.begin(); err != nil {
+		return store.QueueInfo{}, err
+	}
+	defer s.end()
+	info, err := s.b.SetQueueAttributes(ctx, queue, maps.Clone(attrs))
+	if err != nil {
+		return store.QueueInfo{}, s.Failed("set queue attributes", err)
+	}
+	return info, nil
+}
+
+// PurgeQueue implements store.Store.
+func (s *Store) PurgeQueue(ctx context.Context, queue string) (int, error) {
+	if err := s.beginOn(queue); err != nil {
+		return 0, err
+	}
+	defer s.end()
+	n, err := s.b.PurgeQueue(ctx, queue)
+	return n, s.Failed("purge queue", err)
 }
 
 // List implements store.Store.

@@ -50,6 +50,7 @@ type backend struct {
 	firstID int64
 	queues  map[string]*queue
 	paused  map[string]bool
+	records map[string]*record
 	maint   store.Maintainer
 
 	stopReaper context.CancelFunc
@@ -67,6 +68,7 @@ type message struct {
 	kind       string
 	priority   int
 	payload    []byte
+	attributes []byte // nil for none
 	state      store.State
 	deliveries int
 	maxDeliv   int
@@ -80,6 +82,8 @@ type message struct {
 	visibleAt   int64
 	lockedUntil int64 // zero unless processing
 	finishedAt  int64 // zero unless completed or dead
+	// firstClaimedAt is zero until the first claim.
+	firstClaimedAt int64
 	// heapIndex is the message's place in its queue's delayed or ready
 	// heap (inReady says which); -1 when in neither.
 	heapIndex int
@@ -98,6 +102,12 @@ type queue struct {
 	dedup      map[string]*message
 	completed  []*message // in order of completion, for retention
 	counts     [store.States]int64
+}
+
+// record is a queue's record (see store.Store.CreateQueue).
+type record struct {
+	attrs                map[string]string
+	createdAt, updatedAt time.Time
 }
 
 // keyLine holds a key's unfinished messages: the head (pending or
@@ -122,6 +132,7 @@ func New(cfg Config) (*Store, error) {
 		firstID: 1,
 		queues:  make(map[string]*queue),
 		paused:  make(map[string]bool),
+		records: make(map[string]*record),
 	}
 	s := &Store{storecore.New(storecore.Config{Name: "memory store", Options: b.opts, Wakeups: b.wake}, b)}
 	if cfg.ReapInterval > 0 {
@@ -155,9 +166,23 @@ func (s *backend) DeleteQueue(ctx context.Context, queue string) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.paused, queue)
+	delete(s.records, queue)
+	return s.purgeLocked(queue), nil
+}
+
+// PurgeQueue deletes the queue's messages and keeps its record and pause.
+func (s *backend) PurgeQueue(ctx context.Context, queue string) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.purgeLocked(queue), nil
+}
+
+// purgeLocked deletes every message of the queue, and with them its
+// counts, keys and dedup ids, and returns how many.
+func (s *backend) purgeLocked(queue string) int {
 	q, ok := s.queues[queue]
 	if !ok {
-		return 0, nil
+		return 0
 	}
 	n := 0
 	for i, m := range s.msgs {
@@ -168,7 +193,52 @@ func (s *backend) DeleteQueue(ctx context.Context, queue string) (int, error) {
 	}
 	delete(s.queues, queue)
 	s.trimLocked()
-	return n, nil
+	return n
+}
+
+func (s *backend) CreateQueue(ctx context.Context, queue string, attrs map[string]string) (store.QueueInfo, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.records[queue]; ok {
+		return s.recordLocked(queue), false, nil
+	}
+	now := wall(s.clk.Now().UnixNano())
+	s.records[queue] = &record{attrs: maps.Clone(attrs), createdAt: now, updatedAt: now}
+	return s.recordLocked(queue), true, nil
+}
+
+func (s *backend) QueueInfo(ctx context.Context, queue string) (store.QueueInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.records[queue]; !ok {
+		return store.QueueInfo{}, storecore.NoQueue(queue)
+	}
+	return s.recordLocked(queue), nil
+}
+
+func (s *backend) SetQueueAttributes(ctx context.Context, queue string, attrs map[string]string) (store.QueueInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.records[queue]
+	if !ok {
+		return store.QueueInfo{}, storecore.NoQueue(queue)
+	}
+	merged := storecore.MergeQueueAttributes(r.attrs, attrs)
+	if err := storecore.CheckMergedAttributes(queue, merged); err != nil {
+		return store.QueueInfo{}, err
+	}
+	r.attrs, r.updatedAt = merged, wall(s.clk.Now().UnixNano())
+	return s.recordLocked(queue), nil
+}
+
+// recordLocked returns a copy of the queue's record, which exists.
+func (s *backend) recordLocked(queue string) store.QueueInfo {
+	r := s.records[queue]
+	attrs := maps.Clone(r.attrs)
+	if attrs == nil {
+		attrs = map[string]string{}
+	}
+	return store.QueueInfo{Queue: queue, Paused: s.paused[queue], Attributes: attrs, CreatedAt: r.createdAt, UpdatedAt: r.updatedAt}
 }
 
 func (s *backend) Queues(context.Context) ([]string, error) {
@@ -181,6 +251,9 @@ func (s *backend) Queues(context.Context) ([]string, error) {
 		}
 	}
 	for q := range s.paused {
+		names[q] = true
+	}
+	for q := range s.records {
 		names[q] = true
 	}
 	return slices.Sorted(maps.Keys(names)), nil
@@ -284,6 +357,7 @@ func (s *backend) enqueueLocked(nm *store.NewMessage, now int64) store.Enqueued 
 		kind:       nm.Kind,
 		priority:   nm.Priority,
 		payload:    slices.Clone(nm.Payload),
+		attributes: slices.Clone(nm.Attributes),
 		maxDeliv:   nm.MaxDeliveries,
 		enqueuedAt: now,
 		visibleAt:  now + int64(nm.Delay),
@@ -379,24 +453,29 @@ func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, e
 		m.deliveries++
 		m.worker = c.WorkerID
 		m.lockedUntil = until
+		if m.firstClaimedAt == 0 {
+			m.firstClaimedAt = now
+		}
 		q.setState(m, store.Processing)
 		q.processing[m.id] = m
 		if out == nil {
 			out = make([]store.Delivery, 0, min(c.Max, len(q.ready.ms)+1))
 		}
 		out = append(out, store.Delivery{
-			Lease:         store.Lease{MessageID: m.id, FencingToken: m.fence},
-			Queue:         q.name,
-			Key:           m.key,
-			Payload:       m.payload,
-			ReplyTo:       m.replyTo,
-			DedupID:       m.dedupID,
-			Kind:          m.kind,
-			Priority:      m.priority,
-			Attempt:       m.deliveries,
-			MaxDeliveries: m.maxDeliv,
-			EnqueuedAt:    wall(m.enqueuedAt),
-			LeaseExpires:  wall(until),
+			Lease:          store.Lease{MessageID: m.id, FencingToken: m.fence},
+			Queue:          q.name,
+			Key:            m.key,
+			Payload:        m.payload,
+			ReplyTo:        m.replyTo,
+			DedupID:        m.dedupID,
+			Kind:           m.kind,
+			Priority:       m.priority,
+			Attempt:        m.deliveries,
+			MaxDeliveries:  m.maxDeliv,
+			EnqueuedAt:     wall(m.enqueuedAt),
+			LeaseExpires:   wall(until),
+			Attributes:     m.attributes,
+			FirstClaimedAt: wall(m.firstClaimedAt),
 		})
 	}
 	return out, nil
@@ -706,6 +785,9 @@ func (s *backend) Stats(ctx context.Context, queue string) (store.Stats, error) 
 	if oldest != math.MaxInt64 {
 		st.OldestPendingAge = time.Duration(now - oldest)
 	}
+	// Once makeVisible has run, the delayed heap holds exactly the
+	// pending messages that are not visible.
+	st.Delayed = int64(len(q.delayed.ms))
 	return st, nil
 }
 
@@ -723,6 +805,7 @@ func (s *backend) List(ctx context.Context, f store.ListFilter) ([]store.Info, e
 			Deliveries: m.deliveries, MaxDeliveries: m.maxDeliv, FencingToken: m.fence, WorkerID: m.worker,
 			LastError: m.lastError, DeadReason: m.deadReason, EnqueuedAt: wall(m.enqueuedAt), VisibleAt: wall(m.visibleAt),
 			LeaseExpires: wall(m.lockedUntil), FinishedAt: wall(m.finishedAt),
+			Attributes: m.attributes, FirstClaimedAt: wall(m.firstClaimedAt),
 		})
 	}
 	return out, nil

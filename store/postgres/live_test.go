@@ -178,6 +178,76 @@ func TestEnqueueInCallerSQLTransaction(t *testing.T) {
 	}
 }
 
+// Messages enqueued in a caller's transaction keep their attributes on
+// every path: pgx's bulk insert and one statement per message, and
+// database/sql's.
+func TestEnqueueTxKeepsAttributes(t *testing.T) {
+	pool := pgtest.Pool(t)
+	s := openLive(t, pool, pgtest.Schema(t, pool))
+	ctx := context.Background()
+	db, err := sql.Open("pgx", pgtest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	want := map[int64][]byte{}
+	enqueued := func(what string, msgs []store.NewMessage, res []store.Enqueued, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		for i, r := range res {
+			want[r.ID] = msgs[i].Attributes
+		}
+	}
+	bulk := []store.NewMessage{{Queue: "q", Attributes: []byte("bulk")}, {Queue: "q"}}
+	one := []store.NewMessage{{Queue: "q", Key: "k", Attributes: []byte("keyed")}, {Queue: "q", DedupID: "d"}}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.EnqueueTx(ctx, tx, bulk)
+	enqueued("EnqueueTx without keys", bulk, res, err)
+	res, err = s.EnqueueTx(ctx, tx, one)
+	enqueued("EnqueueTx with a key and a dedup id", one, res, err)
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	viaSQL := []store.NewMessage{{Queue: "q", Attributes: []byte("\x00 sql")}, {Queue: "q"}}
+	stx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = s.EnqueueSQLTx(ctx, stx, viaSQL)
+	enqueued("EnqueueSQLTx", viaSQL, res, err)
+	infos, err := s.SQL().ListTx(ctx, stx, store.ListFilter{Queue: "q", State: store.Pending})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, id int64, got []byte) {
+		t.Helper()
+		if string(got) != string(want[id]) || (got == nil) != (want[id] == nil) {
+			t.Fatalf("%s: message %d has attributes %q, want %q", what, id, got, want[id])
+		}
+	}
+	if len(infos) != len(want) {
+		t.Fatalf("ListTx listed %d messages, want %d", len(infos), len(want))
+	}
+	for _, in := range infos {
+		check("ListTx", in.ID, in.Attributes)
+	}
+	ds, err := s.Claim(ctx, store.Claim{Queue: "q", WorkerID: "w", Max: 10, LeaseDuration: time.Minute})
+	if err != nil || len(ds) != len(want) {
+		t.Fatalf("Claim = %d, %v; want %d", len(ds), err, len(want))
+	}
+	for _, d := range ds {
+		check("Claim", d.MessageID, d.Attributes)
+	}
+}
+
 // TestCrossingKeyedReplies completes heads of two keys at once, each with a
 // reply keyed by the other's key: the transactions take the same advisory
 // locks and must not deadlock.

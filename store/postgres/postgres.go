@@ -192,6 +192,92 @@ func (s *backend) DeleteQueue(ctx context.Context, queue string) (int, error) {
 	return n, nil
 }
 
+func (s *backend) PurgeQueue(ctx context.Context, queue string) (int, error) {
+	var n int
+	if err := s.pool.QueryRow(ctx, s.sql.purgeQueue, replan, queue).Scan(&n); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+func (s *backend) CreateQueue(ctx context.Context, queue string, attrs map[string]string) (store.QueueInfo, bool, error) {
+	text, err := storecore.EncodeQueueAttributes(attrs)
+	if err != nil {
+		return store.QueueInfo{}, false, err
+	}
+	var info store.QueueInfo
+	var created bool
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, s.sql.createQueue, replan, s.now(), queue, text)
+		if err != nil {
+			return err
+		}
+		made, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		created = len(made) == 1
+		// A statement of its own, so that it sees a record another
+		// transaction made while the insert waited for it.
+		info, err = s.queueRecord(ctx, tx, s.sql.queueRecord, queue)
+		return err
+	})
+	if err != nil {
+		return store.QueueInfo{}, false, err
+	}
+	return info, created, nil
+}
+
+func (s *backend) QueueInfo(ctx context.Context, queue string) (store.QueueInfo, error) {
+	return s.queueRecord(ctx, s.pool, s.sql.queueRecord, queue)
+}
+
+func (s *backend) SetQueueAttributes(ctx context.Context, queue string, attrs map[string]string) (store.QueueInfo, error) {
+	var info store.QueueInfo
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		old, err := s.queueRecord(ctx, tx, s.sql.lockQueueRecord, queue)
+		if err != nil {
+			return err
+		}
+		merged, text, err := storecore.MergeEncoded(queue, old.Attributes, attrs)
+		if err != nil {
+			return err
+		}
+		info = old
+		info.Attributes = merged
+		if err := tx.QueryRow(ctx, s.sql.setQueueAttributes, replan, s.now(), queue, text).Scan(&info.UpdatedAt); err != nil {
+			return err
+		}
+		info.UpdatedAt = info.UpdatedAt.UTC()
+		return nil
+	})
+	if err != nil {
+		return store.QueueInfo{}, err
+	}
+	return info, nil
+}
+
+// queueRecord reads a queue's record with query (queueRecord or
+// lockQueueRecord) through q, the pool or a transaction.
+func (s *backend) queueRecord(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, query, queue string) (store.QueueInfo, error) {
+	info := store.QueueInfo{Queue: queue}
+	var text *string
+	err := q.QueryRow(ctx, query, replan, queue).Scan(&info.Paused, &text, &info.CreatedAt, &info.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.QueueInfo{}, storecore.NoQueue(queue)
+	}
+	if err != nil {
+		return store.QueueInfo{}, err
+	}
+	if info.Attributes, err = storecore.DecodeQueueAttributes(deref(text)); err != nil {
+		return store.QueueInfo{}, fmt.Errorf("queue %q: %w", queue, err)
+	}
+	info.CreatedAt, info.UpdatedAt = info.CreatedAt.UTC(), info.UpdatedAt.UTC()
+	return info, nil
+}
+
 func (s *backend) Queues(ctx context.Context) ([]string, error) {
 	rows, err := s.pool.Query(ctx, s.sql.queues, replan)
 	if err != nil {
@@ -473,8 +559,11 @@ func (s *backend) insertBulk(ctx context.Context, to batcher, msgs []store.NewMe
 	n := len(msgs)
 	queues, replies, kinds := make([]string, n), make([]*string, n), make([]*string, n)
 	payloads, maxes, delays, priorities := make([][]byte, n), make([]int32, n), make([]int64, n), make([]int16, n)
+	// A nil element is NULL: a message without attributes.
+	attributes := make([][]byte, n)
 	for i, m := range msgs {
 		queues[i], payloads[i], maxes[i], delays[i] = m.Queue, m.Payload, int32(m.MaxDeliveries), micros(m.Delay)
+		attributes[i] = m.Attributes
 		priorities[i] = int16(m.Priority)
 		if payloads[i] == nil {
 			payloads[i] = []byte{}
@@ -487,7 +576,7 @@ func (s *backend) insertBulk(ctx context.Context, to batcher, msgs []store.NewMe
 		}
 	}
 	b := &pgx.Batch{}
-	b.Queue(s.sql.insertBulk, s.now(), queues, replies, payloads, maxes, delays, kinds, priorities)
+	b.Queue(s.sql.insertBulk, s.now(), queues, replies, payloads, maxes, delays, kinds, priorities, attributes)
 	woken := distinct(slices.Clone(queues))
 	b.Queue(s.sql.notify, s.channel, woken)
 	br := to.SendBatch(ctx, b)
@@ -541,7 +630,7 @@ func (s *backend) insertOne(ctx context.Context, r runner, m *store.NewMessage) 
 	}
 	var id int64
 	err := r.queryRow(ctx, s.sql.insertOne, []any{s.now(), m.Queue, nullable(m.Key), nullable(m.DedupID), nullable(m.ReplyTo),
-		payload, int32(m.MaxDeliveries), micros(m.Delay), nullable(m.Kind), int16(m.Priority)}, &id)
+		payload, int32(m.MaxDeliveries), micros(m.Delay), nullable(m.Kind), int16(m.Priority), nullBytes(m.Attributes)}, &id)
 	return store.Enqueued{ID: id}, err
 }
 
@@ -550,6 +639,14 @@ func nullable(s string) *string {
 		return nil
 	}
 	return &s
+}
+
+// nullBytes stores nil (none) as NULL, through either runner.
+func nullBytes(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return b
 }
 
 func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, error) {
@@ -562,10 +659,11 @@ func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, e
 		var key, reply, dedup, kind *string
 		var attempt, max int32
 		var priority int16
-		err := r.Scan(&d.MessageID, &key, &d.Payload, &reply, &dedup, &attempt, &max, &d.EnqueuedAt, &d.FencingToken, &d.LeaseExpires, &kind, &priority)
+		err := r.Scan(&d.MessageID, &key, &d.Payload, &reply, &dedup, &attempt, &max, &d.EnqueuedAt, &d.FencingToken, &d.LeaseExpires, &kind, &priority,
+			&d.Attributes, &d.FirstClaimedAt)
 		d.Key, d.ReplyTo, d.DedupID, d.Kind = deref(key), deref(reply), deref(dedup), deref(kind)
 		d.Attempt, d.MaxDeliveries, d.Priority = int(attempt), int(max), int(priority)
-		d.EnqueuedAt, d.LeaseExpires = d.EnqueuedAt.UTC(), d.LeaseExpires.UTC()
+		d.EnqueuedAt, d.LeaseExpires, d.FirstClaimedAt = d.EnqueuedAt.UTC(), d.LeaseExpires.UTC(), d.FirstClaimedAt.UTC()
 		return d, err
 	})
 	if err != nil {
@@ -1030,7 +1128,8 @@ func (s *backend) Purge(ctx context.Context, queue string, ids []int64) (int, er
 func (s *backend) Stats(ctx context.Context, queue string) (store.Stats, error) {
 	st := store.Stats{Queue: queue}
 	err := s.pool.QueryRow(ctx, s.sql.stats, replan, s.now(), queue).Scan(
-		&st.Pending, &st.Waiting, &st.Processing, &st.Completed, &st.Dead, &st.BlockedKeys, &st.OldestPendingAge, &st.Paused, &st.Cancelled)
+		&st.Pending, &st.Waiting, &st.Processing, &st.Completed, &st.Dead, &st.BlockedKeys, &st.OldestPendingAge, &st.Paused, &st.Cancelled,
+		&st.Delayed)
 	if err != nil {
 		return store.Stats{}, err
 	}
@@ -1130,9 +1229,9 @@ func scanInfo(r interface{ Scan(...any) error }, f store.ListFilter) (store.Info
 	var key, dedup, worker, lastErr, reason, kind *string
 	var deliveries, max int32
 	var priority int16
-	var locked, finished *time.Time
+	var locked, finished, first *time.Time
 	err := r.Scan(&in.ID, &key, &dedup, &in.Payload, &deliveries, &max, &in.FencingToken, &worker, &lastErr, &reason,
-		&in.EnqueuedAt, &in.VisibleAt, &locked, &finished, &kind, &priority)
+		&in.EnqueuedAt, &in.VisibleAt, &locked, &finished, &kind, &priority, &in.Attributes, &first)
 	in.Priority = int(priority)
 	in.Key, in.DedupID, in.WorkerID, in.LastError, in.DeadReason = deref(key), deref(dedup), deref(worker), deref(lastErr), store.DeadReason(deref(reason))
 	in.Kind = deref(kind)
@@ -1143,6 +1242,9 @@ func scanInfo(r interface{ Scan(...any) error }, f store.ListFilter) (store.Info
 	}
 	if finished != nil {
 		in.FinishedAt = finished.UTC()
+	}
+	if first != nil {
+		in.FirstClaimedAt = first.UTC()
 	}
 	return in, err
 }

@@ -30,21 +30,21 @@ SELECT current_setting('transaction_isolation')
 -- name: insertBulk
 -- Messages without keys or dedup ids, in one statement, ids drawn in
 -- input order.
-INSERT INTO {s}.messages (queue, reply_to, payload, state, max_deliveries, enqueued_at, visible_at, kind, priority)
-SELECT q, r, p, {pending}, md, COALESCE($1::timestamptz, now()), COALESCE($1::timestamptz, now()) + d * interval '1 microsecond', k, pr
-FROM unnest($2::text[], $3::text[], $4::bytea[], $5::int[], $6::bigint[], $7::text[], $8::smallint[])
-	WITH ORDINALITY AS u(q, r, p, md, d, k, pr, ord)
+INSERT INTO {s}.messages (queue, reply_to, payload, state, max_deliveries, enqueued_at, visible_at, kind, priority, attributes)
+SELECT q, r, p, {pending}, md, COALESCE($1::timestamptz, now()), COALESCE($1::timestamptz, now()) + d * interval '1 microsecond', k, pr, a
+FROM unnest($2::text[], $3::text[], $4::bytea[], $5::int[], $6::bigint[], $7::text[], $8::smallint[], $9::bytea[])
+	WITH ORDINALITY AS u(q, r, p, md, d, k, pr, a, ord)
 ORDER BY ord
 RETURNING id
 
 -- name: insertOne
 -- One message, waiting behind its key's unfinished head if there is one.
 -- The caller holds the key's lock.
-INSERT INTO {s}.messages (queue, key, dedup_id, reply_to, payload, state, max_deliveries, enqueued_at, visible_at, kind, priority)
+INSERT INTO {s}.messages (queue, key, dedup_id, reply_to, payload, state, max_deliveries, enqueued_at, visible_at, kind, priority, attributes)
 VALUES ($2, $3, $4, $5, $6,
 	CASE WHEN $3::text IS NOT NULL AND EXISTS (SELECT 1 FROM {s}.messages WHERE queue = $2 AND key = $3 AND state IN ({pending}, {processing}))
 		THEN {waiting} ELSE {pending} END,
-	$7, COALESCE($1::timestamptz, now()), COALESCE($1::timestamptz, now()) + $8 * interval '1 microsecond', $9, $10)
+	$7, COALESCE($1::timestamptz, now()), COALESCE($1::timestamptz, now()) + $8 * interval '1 microsecond', $9, $10, $11::bytea)
 RETURNING id
 
 -- name: dedupGet
@@ -63,11 +63,13 @@ UPDATE {s}.messages SET dedup_id = NULL WHERE id = $1
 -- of their state. The update takes them in id order, so the batch is
 -- sorted afterwards in claim order: the highest priority first, then the
 -- oldest visible. Delayed messages are read past in the index, whatever
--- their priority. A paused queue gives nothing.
+-- their priority. A paused queue gives nothing. A message's first claim
+-- records its time.
 WITH u AS (
 	UPDATE {s}.messages m
 	SET state = {processing}, deliveries = m.deliveries + 1, fencing_token = nextval('{s}.fence'), worker_id = $4,
-		locked_until = COALESCE($1::timestamptz, now()) + $5 * interval '1 microsecond'
+		locked_until = COALESCE($1::timestamptz, now()) + $5 * interval '1 microsecond',
+		first_claimed_at = COALESCE(m.first_claimed_at, COALESCE($1::timestamptz, now()))
 	WHERE m.id = ANY(ARRAY(
 		SELECT id FROM {s}.messages
 		WHERE queue = $2 AND state = {pending} AND visible_at <= COALESCE($1::timestamptz, now())
@@ -76,8 +78,9 @@ WITH u AS (
 		LIMIT $3
 		FOR UPDATE SKIP LOCKED))
 	RETURNING m.id, m.key, m.payload, m.reply_to, m.dedup_id, m.deliveries, m.max_deliveries, m.enqueued_at,
-		m.fencing_token, m.locked_until, m.visible_at, m.kind, m.priority)
-SELECT id, key, payload, reply_to, dedup_id, deliveries, max_deliveries, enqueued_at, fencing_token, locked_until, kind, priority
+		m.fencing_token, m.locked_until, m.visible_at, m.kind, m.priority, m.attributes, m.first_claimed_at)
+SELECT id, key, payload, reply_to, dedup_id, deliveries, max_deliveries, enqueued_at, fencing_token, locked_until, kind, priority,
+	attributes, first_claimed_at
 FROM u ORDER BY priority DESC, visible_at, id
 
 -- name: extend
@@ -219,9 +222,10 @@ DELETE FROM {s}.messages WHERE id = ANY($1::bigint[])
 
 -- name: stats
 -- Each live state is counted through its partial index, completed messages
--- from their count: nothing reads the completed rows.
+-- from their count: nothing reads the completed rows. The one scan of the
+-- pending messages counts the delayed ones too.
 SELECT
-	(SELECT count(*) FROM {s}.messages WHERE queue = $2 AND state = {pending}),
+	pending.n,
 	(SELECT count(*) FROM {s}.messages WHERE queue = $2 AND state = {waiting}),
 	(SELECT count(*) FROM {s}.messages WHERE queue = $2 AND state = {processing}),
 	(SELECT COALESCE(sum(n), 0) FROM {s}.completed_counts WHERE queue = $2),
@@ -241,7 +245,10 @@ SELECT
 			FROM p WHERE p.priority IS NOT NULL) AS firsts
 		WHERE v <= COALESCE($1::timestamptz, now())), interval '0'),
 	COALESCE((SELECT paused FROM {s}.queues WHERE queue = $2), false),
-	(SELECT count(*) FROM {s}.messages WHERE queue = $2 AND state = {cancelled})
+	(SELECT count(*) FROM {s}.messages WHERE queue = $2 AND state = {cancelled}),
+	pending.delayed
+FROM (SELECT count(*) AS n, count(*) FILTER (WHERE visible_at > COALESCE($1::timestamptz, now())) AS delayed
+	FROM {s}.messages WHERE queue = $2 AND state = {pending}) AS pending
 
 -- name: countCompleted
 -- Adds $2[i] to queue $1[i]'s completed count, in the shard of this
@@ -270,11 +277,48 @@ counted AS (
 SELECT count(*) FROM gone
 
 -- name: deleteQueue
--- Every message of a queue, its completed count and its settings.
+-- Every message of a queue, its completed count and its settings: its
+-- pause and its record.
 WITH gone AS (DELETE FROM {s}.messages WHERE queue = $1 RETURNING 1),
 uncounted AS (DELETE FROM {s}.completed_counts WHERE queue = $1),
 forgotten AS (DELETE FROM {s}.queues WHERE queue = $1)
 SELECT count(*) FROM gone
+
+-- name: purgeQueue
+-- Every message of a queue; its settings stay. The completed ones are
+-- taken off the queue's count as prune takes them, one for each deleted
+-- row that was completed: deleting the count's rows instead would miss a
+-- shard row that a completion committing meanwhile made, whose message
+-- this statement deletes, and leave that message counted.
+WITH gone AS (DELETE FROM {s}.messages WHERE queue = $1 RETURNING state),
+counted AS (
+	INSERT INTO {s}.completed_counts AS c (queue, shard, n)
+	SELECT $1, (pg_backend_pid() % 16)::smallint, -count(*) FROM gone WHERE state = {completed} HAVING count(*) > 0
+	ON CONFLICT (queue, shard) DO UPDATE SET n = c.n + excluded.n)
+SELECT count(*) FROM gone
+
+-- name: createQueue
+-- Records queue $2 with attributes $3, in its row if pause made one,
+-- unless it has a record: then nothing changes, and no row comes back.
+-- The conflicting row stays locked either way, so that the record read
+-- next in the transaction is the one that stands.
+INSERT INTO {s}.queues AS q (queue, attributes, created_at, updated_at)
+VALUES ($2, $3, COALESCE($1::timestamptz, now()), COALESCE($1::timestamptz, now()))
+ON CONFLICT (queue) DO UPDATE SET attributes = excluded.attributes, created_at = excluded.created_at, updated_at = excluded.updated_at
+	WHERE q.created_at IS NULL
+RETURNING queue
+
+-- name: queueRecord
+SELECT paused, attributes, created_at, updated_at FROM {s}.queues WHERE queue = $1 AND created_at IS NOT NULL
+
+-- name: lockQueueRecord
+-- A queue's record, locked until the transaction ends.
+SELECT paused, attributes, created_at, updated_at FROM {s}.queues WHERE queue = $1 AND created_at IS NOT NULL
+FOR UPDATE
+
+-- name: setQueueAttributes
+UPDATE {s}.queues SET attributes = $3, updated_at = COALESCE($1::timestamptz, now()) WHERE queue = $2
+RETURNING updated_at
 
 -- name: holdMaintainer
 -- Takes or renews the maintainer lease for $2 until $3 from now, and reads
@@ -304,12 +348,13 @@ ON CONFLICT (queue) DO UPDATE SET paused = true
 UPDATE {s}.queues SET paused = false WHERE queue = $1
 
 -- name: queues
--- The queues that hold messages or are paused.
-SELECT queue FROM {s}.messages UNION SELECT queue FROM {s}.queues WHERE paused ORDER BY 1
+-- The queues that hold messages, are paused or have a record.
+SELECT queue FROM {s}.messages UNION SELECT queue FROM {s}.queues WHERE paused OR created_at IS NOT NULL ORDER BY 1
 
 -- name: list
 -- A queue's messages in one state, by id. The state is written in rather
 -- than bound, so that the planner can use its partial index.
 SELECT id, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
-	worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at, kind, priority
+	worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at, kind, priority,
+	attributes, first_claimed_at
 FROM {s}.messages WHERE queue = $1 AND state = {state} AND id > $2 ORDER BY id LIMIT $3

@@ -21,7 +21,8 @@ var queriesSQL string
 type statements struct {
 	lockKeys, notify, isolation, insertBulk, insertOne, dedupGet, dedupClear, claim, extend, complete, promote,
 	current, retry, kill, release, reapScan, reap, deadRows, redrive, purge, stats, countCompleted,
-	deleteQueue, queues, pause, resume, cancelledOf, keysOf, cancelRows, cancel, holdMaintainer, releaseMaintainer string
+	deleteQueue, queues, pause, resume, cancelledOf, keysOf, cancelRows, cancel, holdMaintainer, releaseMaintainer,
+	purgeQueue, createQueue, queueRecord, lockQueueRecord, setQueueAttributes string
 	list, prune [store.States]string
 }
 
@@ -70,6 +71,8 @@ func newStatements(schema string) statements {
 		deleteQueue: q("deleteQueue"), queues: q("queues"), pause: q("pause"), resume: q("resume"),
 		cancelledOf: q("cancelledOf"), keysOf: q("keysOf"), cancelRows: q("cancelRows"), cancel: q("cancel"),
 		holdMaintainer: q("holdMaintainer"), releaseMaintainer: q("releaseMaintainer"),
+		purgeQueue: q("purgeQueue"), createQueue: q("createQueue"), queueRecord: q("queueRecord"),
+		lockQueueRecord: q("lockQueueRecord"), setQueueAttributes: q("setQueueAttributes"),
 	}
 	list, prune := q("list"), q("prune")
 	for state := range st.list {

@@ -270,22 +270,121 @@ func (s *Store) DB() *sql.DB { return s.b.db }
 func (s *Store) Notify(queue string) { s.b.wake.Notify(queue) }
 
 func (s *backend) DeleteQueue(ctx context.Context, queue string) (int, error) {
-	var n int64
+	var n int
 	err := s.write(ctx, func(tx *sql.Tx, _ int64) error {
-		res, err := tx.ExecContext(ctx, sqlDeleteQueue, queue)
-		if err != nil {
-			return err
-		}
-		if n, err = res.RowsAffected(); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, sqlForgetCounts, queue); err != nil {
+		var err error
+		if n, err = purge(ctx, tx, queue); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, sqlForgetQueue, queue)
 		return err
 	})
-	return int(n), err
+	return n, err
+}
+
+// PurgeQueue deletes the queue's messages and keeps its row in
+// leasehold_queues: its pause and its record.
+func (s *backend) PurgeQueue(ctx context.Context, queue string) (int, error) {
+	var n int
+	err := s.write(ctx, func(tx *sql.Tx, _ int64) error {
+		var err error
+		n, err = purge(ctx, tx, queue)
+		return err
+	})
+	return n, err
+}
+
+// purge deletes every message of a queue and its completed count, which
+// no trigger takes back (see migration 8), and returns how many messages.
+func purge(ctx context.Context, tx *sql.Tx, queue string) (int, error) {
+	res, err := tx.ExecContext(ctx, sqlDeleteQueue, queue)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, err
+	}
+	if _, err := tx.ExecContext(ctx, sqlForgetCounts, queue); err != nil {
+		return 0, err
+	}
+	return int(n), nil
+}
+
+func (s *backend) CreateQueue(ctx context.Context, queue string, attrs map[string]string) (store.QueueInfo, bool, error) {
+	var info store.QueueInfo
+	var created bool
+	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
+		text, err := storecore.EncodeQueueAttributes(attrs)
+		if err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, sqlCreateQueue, queue, text, now)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		created = n == 1
+		info, err = queueRecord(ctx, tx, queue)
+		return err
+	})
+	if err != nil {
+		return store.QueueInfo{}, false, err
+	}
+	return info, created, nil
+}
+
+func (s *backend) QueueInfo(ctx context.Context, queue string) (store.QueueInfo, error) {
+	return queueRecord(ctx, s.db, queue)
+}
+
+func (s *backend) SetQueueAttributes(ctx context.Context, queue string, attrs map[string]string) (store.QueueInfo, error) {
+	var info store.QueueInfo
+	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
+		old, err := queueRecord(ctx, tx, queue)
+		if err != nil {
+			return err
+		}
+		merged, text, err := storecore.MergeEncoded(queue, old.Attributes, attrs)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, sqlSetQueueAttributes, queue, text, now); err != nil {
+			return err
+		}
+		info = old
+		info.Attributes, info.UpdatedAt = merged, fromMicros(now)
+		return nil
+	})
+	if err != nil {
+		return store.QueueInfo{}, err
+	}
+	return info, nil
+}
+
+// queueRecord reads a queue's record through q, the database or a
+// transaction.
+func queueRecord(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, queue string) (store.QueueInfo, error) {
+	info := store.QueueInfo{Queue: queue}
+	var text sql.NullString
+	var created, updated int64
+	err := q.QueryRowContext(ctx, sqlQueueRecord, queue).Scan(&info.Paused, &text, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.QueueInfo{}, storecore.NoQueue(queue)
+	}
+	if err != nil {
+		return store.QueueInfo{}, err
+	}
+	if info.Attributes, err = storecore.DecodeQueueAttributes(text.String); err != nil {
+		return store.QueueInfo{}, fmt.Errorf("queue %q: %w", queue, err)
+	}
+	info.CreatedAt, info.UpdatedAt = fromMicros(created), fromMicros(updated)
+	return info, nil
 }
 
 func (s *backend) HoldMaintainer(ctx context.Context, holder string, d time.Duration) (store.Maintainer, error) {
@@ -385,6 +484,14 @@ func nullable(s string) any {
 	return s
 }
 
+// nullBytes stores nil (none) as NULL.
+func nullBytes(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return b
+}
+
 // write runs fn in one IMMEDIATE transaction at the current time.
 func (s *backend) write(ctx context.Context, fn func(tx *sql.Tx, now int64) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
@@ -464,7 +571,7 @@ func (s *backend) enqueueOne(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, 
 		payload = []byte{}
 	}
 	res, err := insert.ExecContext(ctx, m.Queue, nullable(m.Key), nullable(m.DedupID), nullable(m.ReplyTo), payload,
-		m.MaxDeliveries, now, now+m.Delay.Microseconds(), nullable(m.Kind), m.Priority)
+		m.MaxDeliveries, now, now+m.Delay.Microseconds(), nullable(m.Kind), m.Priority, nullBytes(m.Attributes))
 	if err != nil {
 		return store.Enqueued{}, err
 	}
@@ -487,13 +594,14 @@ func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, e
 		for rows.Next() {
 			var d store.Delivery
 			var key, reply, dedup, kind sql.NullString
-			var enq int64
-			if err := rows.Scan(&d.MessageID, &key, &d.Payload, &reply, &dedup, &d.Attempt, &d.MaxDeliveries, &enq, &d.FencingToken, &kind, &d.Priority); err != nil {
+			var enq, first int64
+			if err := rows.Scan(&d.MessageID, &key, &d.Payload, &reply, &dedup, &d.Attempt, &d.MaxDeliveries, &enq, &d.FencingToken, &kind, &d.Priority,
+				&d.Attributes, &first); err != nil {
 				rows.Close()
 				return err
 			}
 			d.Queue, d.Key, d.ReplyTo, d.DedupID, d.Kind = c.Queue, key.String, reply.String, dedup.String, kind.String
-			d.EnqueuedAt, d.LeaseExpires = fromMicros(enq), fromMicros(until)
+			d.EnqueuedAt, d.LeaseExpires, d.FirstClaimedAt = fromMicros(enq), fromMicros(until), fromMicros(first)
 			out = append(out, d)
 		}
 		if err := rows.Close(); err != nil {
@@ -879,7 +987,7 @@ func (s *backend) Stats(ctx context.Context, queue string) (store.Stats, error) 
 	now := micros(s.clk.Now())
 	var oldest sql.NullInt64
 	if err := s.db.QueryRowContext(ctx, statsSQL, queue, now).Scan(&st.Pending, &st.Waiting, &st.Processing, &st.Completed, &st.Dead,
-		&st.BlockedKeys, &oldest, &st.Paused, &st.Cancelled); err != nil {
+		&st.BlockedKeys, &oldest, &st.Paused, &st.Cancelled, &st.Delayed); err != nil {
 		return st, err
 	}
 	if oldest.Valid {
@@ -919,11 +1027,12 @@ func (s *backend) list(ctx context.Context, q interface {
 		in := store.Info{Queue: f.Queue, State: f.State}
 		var key, dedup, worker, lastErr, reason, kind sql.NullString
 		var enq, vis int64
-		var locked, finished sql.NullInt64
+		var locked, finished, first sql.NullInt64
 		if err := rows.Scan(&in.ID, &key, &dedup, &in.Payload, &in.Deliveries, &in.MaxDeliveries, &in.FencingToken,
-			&worker, &lastErr, &reason, &enq, &vis, &locked, &finished, &kind, &in.Priority); err != nil {
+			&worker, &lastErr, &reason, &enq, &vis, &locked, &finished, &kind, &in.Priority, &in.Attributes, &first); err != nil {
 			return nil, err
 		}
+		in.FirstClaimedAt = nullTime(first)
 		in.Key, in.DedupID, in.WorkerID, in.LastError, in.DeadReason = key.String, dedup.String, worker.String, lastErr.String, store.DeadReason(reason.String)
 		in.Kind = kind.String
 		in.EnqueuedAt, in.VisibleAt = fromMicros(enq), fromMicros(vis)

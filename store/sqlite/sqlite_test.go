@@ -202,6 +202,35 @@ func TestEnqueueInCallerTransaction(t *testing.T) {
 	}
 }
 
+// Messages enqueued in a caller's transaction keep their attributes.
+func TestEnqueueTxKeepsAttributes(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, nil)
+	msgs := []store.NewMessage{{Queue: "q", Attributes: []byte("outbox")}, {Queue: "q", Key: "k"}}
+	tx, err := s.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.EnqueueTx(ctx, tx, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos, err := s.ListTx(ctx, tx, store.ListFilter{Queue: "q", State: store.Pending})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if len(infos) != 2 || infos[0].ID != res[0].ID || string(infos[0].Attributes) != "outbox" || infos[1].Attributes != nil {
+		t.Fatalf("ListTx = %+v; want the attributes, and none for the second", infos)
+	}
+	ds, err := s.Claim(ctx, store.Claim{Queue: "q", WorkerID: "w", Max: 2, LeaseDuration: time.Minute})
+	if err != nil || len(ds) != 2 || string(ds[0].Attributes) != "outbox" || ds[1].Attributes != nil {
+		t.Fatalf("Claim = %+v, %v; want the attributes, and none for the second", ds, err)
+	}
+}
+
 // Commits are synced to disk unless the caller chooses otherwise.
 func TestSynchronousDefaultsToFull(t *testing.T) {
 	for _, tc := range []struct {

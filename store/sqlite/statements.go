@@ -19,10 +19,10 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 		dst **sql.Stmt
 		sql string
 	}{
-		{&st.insert, `INSERT INTO leasehold_messages (queue, key, dedup_id, reply_to, payload, state, max_deliveries, enqueued_at, visible_at, kind, priority)
+		{&st.insert, `INSERT INTO leasehold_messages (queue, key, dedup_id, reply_to, payload, state, max_deliveries, enqueued_at, visible_at, kind, priority, attributes)
 			VALUES (?1, ?2, ?3, ?4, ?5,
 				CASE WHEN ?2 IS NOT NULL AND EXISTS (SELECT 1 FROM leasehold_messages WHERE queue = ?1 AND key = ?2 AND state IN ({pending}, {processing})) THEN {waiting} ELSE {pending} END,
-				?6, ?7, ?8, ?9, ?10)`},
+				?6, ?7, ?8, ?9, ?10, ?11)`},
 		{&st.dedupGet, `SELECT id, enqueued_at FROM leasehold_messages WHERE queue = ? AND dedup_id = ?`},
 		{&st.dedupClear, `UPDATE leasehold_messages SET dedup_id = NULL WHERE id = ?`},
 		{&st.fenceGet, `SELECT value FROM leasehold_meta WHERE name = 'fence'`},
@@ -62,9 +62,11 @@ func (st *statements) close() {
 }
 
 // claimSQL claims up to ?6 visible pending messages of queue ?4 at time
-// ?5, in claim order, for worker ?2 until ?3, fencing them from ?1 on.
+// ?5, in claim order, for worker ?2 until ?3, fencing them from ?1 on. A
+// message's first claim records its time.
 const claimSQL = `UPDATE leasehold_messages AS m
-			SET state = {processing}, deliveries = m.deliveries + 1, fencing_token = ?1 + c.rn, worker_id = ?2, locked_until = ?3
+			SET state = {processing}, deliveries = m.deliveries + 1, fencing_token = ?1 + c.rn, worker_id = ?2, locked_until = ?3,
+				first_claimed_at = coalesce(m.first_claimed_at, ?5)
 			FROM (SELECT id, row_number() OVER (ORDER BY priority DESC, visible_at, id) AS rn
 				-- LIMIT inside, so the numbering never walks the backlog.
 				FROM (SELECT id, priority, visible_at FROM leasehold_messages
@@ -72,13 +74,16 @@ const claimSQL = `UPDATE leasehold_messages AS m
 						AND NOT EXISTS (SELECT 1 FROM leasehold_queues WHERE queue = ?4 AND paused)
 					ORDER BY priority DESC, visible_at, id LIMIT ?6)) AS c
 			WHERE m.id = c.id
-			RETURNING id, key, payload, reply_to, dedup_id, deliveries, max_deliveries, enqueued_at, fencing_token, kind, priority`
+			RETURNING id, key, payload, reply_to, dedup_id, deliveries, max_deliveries, enqueued_at, fencing_token, kind, priority,
+				attributes, first_claimed_at`
 
-// statsSQL counts a queue's messages without reading its history: each
-// live state through its partial index (the state is a literal so that
-// SQLite can use it), completed messages from the count that triggers keep.
+// statsSQL counts a queue's messages at time ?2 without reading its
+// history: each live state through its partial index (the state is a
+// literal so that SQLite can use it), completed messages from the count
+// that triggers keep. The one scan of the pending messages counts the
+// delayed ones too.
 var statsSQL = sqlstate.Expand(`SELECT
-	(SELECT count(*) FROM leasehold_messages WHERE queue = ?1 AND state = {pending}),
+	pending.n,
 	(SELECT count(*) FROM leasehold_messages WHERE queue = ?1 AND state = {waiting}),
 	(SELECT count(*) FROM leasehold_messages WHERE queue = ?1 AND state = {processing}),
 	(SELECT coalesce(sum(n), 0) FROM leasehold_completed_counts WHERE queue = ?1),
@@ -94,7 +99,10 @@ var statsSQL = sqlstate.Expand(`SELECT
 	SELECT min(v) FROM (SELECT (SELECT visible_at FROM leasehold_messages WHERE queue = ?1 AND state = {pending} AND priority = p.priority
 		ORDER BY visible_at LIMIT 1) AS v FROM p WHERE p.priority IS NOT NULL) WHERE v <= ?2),
 	(SELECT coalesce(max(paused), 0) FROM leasehold_queues WHERE queue = ?1),
-	(SELECT count(*) FROM leasehold_messages WHERE queue = ?1 AND state = {cancelled})`)
+	(SELECT count(*) FROM leasehold_messages WHERE queue = ?1 AND state = {cancelled}),
+	pending.delayed
+FROM (SELECT count(*) AS n, coalesce(sum(visible_at > ?2), 0) AS delayed
+	FROM leasehold_messages WHERE queue = ?1 AND state = {pending}) AS pending`)
 
 // Statements run as they are, not prepared.
 var (
@@ -147,19 +155,31 @@ var (
 	sqlReleaseMaintainer = `UPDATE leasehold_maintainer SET expires = 0 WHERE id = 1 AND holder = ?1 AND token = ?2`
 	// sqlDeleteQueue deletes every message of a queue.
 	sqlDeleteQueue = `DELETE FROM leasehold_messages WHERE queue = ?`
-	// sqlForgetQueue deletes a queue's settings.
+	// sqlForgetQueue deletes a queue's settings: its pause and its record.
 	sqlForgetQueue = `DELETE FROM leasehold_queues WHERE queue = ?`
 	// sqlPause pauses a queue.
 	sqlPause = `INSERT INTO leasehold_queues (queue, paused) VALUES (?, 1) ON CONFLICT (queue) DO UPDATE SET paused = 1`
 	// sqlResume lets a queue run.
 	sqlResume = `UPDATE leasehold_queues SET paused = 0 WHERE queue = ?`
-	// sqlQueues lists the queues that hold messages or are paused.
-	sqlQueues = `SELECT DISTINCT queue FROM leasehold_messages UNION SELECT queue FROM leasehold_queues WHERE paused ORDER BY 1`
+	// sqlQueues lists the queues that hold messages, are paused or have a
+	// record.
+	sqlQueues = `SELECT DISTINCT queue FROM leasehold_messages
+		UNION SELECT queue FROM leasehold_queues WHERE paused OR created_at IS NOT NULL ORDER BY 1`
+	// sqlCreateQueue records queue ?1 with attributes ?2 at time ?3, in
+	// its row if Pause made one, unless it has a record: then it changes
+	// nothing, and no row.
+	sqlCreateQueue = `INSERT INTO leasehold_queues (queue, attributes, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)
+		ON CONFLICT (queue) DO UPDATE SET attributes = ?2, created_at = ?3, updated_at = ?3 WHERE created_at IS NULL`
+	// sqlQueueRecord reads a queue's record.
+	sqlQueueRecord = `SELECT paused, attributes, created_at, updated_at FROM leasehold_queues WHERE queue = ? AND created_at IS NOT NULL`
+	// sqlSetQueueAttributes sets queue ?1's attributes to ?2 at time ?3.
+	sqlSetQueueAttributes = `UPDATE leasehold_queues SET attributes = ?2, updated_at = ?3 WHERE queue = ?1`
 	// sqlList lists a queue's messages in one state by id. The state's code
 	// is written in (%d) rather than bound, so that SQLite can use the
 	// state's partial index.
 	sqlList = `SELECT id, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
-			worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at, kind, priority
+			worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at, kind, priority,
+			attributes, first_claimed_at
 		FROM leasehold_messages WHERE queue = ? AND state = %d AND id > ? ORDER BY id LIMIT ?`
 	// sqlPrune deletes up to ?4 messages in one state (its code is
 	// written in, as in sqlList) that finished by ?1 and were enqueued by

@@ -113,6 +113,17 @@ func Run(t *testing.T, f Factory, opts ...Option) {
 		{"Priority", testPriority},
 		{"PruneDeadAndCancelled", testPruneDeadAndCancelled},
 		{"Maintainer", testMaintainer},
+		{"CreateQueue", testCreateQueue},
+		{"CreateQueueConcurrently", testCreateQueueConcurrently},
+		{"QueueRecordAndPause", testQueueRecordAndPause},
+		{"SetQueueAttributes", testSetQueueAttributes},
+		{"PurgeQueue", testPurgeQueue},
+		{"DeleteQueueRecord", testDeleteQueueRecord},
+		{"BadQueueAttributesChangeNothing", testBadQueueAttributesChangeNothing},
+		{"MessageAttributes", testMessageAttributes},
+		{"AttributesCountTowardThePayloadLimit", testAttributesCountTowardThePayloadLimit},
+		{"FirstClaimedAt", testFirstClaimedAt},
+		{"StatsDelayed", testStatsDelayed},
 		{"Linearizable", func(t *testing.T, f Factory) { testLinearizable(t, f, o) }},
 	}
 	for _, tt := range tests {
@@ -1275,7 +1286,9 @@ func testStatsAndList(t *testing.T, f Factory) {
 	ds := b.claim(2) // a, b
 	b.mustComplete(ds[0].Lease)
 	st := b.stats()
-	want := store.Stats{Queue: b.queue, Pending: 3, Waiting: 1, Processing: 1, Completed: 1, BlockedKeys: 1, OldestPendingAge: 10 * time.Second}
+	// f, delayed an hour, is pending but not visible.
+	want := store.Stats{Queue: b.queue, Pending: 3, Waiting: 1, Processing: 1, Completed: 1, BlockedKeys: 1, OldestPendingAge: 10 * time.Second,
+		Delayed: 1}
 	if st != want {
 		t.Fatalf("stats\n got  %+v\n want %+v", st, want)
 	}
@@ -1504,5 +1517,26 @@ func CheckUpgraded(t *testing.T, s store.Store) {
 	}
 	if st, err := s.Stats(ctx, "b"); err != nil || st.Cancelled != 1 {
 		t.Fatalf("stats after a cancel after the upgrade: %+v, %v", st, err)
+	}
+	// A message written before it has no attributes and was never claimed
+	// since; one written after carries attributes and its first claim.
+	if infos[0].Attributes != nil || !infos[0].FirstClaimedAt.IsZero() {
+		t.Fatalf("a message written before the upgrade: %+v; want no attributes, no first claim", infos[0])
+	}
+	if _, err := s.Enqueue(ctx, []store.NewMessage{{Queue: "c", Attributes: []byte("attrs")}}); err != nil {
+		t.Fatal(err)
+	}
+	ds, err = s.Claim(ctx, store.Claim{Queue: "c", WorkerID: "w", Max: 1, LeaseDuration: time.Minute})
+	if err != nil || len(ds) != 1 || string(ds[0].Attributes) != "attrs" || ds[0].FirstClaimedAt.IsZero() {
+		t.Fatalf("claim after the upgrade: %+v, %v; want the attributes and the first claim's time", ds, err)
+	}
+	// The paused queue b, which has a row of settings, takes a record, and
+	// the queue that only held messages has none.
+	info, made, err := s.CreateQueue(ctx, "b", map[string]string{"A": "1"})
+	if err != nil || !made || !info.Paused || info.Attributes["A"] != "1" {
+		t.Fatalf("CreateQueue of a queue paused before the upgrade's record: %+v, %v, %v", info, made, err)
+	}
+	if _, err := s.QueueInfo(ctx, "c"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("QueueInfo of a queue never created, after the upgrade: %v, want ErrNotFound", err)
 	}
 }

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/leasehold/leasehold/internal/serve"
+)
+
+func (a *app) serveCommand() *cobra.Command {
+	var addr, region string
+	var reapEvery, shutdownTimeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "serve [--addr HOST:PORT]",
+		Short: "Serve the Amazon SQS API, Prometheus metrics and health checks over HTTP",
+		Long: `serve speaks the Amazon SQS API (its JSON protocol) on one listener, so
+that the AWS SDKs of any language send to and receive from leasehold
+queues: point the SDK's endpoint URL at http://HOST:PORT. Beside it:
+GET /metrics (Prometheus), GET /healthz (the process runs) and GET /readyz
+(the database answers).
+
+A receipt handle is the message's lease: a handle whose lease was lost (its
+visibility timeout ended and the message was received again, or it was
+deleted) gets ReceiptHandleIsInvalid and changes nothing. MessageGroupId
+orders messages on any queue, one of a group in flight at a time. A
+redrive policy's maxReceiveCount dead-letters a message in its own queue
+after that many receives; "leasehold dead redrive" brings it back.
+
+With LEASEHOLD_ACCESS_KEY_ID and LEASEHOLD_SECRET_ACCESS_KEY set, every
+request must carry a valid AWS Signature Version 4 made with them, at most
+15 minutes old. Without them, requests are not checked, and serve listens
+only on a loopback address.
+
+SIGTERM or SIGINT stops gracefully: long polls return at once, requests in
+flight finish; a second signal stops at once.`,
+		Example: `  leasehold serve
+  LEASEHOLD_ACCESS_KEY_ID=AKID LEASEHOLD_SECRET_ACCESS_KEY=secret leasehold --db postgres://localhost/app serve --addr 0.0.0.0:9324
+  aws --endpoint-url http://127.0.0.1:9324 sqs create-queue --queue-name jobs`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg := serve.Config{Addr: addr, Region: region, ReapInterval: reapEvery, ShutdownTimeout: shutdownTimeout,
+				AccessKeyID: os.Getenv("LEASEHOLD_ACCESS_KEY_ID"), SecretAccessKey: os.Getenv("LEASEHOLD_SECRET_ACCESS_KEY"),
+				Logger: a.log}
+			if reapEvery <= 0 || shutdownTimeout <= 0 {
+				return usagef("--reap-interval and --shutdown-timeout must be positive")
+			}
+			if err := cfg.Check(); err != nil {
+				return usageError{err}
+			}
+			ctx := cmd.Context()
+			st, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			cfg.Store = st
+			s, err := serve.New(cfg)
+			if err != nil {
+				return usageError{err}
+			}
+			if err := s.Listen(); err != nil {
+				return err
+			}
+			return a.runUntilSignal(ctx, s)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&addr, "addr", serve.DefaultAddr, "address to listen on, HOST:PORT; without credentials it must be a loopback address")
+	fl.StringVar(&region, "region", "us-east-1", "region named in queue ARNs")
+	fl.DurationVar(&reapEvery, "reap-interval", serve.DefaultReapInterval, "how often the reaper gives back messages whose visibility timeout ended")
+	fl.DurationVar(&shutdownTimeout, "shutdown-timeout", serve.DefaultShutdownTimeout, "how long a graceful stop waits for requests in flight")
+	return cmd
+}

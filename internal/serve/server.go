@@ -1,0 +1,285 @@
+// Package serve is leasehold's HTTP face on one listener: the SQS API at
+// POST /, Prometheus metrics at GET /metrics, and health at GET /healthz
+// (the process runs) and GET /readyz (the database answers). A reaper
+// beside it gives back the messages of receivers whose visibility timeout
+// ended.
+package serve
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/internal/runstate"
+	"github.com/leasehold/leasehold/internal/sigv4"
+	"github.com/leasehold/leasehold/internal/sqsapi"
+	"github.com/leasehold/leasehold/internal/worker"
+	"github.com/leasehold/leasehold/lifecycle"
+	"github.com/leasehold/leasehold/store"
+)
+
+// Defaults of Config.
+const (
+	DefaultAddr = "127.0.0.1:9324"
+	// DefaultReapInterval is how often the reaper runs: a message whose
+	// visibility timeout ended is received again within it.
+	DefaultReapInterval = time.Second
+	// DefaultShutdownTimeout bounds a graceful stop: requests in flight
+	// finish within it, long polls at once.
+	DefaultShutdownTimeout = 30 * time.Second
+)
+
+// Config configures a Server.
+type Config struct {
+	// Store holds the queues. Required.
+	Store store.Store
+	// Addr is the address to listen on. Default DefaultAddr. Without
+	// credentials it must be a loopback address.
+	Addr string
+	// AccessKeyID and SecretAccessKey, when set (both or neither), are the
+	// credentials every SQS request must be signed with (AWS Signature
+	// Version 4).
+	AccessKeyID, SecretAccessKey string
+	// Region names the region in queue ARNs. Default sqsapi.DefaultRegion.
+	Region string
+	// ReapInterval is how often the reaper runs. Default
+	// DefaultReapInterval.
+	ReapInterval time.Duration
+	// ShutdownTimeout bounds a graceful stop. Default
+	// DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+	// Clock times everything. Default: the system clock.
+	Clock clock.Clock
+	// Logger receives the server's logs. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Server serves leasehold over HTTP. It is a lifecycle.Runnable.
+type Server struct {
+	cfg    Config
+	api    *sqsapi.API
+	reaper *worker.Reaper
+	mux    *http.ServeMux
+	http   *http.Server
+	state  runstate.State
+
+	mu sync.Mutex
+	ln net.Listener
+
+	stopping   chan struct{}
+	stopOnce   sync.Once
+	unobserve  func() error
+	meterClose func(context.Context) error
+}
+
+var _ lifecycle.Runnable = (*Server)(nil)
+
+// Check reports a setting of c that cannot work, Store aside: the
+// credentials, the address and the intervals.
+func (c Config) Check() error {
+	addr := cmp.Or(c.Addr, DefaultAddr)
+	if (c.AccessKeyID == "") != (c.SecretAccessKey == "") {
+		return errors.New("serve: set both the access key id and the secret access key, or neither")
+	}
+	if c.AccessKeyID == "" && !loopback(addr) {
+		return fmt.Errorf("serve: refusing to listen on %s without credentials: set LEASEHOLD_ACCESS_KEY_ID and LEASEHOLD_SECRET_ACCESS_KEY, or listen on a loopback address such as %s", addr, DefaultAddr)
+	}
+	if c.ReapInterval < 0 || c.ShutdownTimeout < 0 {
+		return fmt.Errorf("serve: ReapInterval (%s) and ShutdownTimeout (%s) must not be negative", c.ReapInterval, c.ShutdownTimeout)
+	}
+	return nil
+}
+
+// New returns a server for cfg; it listens when Listen or Run is called.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("serve: Store is nil")
+	}
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
+	cfg.Addr = cmp.Or(cfg.Addr, DefaultAddr)
+	cfg.ReapInterval = cmp.Or(cfg.ReapInterval, DefaultReapInterval)
+	cfg.ShutdownTimeout = cmp.Or(cfg.ShutdownTimeout, DefaultShutdownTimeout)
+	cfg.Clock = clock.OrSystem(cfg.Clock)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	exporter, err := otelprom.New(otelprom.WithRegisterer(reg))
+	if err != nil {
+		return nil, fmt.Errorf("serve: metrics: %w", err)
+	}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
+
+	var verifier *sigv4.Verifier
+	if cfg.AccessKeyID != "" {
+		if verifier, err = sigv4.New(cfg.AccessKeyID, cfg.SecretAccessKey, cfg.Clock); err != nil {
+			return nil, fmt.Errorf("serve: %w", err)
+		}
+	}
+	api, err := sqsapi.New(sqsapi.Config{Store: cfg.Store, Verifier: verifier, Region: cfg.Region, Clock: cfg.Clock,
+		Logger: cfg.Logger, MeterProvider: mp})
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	reaper, err := worker.NewReaper(worker.ReaperConfig{Store: cfg.Store, Interval: cfg.ReapInterval, Clock: cfg.Clock,
+		Logger: cfg.Logger, MeterProvider: mp})
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	unobserve, err := worker.ObserveQueues(mp, cfg.Store, cfg.Store.Queues)
+	if err != nil {
+		return nil, fmt.Errorf("serve: metrics: %w", err)
+	}
+	s := &Server{cfg: cfg, api: api, reaper: reaper, stopping: make(chan struct{}), unobserve: unobserve, meterClose: mp.Shutdown}
+	s.mux = http.NewServeMux()
+	s.mux.Handle("POST /{$}", api)
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	s.mux.Handle("GET /healthz", lifecycle.HealthHandler())
+	s.mux.Handle("GET /readyz", lifecycle.HealthHandler(s.ready))
+	s.http = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)}
+	return s, nil
+}
+
+// loopback reports whether addr's host is a loopback address or localhost.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Handler is the server's handler, for tests that serve it themselves.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// ready is the readiness check: the server is not stopping and its
+// database answers.
+func (s *Server) ready(ctx context.Context) error {
+	select {
+	case <-s.stopping:
+		return errors.New("the server is stopping")
+	default:
+	}
+	return s.cfg.Store.Ping(ctx)
+}
+
+// Listen opens the listener, if Run has not yet; then Addr tells where it
+// listens.
+func (s *Server) Listen() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln != nil {
+		return nil
+	}
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	s.ln = ln
+	return nil
+}
+
+// Addr is the address the server listens on, once it does; else the
+// configured one.
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln != nil {
+		return s.ln.Addr().String()
+	}
+	return s.cfg.Addr
+}
+
+// Run serves until Shutdown is called or ctx ends. A Shutdown stops
+// gracefully: long polls return at once with what they have, and requests
+// in flight finish within ShutdownTimeout. An ended ctx closes every
+// connection at once.
+func (s *Server) Run(ctx context.Context) error {
+	ok, err := s.state.Begin()
+	if !ok {
+		return err
+	}
+	defer s.state.End()
+	defer s.closeMetrics()
+	if err := s.Listen(); err != nil {
+		return err
+	}
+	s.cfg.Logger.Info("serving the SQS API, /metrics, /healthz and /readyz", "addr", "http://"+s.Addr(),
+		"signed", s.cfg.AccessKeyID != "", "reap_interval", s.cfg.ReapInterval)
+
+	var loops sync.WaitGroup
+	loops.Go(func() { _ = s.reaper.Run(ctx) })
+	defer func() {
+		_ = s.reaper.Shutdown(context.WithoutCancel(ctx))
+		loops.Wait()
+	}()
+
+	served := make(chan error, 1)
+	go func() { served <- s.http.Serve(s.ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+		s.stop()
+		_ = s.http.Close()
+		<-served
+		return nil
+	case <-s.state.Stopping():
+	}
+	s.stop()
+	sctx, cancel := clock.WithTimeout(ctx, s.cfg.Clock, s.cfg.ShutdownTimeout)
+	defer cancel()
+	err = s.http.Shutdown(sctx)
+	if err != nil {
+		_ = s.http.Close()
+		err = fmt.Errorf("serve: requests still running after %s were cut off: %w", s.cfg.ShutdownTimeout, err)
+	}
+	if e := <-served; !errors.Is(e, http.ErrServerClosed) {
+		err = errors.Join(err, e)
+	}
+	return err
+}
+
+// stop marks the server stopping and ends its long polls.
+func (s *Server) stop() {
+	s.stopOnce.Do(func() {
+		close(s.stopping)
+		s.api.Drain()
+	})
+}
+
+func (s *Server) closeMetrics() {
+	_ = s.unobserve()
+	_ = s.meterClose(context.Background())
+}
+
+// Shutdown stops Run gracefully and waits for it, or for ctx to end.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.stop()
+	return s.state.Shutdown(ctx)
+}
+
+// Running reports whether Run is running.
+func (s *Server) Running() bool { return s.state.Running() }

@@ -1,0 +1,368 @@
+// Package sqsapi serves the Amazon SQS API, in its JSON protocol, over a
+// leasehold store, so that the AWS SDKs of every language send to and
+// receive from leasehold queues unchanged.
+//
+// The mapping: a queue is a leasehold queue, recorded with its SQS
+// attributes; ReceiveMessage claims under a lease of the visibility
+// timeout; the receipt handle names that lease (message and fencing
+// token), so DeleteMessage completes and ChangeMessageVisibility extends
+// or releases only under the current lease, and a handle whose lease was
+// lost gets ReceiptHandleIsInvalid and changes nothing. MessageGroupId is
+// the message's key (one message of a group in flight, in order, on any
+// queue), MessageDeduplicationId its dedup id, and a redrive policy's
+// maxReceiveCount its delivery budget: past it the message is dead in its
+// own queue.
+package sqsapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/internal/mailbox"
+	"github.com/leasehold/leasehold/internal/sigv4"
+	"github.com/leasehold/leasehold/store"
+)
+
+const contentType = "application/x-amz-json-1.0"
+
+// targetPrefix starts the X-Amz-Target header of every SQS request.
+const targetPrefix = "AmazonSQS."
+
+// maxRequestBody bounds a request's body: ten messages of the largest
+// size, their attributes, and JSON's escapes.
+const maxRequestBody = 24 << 20
+
+// Defaults of Config.
+const (
+	DefaultRegion    = "us-east-1"
+	DefaultAccountID = "000000000000"
+	// DefaultCacheTTL is how long a queue's record is used before it is
+	// read again: a change of its attributes made by another server takes
+	// effect here within it.
+	DefaultCacheTTL = time.Second
+)
+
+// Config configures an API.
+type Config struct {
+	// Store holds the queues. Required.
+	Store store.Store
+	// Verifier, when set, checks every request's signature: a request
+	// without a valid one is refused with 403 and changes nothing. Nil
+	// accepts unsigned requests.
+	Verifier *sigv4.Verifier
+	// Region and AccountID make up queue ARNs. Defaults DefaultRegion and
+	// DefaultAccountID; queue URLs carry AccountID too.
+	Region, AccountID string
+	// WorkerID names this server in the leases it takes. Default: a new
+	// worker id (host, process, random suffix).
+	WorkerID string
+	// PollInterval bounds how long a long poll waits before it looks again
+	// when no wakeup arrives. Default mailbox.DefaultPollInterval.
+	PollInterval time.Duration
+	// CacheTTL is how long a queue's record is used before it is read
+	// again. Default DefaultCacheTTL.
+	CacheTTL time.Duration
+	// Clock times long polls, signatures and the cache. Default: the
+	// system clock.
+	Clock clock.Clock
+	// Logger receives a line per request that failed on the server's side.
+	// Default slog.Default().
+	Logger *slog.Logger
+	// MeterProvider gets leasehold.sqs.requests and
+	// leasehold.sqs.request.duration, by action. Default: the global
+	// OpenTelemetry provider.
+	MeterProvider metric.MeterProvider
+}
+
+// API is an http.Handler of the SQS API. It is safe for concurrent use.
+type API struct {
+	cfg Config
+	st  store.Store
+	clk clock.Clock
+	log *slog.Logger
+
+	// drain ends when Drain is called: long polls return at once.
+	drain     context.Context
+	stopDrain context.CancelFunc
+
+	mu    sync.Mutex
+	cache map[string]cached
+
+	acts     map[string]action
+	requests metric.Int64Counter
+	duration metric.Float64Histogram
+}
+
+type cached struct {
+	q  *queue
+	at time.Duration
+}
+
+// New returns the API of cfg.Store.
+func New(cfg Config) (*API, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("sqsapi: Store is nil")
+	}
+	if cfg.PollInterval < 0 || cfg.CacheTTL < 0 {
+		return nil, fmt.Errorf("sqsapi: PollInterval (%s) and CacheTTL (%s) must not be negative", cfg.PollInterval, cfg.CacheTTL)
+	}
+	if cfg.Region == "" {
+		cfg.Region = DefaultRegion
+	}
+	if cfg.AccountID == "" {
+		cfg.AccountID = DefaultAccountID
+	}
+	if cfg.WorkerID == "" {
+		cfg.WorkerID = mailbox.NewWorkerID()
+	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = mailbox.DefaultPollInterval
+	}
+	if cfg.CacheTTL == 0 {
+		cfg.CacheTTL = DefaultCacheTTL
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MeterProvider == nil {
+		cfg.MeterProvider = otel.GetMeterProvider()
+	}
+	m := cfg.MeterProvider.Meter("github.com/leasehold/leasehold")
+	requests, err1 := m.Int64Counter("leasehold.sqs.requests", metric.WithUnit("{request}"),
+		metric.WithDescription("SQS API requests by action and outcome: ok, or the error code."))
+	duration, err2 := m.Float64Histogram("leasehold.sqs.request.duration", metric.WithUnit("s"),
+		metric.WithDescription("How long SQS API requests took, by action, long polls included."),
+		metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20))
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, fmt.Errorf("sqsapi: metrics: %w", err)
+	}
+	a := &API{cfg: cfg, st: cfg.Store, clk: clock.OrSystem(cfg.Clock), log: cfg.Logger, cache: map[string]cached{},
+		requests: requests, duration: duration}
+	a.drain, a.stopDrain = context.WithCancel(context.Background())
+	a.acts = a.actions()
+	return a, nil
+}
+
+// Drain makes every long poll, running or to come, return at once with
+// the messages it has: for a server that is stopping.
+func (a *API) Drain() { a.stopDrain() }
+
+// action is one SQS action: it decodes its input from the request body
+// and returns its output, which is encoded as JSON.
+type action func(ctx context.Context, c *call) (any, error)
+
+// call is one request.
+type call struct {
+	r    *http.Request
+	body []byte
+}
+
+// decode reads the request's input into v.
+func (c *call) decode(v any) error {
+	d := json.NewDecoder(bytes.NewReader(c.body))
+	if err := d.Decode(v); err != nil {
+		if len(bytes.TrimSpace(c.body)) == 0 {
+			return nil
+		}
+		return errInvalidParameter.f("the request body is not the JSON this action takes: %v", err)
+	}
+	return nil
+}
+
+func (a *API) actions() map[string]action {
+	return map[string]action{
+		"CreateQueue":                  a.createQueue,
+		"GetQueueUrl":                  a.getQueueURL,
+		"ListQueues":                   a.listQueues,
+		"DeleteQueue":                  a.deleteQueue,
+		"PurgeQueue":                   a.purgeQueue,
+		"GetQueueAttributes":           a.getQueueAttributes,
+		"SetQueueAttributes":           a.setQueueAttributes,
+		"TagQueue":                     a.tagQueue,
+		"UntagQueue":                   a.untagQueue,
+		"ListQueueTags":                a.listQueueTags,
+		"SendMessage":                  a.sendMessage,
+		"SendMessageBatch":             a.sendMessageBatch,
+		"ReceiveMessage":               a.receiveMessage,
+		"DeleteMessage":                a.deleteMessage,
+		"DeleteMessageBatch":           a.deleteMessageBatch,
+		"ChangeMessageVisibility":      a.changeMessageVisibility,
+		"ChangeMessageVisibilityBatch": a.changeMessageVisibilityBatch,
+	}
+}
+
+// unsupported are SQS actions this API knows of and does not offer.
+var unsupported = []string{"AddPermission", "RemovePermission", "ListDeadLetterSourceQueues",
+	"StartMessageMoveTask", "CancelMessageMoveTask", "ListMessageMoveTasks"}
+
+// ServeHTTP answers one SQS request.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := a.clk.Monotonic()
+	w.Header().Set("X-Amzn-Requestid", requestID())
+	name := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), targetPrefix)
+	out, err := a.serve(r, name)
+	outcome := "ok"
+	if err != nil {
+		var ae *apiError
+		if !errors.As(err, &ae) {
+			ae = fromStore(err)
+		}
+		if ae.status >= 500 {
+			a.log.Error("sqs request failed", "action", name, "error", err)
+		}
+		outcome = ae.code
+		writeError(w, ae)
+	} else {
+		w.Header().Set("Content-Type", contentType)
+		_ = json.NewEncoder(w).Encode(out)
+	}
+	if _, known := a.acts[name]; !known {
+		name = "unknown"
+	}
+	ctx := context.WithoutCancel(r.Context())
+	a.requests.Add(ctx, 1, metric.WithAttributes(attribute.String("action", name), attribute.String("outcome", outcome)))
+	a.duration.Record(ctx, (a.clk.Monotonic() - start).Seconds(), metric.WithAttributes(attribute.String("action", name)))
+}
+
+func (a *API) serve(r *http.Request, name string) (any, error) {
+	if r.Method != http.MethodPost {
+		return nil, errInvalidAction.f("SQS requests are POST requests, not %s", r.Method)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxRequestBody))
+	if err != nil {
+		return nil, errInvalidParameter.f("the request body cannot be read: %v", err)
+	}
+	if a.cfg.Verifier != nil {
+		if err := a.cfg.Verifier.Verify(r, body); err != nil {
+			var se *sigv4.Error
+			if errors.As(err, &se) {
+				return nil, authError(se.Code, se.Message)
+			}
+			return nil, authError(sigv4.CodeMismatch, err.Error())
+		}
+	}
+	if r.Header.Get("X-Amz-Target") == "" {
+		return nil, errInvalidAction.f("the request has no X-Amz-Target header: this server speaks the SQS JSON protocol (X-Amz-Target: AmazonSQS.<Action>, Content-Type: %s)", contentType)
+	}
+	act, ok := a.acts[name]
+	if !ok {
+		if slices.Contains(unsupported, name) {
+			return nil, errUnsupported.f("%s is not supported by leasehold", name)
+		}
+		return nil, errInvalidAction.f("the action %q is not valid for this endpoint", r.Header.Get("X-Amz-Target"))
+	}
+	return act(r.Context(), &call{r: r, body: body})
+}
+
+// queueURL is the URL of a queue, on the host the request was sent to.
+func (a *API) queueURL(r *http.Request, name string) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host + "/" + a.cfg.AccountID + "/" + url.PathEscape(name)
+}
+
+func (a *API) queueARN(name string) string {
+	return "arn:aws:sqs:" + a.cfg.Region + ":" + a.cfg.AccountID + ":" + name
+}
+
+// queueName reads a queue's name from its URL: the last segment of the
+// path. A bare name is taken as it is.
+func queueName(u string) (string, error) {
+	if u == "" {
+		return "", errMissingParameter.f("the request must contain the parameter QueueUrl")
+	}
+	p, err := url.Parse(u)
+	if err != nil {
+		return "", errInvalidAddress.f("the address %q is not a queue URL", u)
+	}
+	path := strings.TrimSuffix(p.EscapedPath(), "/")
+	name, err := url.PathUnescape(path[strings.LastIndexByte(path, '/')+1:])
+	if err != nil || name == "" {
+		return "", errInvalidAddress.f("the address %q is not a queue URL", u)
+	}
+	return name, nil
+}
+
+// lookup returns the queue a QueueUrl names, from the cache while it is
+// fresh. A queue that holds messages but has no record (one that Go
+// programs use) is recorded with SQS's defaults the first time it is
+// asked for.
+func (a *API) lookup(ctx context.Context, queueURL string) (*queue, error) {
+	name, err := queueName(queueURL)
+	if err != nil {
+		return nil, err
+	}
+	now := a.clk.Monotonic()
+	a.mu.Lock()
+	c, ok := a.cache[name]
+	a.mu.Unlock()
+	if ok && now-c.at < a.cfg.CacheTTL {
+		return c.q, nil
+	}
+	rec, err := a.st.QueueInfo(ctx, name)
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalid) {
+		rec, err = a.adopt(ctx, name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return a.remember(rec, now), nil
+}
+
+// adopt records a queue that holds messages but has no record.
+func (a *API) adopt(ctx context.Context, name string) (store.QueueInfo, error) {
+	names, err := a.st.Queues(ctx)
+	if err != nil {
+		return store.QueueInfo{}, err
+	}
+	if !slices.Contains(names, name) {
+		return store.QueueInfo{}, errQueueDoesNotExist.f("the specified queue %s does not exist", name)
+	}
+	var attrs map[string]string
+	if isFifoName(name) {
+		attrs = map[string]string{attrFifo: "true"}
+	}
+	rec, _, err := a.st.CreateQueue(ctx, name, attrs)
+	return rec, err
+}
+
+func (a *API) remember(rec store.QueueInfo, at time.Duration) *queue {
+	q := newQueue(rec)
+	a.mu.Lock()
+	a.cache[rec.Queue] = cached{q: q, at: at}
+	a.mu.Unlock()
+	return q
+}
+
+func (a *API) forget(name string) {
+	a.mu.Lock()
+	delete(a.cache, name)
+	a.mu.Unlock()
+}
+
+// requestID is the x-amzn-RequestId of a response.
+func requestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

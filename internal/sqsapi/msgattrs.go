@@ -1,0 +1,196 @@
+package sqsapi
+
+import (
+	"crypto/md5"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// attrValue is one message attribute, as the JSON protocol carries it
+// (BinaryValue in base64) and as it is stored.
+type attrValue struct {
+	DataType         string   `json:"DataType"`
+	StringValue      *string  `json:"StringValue,omitempty"`
+	BinaryValue      []byte   `json:"BinaryValue,omitempty"`
+	StringListValues []string `json:"StringListValues,omitempty"`
+	BinaryListValues [][]byte `json:"BinaryListValues,omitempty"`
+}
+
+// storedAttrs is what a message keeps beside its body: its message
+// attributes and its system attributes.
+type storedAttrs struct {
+	Message map[string]attrValue `json:"m,omitempty"`
+	System  map[string]attrValue `json:"s,omitempty"`
+}
+
+// maxMessageAttributes is SQS's limit of message attributes per message.
+const maxMessageAttributes = 10
+
+// checkAttrs checks a message's attributes and returns how many bytes
+// they count towards the message's size: names, types and values.
+func checkAttrs(attrs map[string]attrValue, system bool) (int, *apiError) {
+	what := "message attribute"
+	if system {
+		what = "message system attribute"
+	}
+	if !system && len(attrs) > maxMessageAttributes {
+		return 0, errInvalidParameter.f("the message has %d message attributes; at most %d are allowed", len(attrs), maxMessageAttributes)
+	}
+	size := 0
+	for _, name := range slices.Sorted(maps.Keys(attrs)) {
+		v := attrs[name]
+		if system {
+			if name != "AWSTraceHeader" {
+				return 0, errInvalidParameter.f("%s %q is not supported; the only one is AWSTraceHeader", what, name)
+			}
+			if v.DataType != "String" {
+				return 0, errInvalidParameter.f("%s %q must have DataType String", what, name)
+			}
+		} else if err := checkAttrName(name); err != nil {
+			return 0, err
+		}
+		base, _, _ := strings.Cut(v.DataType, ".")
+		if len(v.DataType) > 256 || base != "String" && base != "Number" && base != "Binary" {
+			return 0, errInvalidParameter.f("%s %q has DataType %q; it must be String, Number or Binary, optionally followed by .custom-type", what, name, v.DataType)
+		}
+		if len(v.StringListValues) > 0 || len(v.BinaryListValues) > 0 {
+			return 0, errInvalidParameter.f("%s %q: StringListValues and BinaryListValues are not supported", what, name)
+		}
+		switch base {
+		case "Binary":
+			if v.StringValue != nil || len(v.BinaryValue) == 0 {
+				return 0, errInvalidParameter.f("%s %q must contain a non-empty BinaryValue and no StringValue", what, name)
+			}
+			size += len(v.BinaryValue)
+		default:
+			if v.StringValue == nil || *v.StringValue == "" || v.BinaryValue != nil {
+				return 0, errInvalidParameter.f("%s %q must contain a non-empty StringValue of type %s and no BinaryValue", what, name, base)
+			}
+			if !validText(*v.StringValue) {
+				return 0, errInvalidParameter.f("%s %q has characters outside those SQS allows", what, name)
+			}
+			if base == "Number" {
+				if _, err := strconv.ParseFloat(strings.TrimSpace(*v.StringValue), 64); err != nil {
+					return 0, errInvalidParameter.f("%s %q of type Number has value %q, which is not a number", what, name, *v.StringValue)
+				}
+			}
+			size += len(*v.StringValue)
+		}
+		size += len(name) + len(v.DataType)
+	}
+	return size, nil
+}
+
+// checkAttrName applies SQS's rules for message attribute names.
+func checkAttrName(name string) *apiError {
+	lower := strings.ToLower(name)
+	switch {
+	case name == "" || len(name) > 256:
+		return errInvalidParameter.f("message attribute name %q must be 1 to 256 characters", name)
+	case strings.HasPrefix(lower, "aws.") || strings.HasPrefix(lower, "amazon."):
+		return errInvalidParameter.f("message attribute name %q must not start with AWS. or Amazon.", name)
+	case name[0] == '.' || name[len(name)-1] == '.' || strings.Contains(name, ".."):
+		return errInvalidParameter.f("message attribute name %q must not start or end with a period or hold two in a row", name)
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return errInvalidParameter.f("message attribute name %q may hold only letters, digits, '_', '-' and '.'", name)
+		}
+	}
+	return nil
+}
+
+// validText reports whether s holds only the characters SQS allows in a
+// message: tab, newline, carriage return and Unicode from U+0020 on,
+// without surrogates, U+FFFE and U+FFFF.
+func validText(s string) bool {
+	for i, c := range s {
+		switch {
+		case c == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			return false
+		case c == '\t' || c == '\n' || c == '\r':
+		case c < 0x20, c >= 0xD800 && c <= 0xDFFF, c == 0xFFFE, c == 0xFFFF:
+			return false
+		}
+	}
+	return true
+}
+
+// encodeAttrs is what the store keeps of a message's attributes: nil when
+// it has none.
+func encodeAttrs(msg, sys map[string]attrValue) []byte {
+	if len(msg) == 0 && len(sys) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(storedAttrs{Message: msg, System: sys}) // maps of plain values always marshal
+	return b
+}
+
+func decodeAttrs(b []byte) storedAttrs {
+	var a storedAttrs
+	if len(b) > 0 {
+		_ = json.Unmarshal(b, &a) // written by encodeAttrs; a message from elsewhere has none
+	}
+	return a
+}
+
+// attrsMD5 is SQS's digest of message attributes: for each, in the byte
+// order of the names, the name, the data type, a transport byte (1 for a
+// string, 2 for binary) and the value, each length first as a 4-byte big
+// endian number. It is "" for no attributes.
+func attrsMD5(attrs map[string]attrValue) string {
+	if len(attrs) == 0 {
+		return ""
+	}
+	h := md5.New()
+	field := func(b []byte) {
+		_ = binary.Write(h, binary.BigEndian, uint32(len(b)))
+		h.Write(b)
+	}
+	for _, name := range slices.Sorted(maps.Keys(attrs)) {
+		v := attrs[name]
+		field([]byte(name))
+		field([]byte(v.DataType))
+		if v.StringValue != nil {
+			h.Write([]byte{1})
+			field([]byte(*v.StringValue))
+		} else {
+			h.Write([]byte{2})
+			field(v.BinaryValue)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func bodyMD5(body string) string {
+	sum := md5.Sum([]byte(body))
+	return hex.EncodeToString(sum[:])
+}
+
+// selectAttrs keeps the attributes that names ask for: "All" or ".*"
+// for every one, "prefix.*" for those under a prefix, or exact names.
+func selectAttrs(attrs map[string]attrValue, names []string) map[string]attrValue {
+	if len(attrs) == 0 || len(names) == 0 {
+		return nil
+	}
+	out := map[string]attrValue{}
+	for name, v := range attrs {
+		for _, want := range names {
+			prefix, isPrefix := strings.CutSuffix(want, ".*")
+			if want == "All" || want == ".*" || want == name || isPrefix && strings.HasPrefix(name, prefix+".") {
+				out[name] = v
+				break
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}

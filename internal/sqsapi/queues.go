@@ -1,0 +1,341 @@
+package sqsapi
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"maps"
+	"net/url"
+	"strings"
+
+	"github.com/leasehold/leasehold/store"
+)
+
+// tagPrefix marks a queue's tags among the attributes of its record.
+const tagPrefix = "tag:"
+
+// empty is the output of actions that return nothing.
+type empty struct{}
+
+type queueURLOutput struct {
+	QueueUrl string `json:"QueueUrl"`
+}
+
+func (a *API) createQueue(ctx context.Context, c *call) (any, error) {
+	var in struct {
+		QueueName  string            `json:"QueueName"`
+		Attributes map[string]string `json:"Attributes"`
+		Tags       map[string]string `json:"tags"`
+	}
+	if err := c.decode(&in); err != nil {
+		return nil, err
+	}
+	if err := checkQueueName(in.QueueName); err != nil {
+		return nil, err
+	}
+	fifo := isFifoName(in.QueueName)
+	if err := checkSetAttrs(in.Attributes, fifo, true); err != nil {
+		return nil, err
+	}
+	if err := checkTags(in.Tags); err != nil {
+		return nil, err
+	}
+	attrs := map[string]string{}
+	for k, v := range in.Attributes {
+		if v != "" {
+			attrs[k] = v
+		}
+	}
+	if fifo {
+		attrs[attrFifo] = "true"
+	}
+	for k, v := range in.Tags {
+		attrs[tagPrefix+k] = v
+	}
+	rec, created, err := a.st.CreateQueue(ctx, in.QueueName, attrs)
+	if err != nil {
+		return nil, err
+	}
+	q := a.remember(rec, a.clk.Monotonic())
+	if !created {
+		have, _ := a.queueAttributes(q, store.Stats{}, "", []string{"All"})
+		for k, v := range in.Attributes {
+			if have[k] != v && !(v == "" && have[k] == defaults[k]) {
+				return nil, errQueueNameExists.f("a queue already exists with the same name and a different value for attribute %s", k)
+			}
+		}
+	}
+	return queueURLOutput{a.queueURL(c.r, in.QueueName)}, nil
+}
+
+func (a *API) getQueueURL(ctx context.Context, c *call) (any, error) {
+	var in struct {
+		QueueName string `json:"QueueName"`
+	}
+	if err := c.decode(&in); err != nil {
+		return nil, err
+	}
+	if in.QueueName == "" {
+		return nil, errMissingParameter.f("the request must contain the parameter QueueName")
+	}
+	if _, err := a.lookup(ctx, nameURL(in.QueueName)); err != nil {
+		return nil, err
+	}
+	return queueURLOutput{a.queueURL(c.r, in.QueueName)}, nil
+}
+
+// nameURL makes a name into the form lookup reads: a path whose last
+// segment is the escaped name.
+func nameURL(name string) string { return "/" + url.PathEscape(name) }
+
+func (a *API) listQueues(ctx context.Context, c *call) (any, error) {
+	var in struct {
+		QueueNamePrefix string `json:"QueueNamePrefix"`
+		MaxResults      *int   `json:"MaxResults"`
+		NextToken       string `json:"NextToken"`
+	}
+	if err := c.decode(&in); err != nil {
+		return nil, err
+	}
+	limit := 1000
+	if in.MaxResults != nil {
+		if *in.MaxResults < 1 || *in.MaxResults > 1000 {
+			return nil, errInvalidParameter.f("MaxResults must be from 1 to 1000, not %d", *in.MaxResults)
+		}
+		limit = *in.MaxResults
+	}
+	after := ""
+	if in.NextToken != "" {
+		b, err := base64.RawURLEncoding.DecodeString(in.NextToken)
+		if err != nil {
+			return nil, errInvalidParameter.f("NextToken %q is not a token this server gave", in.NextToken)
+		}
+		after = string(b)
+	}
+	names, err := a.st.Queues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out struct {
+		QueueUrls []string `json:"QueueUrls"`
+		NextToken string   `json:"NextToken,omitempty"`
+	}
+	out.QueueUrls = []string{}
+	for _, n := range names {
+		if n <= after || !strings.HasPrefix(n, in.QueueNamePrefix) {
+			continue
+		}
+		if len(out.QueueUrls) == limit {
+			if in.MaxResults != nil {
+				out.NextToken = base64.RawURLEncoding.EncodeToString([]byte(lastName(out.QueueUrls)))
+			}
+			break
+		}
+		out.QueueUrls = append(out.QueueUrls, a.queueURL(c.r, n))
+	}
+	return out, nil
+}
+
+// lastName is the queue name of the last of urls.
+func lastName(urls []string) string {
+	n, _ := queueName(urls[len(urls)-1])
+	return n
+}
+
+// queueInput names the queue of an action; alone, it is the input of the
+// actions that take only a queue.
+type queueInput struct {
+	QueueUrl string `json:"QueueUrl"`
+}
+
+func (in *queueInput) queueURL() string { return in.QueueUrl }
+
+// queueRequest is the input of an action on one queue.
+type queueRequest interface{ queueURL() string }
+
+// batchRequest is the input of a batch action.
+type batchRequest interface{ entryIDs() []string }
+
+// open decodes the input of an action on one queue into in, checks the
+// ids of a batch's entries, and finds the queue.
+func (a *API) open(ctx context.Context, c *call, in queueRequest) (*queue, error) {
+	if err := c.decode(in); err != nil {
+		return nil, err
+	}
+	if b, ok := in.(batchRequest); ok {
+		if err := checkBatchIDs(b.entryIDs()); err != nil {
+			return nil, err
+		}
+	}
+	return a.lookup(ctx, in.queueURL())
+}
+
+func (a *API) deleteQueue(ctx context.Context, c *call) (any, error) {
+	var in queueInput
+	q, err := a.open(ctx, c, &in)
+	if err != nil {
+		return nil, err
+	}
+	a.forget(q.name())
+	if _, err := a.st.DeleteQueue(ctx, q.name()); err != nil {
+		return nil, err
+	}
+	return empty{}, nil
+}
+
+func (a *API) purgeQueue(ctx context.Context, c *call) (any, error) {
+	var in queueInput
+	q, err := a.open(ctx, c, &in)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := a.st.PurgeQueue(ctx, q.name()); err != nil {
+		return nil, err
+	}
+	return empty{}, nil
+}
+
+func (a *API) getQueueAttributes(ctx context.Context, c *call) (any, error) {
+	var in struct {
+		queueInput
+		AttributeNames []string `json:"AttributeNames"`
+	}
+	q, err := a.open(ctx, c, &in)
+	if err != nil {
+		return nil, err
+	}
+	var st store.Stats
+	for _, n := range in.AttributeNames {
+		if n == "All" || strings.HasPrefix(n, "ApproximateNumberOfMessages") {
+			if st, err = a.st.Stats(ctx, q.name()); err != nil {
+				return nil, err
+			}
+			break
+		}
+	}
+	attrs, aerr := a.queueAttributes(q, st, a.queueARN(q.name()), in.AttributeNames)
+	if aerr != nil {
+		return nil, aerr
+	}
+	return struct {
+		Attributes map[string]string `json:"Attributes,omitempty"`
+	}{attrs}, nil
+}
+
+func (a *API) setQueueAttributes(ctx context.Context, c *call) (any, error) {
+	var in struct {
+		queueInput
+		Attributes map[string]string `json:"Attributes"`
+	}
+	if err := c.decode(&in); err != nil {
+		return nil, err
+	}
+	if len(in.Attributes) == 0 {
+		return nil, errMissingParameter.f("the request must contain the parameter Attributes")
+	}
+	q, err := a.lookup(ctx, in.QueueUrl)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSetAttrs(in.Attributes, q.fifo, false); err != nil {
+		return nil, err
+	}
+	return a.setAttrs(ctx, q.name(), in.Attributes)
+}
+
+// setAttrs changes a queue's record and the cache.
+func (a *API) setAttrs(ctx context.Context, name string, attrs map[string]string) (any, error) {
+	rec, err := a.st.SetQueueAttributes(ctx, name, attrs)
+	if err != nil {
+		a.forget(name)
+		return nil, asMissingQueue(err, name)
+	}
+	a.remember(rec, a.clk.Monotonic())
+	return empty{}, nil
+}
+
+// asMissingQueue reports a queue deleted under a request as SQS does.
+func asMissingQueue(err error, name string) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return errQueueDoesNotExist.f("the specified queue %s does not exist", name)
+	}
+	return err
+}
+
+// checkTags applies SQS's limits to tags: at most 50, keys 1 to 128
+// characters, values at most 256.
+func checkTags(tags map[string]string) *apiError {
+	if len(tags) > 50 {
+		return errInvalidParameter.f("a queue takes at most 50 tags, not %d", len(tags))
+	}
+	for k, v := range tags {
+		if k == "" || len(k) > 128 || len(v) > 256 {
+			return errInvalidParameter.f("tag %q: keys are 1 to 128 characters and values at most 256", k)
+		}
+	}
+	return nil
+}
+
+func (a *API) tagQueue(ctx context.Context, c *call) (any, error) {
+	var in struct {
+		queueInput
+		Tags map[string]string `json:"Tags"`
+	}
+	if err := c.decode(&in); err != nil {
+		return nil, err
+	}
+	if len(in.Tags) == 0 {
+		return nil, errMissingParameter.f("the request must contain the parameter Tags")
+	}
+	if err := checkTags(in.Tags); err != nil {
+		return nil, err
+	}
+	q, err := a.lookup(ctx, in.QueueUrl)
+	if err != nil {
+		return nil, err
+	}
+	attrs := map[string]string{}
+	for k, v := range in.Tags {
+		attrs[tagPrefix+k] = v
+	}
+	return a.setAttrs(ctx, q.name(), attrs)
+}
+
+func (a *API) untagQueue(ctx context.Context, c *call) (any, error) {
+	var in struct {
+		queueInput
+		TagKeys []string `json:"TagKeys"`
+	}
+	if err := c.decode(&in); err != nil {
+		return nil, err
+	}
+	if len(in.TagKeys) == 0 {
+		return nil, errMissingParameter.f("the request must contain the parameter TagKeys")
+	}
+	q, err := a.lookup(ctx, in.QueueUrl)
+	if err != nil {
+		return nil, err
+	}
+	attrs := map[string]string{}
+	for _, k := range in.TagKeys {
+		attrs[tagPrefix+k] = ""
+	}
+	return a.setAttrs(ctx, q.name(), attrs)
+}
+
+func (a *API) listQueueTags(ctx context.Context, c *call) (any, error) {
+	var in queueInput
+	q, err := a.open(ctx, c, &in)
+	if err != nil {
+		return nil, err
+	}
+	tags := map[string]string{}
+	for k, v := range maps.All(q.rec.Attributes) {
+		if t, ok := strings.CutPrefix(k, tagPrefix); ok {
+			tags[t] = v
+		}
+	}
+	return struct {
+		Tags map[string]string `json:"Tags,omitempty"`
+	}{tags}, nil
+}

@@ -1,0 +1,364 @@
+package sqsapi
+
+import (
+	"context"
+	"errors"
+	"hash/crc32"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/mailbox"
+	"github.com/leasehold/leasehold/store"
+)
+
+// systemAttributeNames are the message system attributes a receive may
+// ask for.
+var systemAttributeNames = []string{"All", "SenderId", "SentTimestamp", "ApproximateReceiveCount",
+	"ApproximateFirstReceiveTimestamp", "SequenceNumber", "MessageDeduplicationId", "MessageGroupId",
+	"AWSTraceHeader", "DeadLetterQueueSourceArn"}
+
+type message struct {
+	MessageId              string               `json:"MessageId"`
+	ReceiptHandle          string               `json:"ReceiptHandle"`
+	MD5OfBody              string               `json:"MD5OfBody"`
+	Body                   string               `json:"Body"`
+	Attributes             map[string]string    `json:"Attributes,omitempty"`
+	MD5OfMessageAttributes string               `json:"MD5OfMessageAttributes,omitempty"`
+	MessageAttributes      map[string]attrValue `json:"MessageAttributes,omitempty"`
+}
+
+func (a *API) receiveMessage(ctx context.Context, c *call) (any, error) {
+	var in struct {
+		queueInput
+		MaxNumberOfMessages         *int     `json:"MaxNumberOfMessages"`
+		VisibilityTimeout           *int     `json:"VisibilityTimeout"`
+		WaitTimeSeconds             *int     `json:"WaitTimeSeconds"`
+		AttributeNames              []string `json:"AttributeNames"`
+		MessageSystemAttributeNames []string `json:"MessageSystemAttributeNames"`
+		MessageAttributeNames       []string `json:"MessageAttributeNames"`
+	}
+	q, err := a.open(ctx, c, &in)
+	if err != nil {
+		return nil, err
+	}
+	n, visibility, wait := 1, q.visibility, q.wait
+	if m := in.MaxNumberOfMessages; m != nil {
+		if *m < 1 || *m > maxBatch {
+			return nil, errInvalidParameter.f("value %d for parameter MaxNumberOfMessages is invalid: it must be from 1 to %d", *m, maxBatch)
+		}
+		n = *m
+	}
+	if v := in.VisibilityTimeout; v != nil {
+		if *v < 0 || *v > 43_200 {
+			return nil, errInvalidParameter.f("value %d for parameter VisibilityTimeout is invalid: it must be from 0 to 43200", *v)
+		}
+		visibility = time.Duration(*v) * time.Second
+	}
+	if w := in.WaitTimeSeconds; w != nil {
+		if *w < 0 || *w > 20 {
+			return nil, errInvalidParameter.f("value %d for parameter WaitTimeSeconds is invalid: it must be from 0 to 20", *w)
+		}
+		wait = time.Duration(*w) * time.Second
+	}
+	sysNames := append(slices.Clone(in.AttributeNames), in.MessageSystemAttributeNames...)
+	for _, n := range sysNames {
+		if !slices.Contains(systemAttributeNames, n) {
+			return nil, errInvalidAttributeName.f("unknown message system attribute %s", n)
+		}
+	}
+	// A visibility timeout of zero makes the message visible again at
+	// once: the shortest lease, which the reaper takes back at its next
+	// run.
+	visibility = max(visibility, store.MinLease)
+
+	mb, err := mailbox.New(mailbox.Config{Store: a.st, Queue: q.name(), WorkerID: a.cfg.WorkerID, PollInterval: a.cfg.PollInterval, Clock: a.clk})
+	if err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(a.drain, cancel)()
+	got, err := mb.Receive(rctx, mailbox.ReceiveOptions{Max: n, Visibility: visibility, Wait: wait})
+	if err != nil {
+		if a.drain.Err() != nil && ctx.Err() == nil && errors.Is(err, context.Canceled) {
+			err = nil
+		} else {
+			return nil, err
+		}
+	}
+	var out struct {
+		Messages []message `json:"Messages,omitempty"`
+	}
+	for _, m := range got {
+		out.Messages = append(out.Messages, a.receivedMessage(q, m, sysNames, in.MessageAttributeNames))
+	}
+	return out, nil
+}
+
+func (a *API) receivedMessage(q *queue, m *mailbox.Message, sysNames, attrNames []string) message {
+	body := string(m.Payload)
+	stored := decodeAttrs(m.Attributes)
+	out := message{MessageId: strconv.FormatInt(m.MessageID, 10), ReceiptHandle: formatHandle(q.name(), m.Lease),
+		MD5OfBody: bodyMD5(body), Body: body, MessageAttributes: selectAttrs(stored.Message, attrNames)}
+	out.MD5OfMessageAttributes = attrsMD5(out.MessageAttributes)
+	if len(sysNames) == 0 {
+		return out
+	}
+	ms := func(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+	all := map[string]string{
+		"SentTimestamp":                    ms(m.EnqueuedAt),
+		"ApproximateReceiveCount":          strconv.Itoa(m.Attempt),
+		"ApproximateFirstReceiveTimestamp": ms(m.FirstClaimedAt),
+	}
+	if m.Key != "" {
+		all["MessageGroupId"] = m.Key
+	}
+	if m.DedupID != "" {
+		all["MessageDeduplicationId"] = m.DedupID
+	}
+	if q.fifo {
+		all["SequenceNumber"] = strconv.FormatInt(m.MessageID, 10)
+	}
+	if t, ok := stored.System["AWSTraceHeader"]; ok && t.StringValue != nil {
+		all["AWSTraceHeader"] = *t.StringValue
+	}
+	out.Attributes = map[string]string{}
+	for k, v := range all {
+		if slices.Contains(sysNames, "All") || slices.Contains(sysNames, k) {
+			out.Attributes[k] = v
+		}
+	}
+	return out
+}
+
+// A receipt handle is the lease's own handle and a tag of the queue, so
+// that a handle is good only with the queue it came from.
+func formatHandle(queue string, l store.Lease) string {
+	return mailbox.FormatReceiptHandle(l) + "." + queueTag(queue)
+}
+
+func queueTag(queue string) string {
+	return strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(queue))), 36)
+}
+
+func parseHandle(queue, h string) (store.Lease, *apiError) {
+	invalid := errReceiptHandleIsInvalid.f("the input receipt handle %q is not a valid receipt handle for queue %s", h, queue)
+	if h == "" {
+		return store.Lease{}, errMissingParameter.f("the request must contain the parameter ReceiptHandle")
+	}
+	i := strings.LastIndexByte(h, '.')
+	if i < 0 || h[i+1:] != queueTag(queue) {
+		return store.Lease{}, invalid
+	}
+	l, err := mailbox.ParseReceiptHandle(h[:i])
+	if err != nil {
+		return store.Lease{}, invalid
+	}
+	return l, nil
+}
+
+// lost is the error of a receipt handle whose lease is no longer current.
+func lost(l store.Lease) *apiError {
+	return errReceiptHandleIsInvalid.f("the receipt handle has expired: the lease of message %d (fencing token %d) was lost, because its visibility timeout ended and it was received again, or it was deleted or released", l.MessageID, l.FencingToken)
+}
+
+// settleErr turns the error of one settled lease into an SQS error.
+func settleErr(l store.Lease, err error) error {
+	if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrNotFound) {
+		return lost(l)
+	}
+	return err
+}
+
+type handleEntry struct {
+	Id                string `json:"Id"`
+	ReceiptHandle     string `json:"ReceiptHandle"`
+	VisibilityTimeout *int   `json:"VisibilityTimeout"`
+}
+
+// handleBatch is the input of the batch actions on receipt handles.
+type handleBatch struct {
+	queueInput
+	Entries []handleEntry `json:"Entries"`
+}
+
+func (b *handleBatch) entryIDs() []string {
+	ids := make([]string, len(b.Entries))
+	for i, e := range b.Entries {
+		ids[i] = e.Id
+	}
+	return ids
+}
+
+type batchSuccess struct {
+	Id string `json:"Id"`
+}
+
+// openHandle decodes the input of an action on one receipt handle and
+// reads the lease it names.
+func (a *API) openHandle(ctx context.Context, c *call) (handleEntry, store.Lease, error) {
+	var in struct {
+		queueInput
+		handleEntry
+	}
+	q, err := a.open(ctx, c, &in)
+	if err != nil {
+		return in.handleEntry, store.Lease{}, err
+	}
+	l, aerr := parseHandle(q.name(), in.ReceiptHandle)
+	if aerr != nil {
+		return in.handleEntry, store.Lease{}, aerr
+	}
+	return in.handleEntry, l, nil
+}
+
+func (a *API) deleteMessage(ctx context.Context, c *call) (any, error) {
+	_, l, err := a.openHandle(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	errs, err := a.st.Complete(ctx, []store.Completion{{Lease: l}})
+	if err != nil {
+		return nil, err
+	}
+	if errs[0] != nil {
+		return nil, settleErr(l, errs[0])
+	}
+	return empty{}, nil
+}
+
+func (a *API) deleteMessageBatch(ctx context.Context, c *call) (any, error) {
+	var in handleBatch
+	q, err := a.open(ctx, c, &in)
+	if err != nil {
+		return nil, err
+	}
+	out := batchOutput[batchSuccess]{Successful: []batchSuccess{}, Failed: []batchFailure{}}
+	var cs []store.Completion
+	var ids []string
+	for _, e := range in.Entries {
+		l, aerr := parseHandle(q.name(), e.ReceiptHandle)
+		if aerr != nil {
+			out.Failed = append(out.Failed, failure(e.Id, aerr))
+			continue
+		}
+		cs, ids = append(cs, store.Completion{Lease: l}), append(ids, e.Id)
+	}
+	if len(cs) > 0 {
+		errs, err := a.st.Complete(ctx, cs)
+		if err != nil {
+			return nil, err
+		}
+		for i, e := range errs {
+			out.add(ids[i], settleErr(cs[i].Lease, e), batchSuccess{ids[i]})
+		}
+	}
+	return out, nil
+}
+
+// add records the outcome of one entry of a batch of receipt handles.
+func (o *batchOutput[T]) add(id string, err error, ok T) {
+	if err == nil {
+		o.Successful = append(o.Successful, ok)
+		return
+	}
+	o.Failed = append(o.Failed, failure(id, fromStore(err)))
+}
+
+// visibilityTimeout checks a new visibility timeout.
+func visibilityTimeout(v *int) (time.Duration, *apiError) {
+	if v == nil {
+		return 0, errMissingParameter.f("the request must contain the parameter VisibilityTimeout")
+	}
+	if *v < 0 || *v > 43_200 {
+		return 0, errInvalidParameter.f("value %d for parameter VisibilityTimeout is invalid: it must be from 0 to 43200", *v)
+	}
+	return time.Duration(*v) * time.Second, nil
+}
+
+// changeVisibility sets the visibility of the messages of leases, all to
+// d: zero gives them back at once (the receive still counts), more
+// extends their leases to d from now. It returns one error per lease.
+func (a *API) changeVisibility(ctx context.Context, leases []store.Lease, d time.Duration) ([]error, error) {
+	errs := make([]error, len(leases))
+	if d == 0 {
+		for i, l := range leases {
+			if err := a.st.Release(ctx, store.Release{Lease: l}); err != nil {
+				if !errors.Is(err, store.ErrLeaseLost) && !errors.Is(err, store.ErrNotFound) {
+					return nil, err
+				}
+				errs[i] = lost(l)
+			}
+		}
+		return errs, nil
+	}
+	res, err := a.st.Extend(ctx, leases, d)
+	if err != nil {
+		return nil, err
+	}
+	for i, l := range leases {
+		if slices.Contains(res.Lost, l) {
+			errs[i] = lost(l)
+		}
+	}
+	return errs, nil
+}
+
+func (a *API) changeMessageVisibility(ctx context.Context, c *call) (any, error) {
+	in, l, err := a.openHandle(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	d, aerr := visibilityTimeout(in.VisibilityTimeout)
+	if aerr != nil {
+		return nil, aerr
+	}
+	errs, err := a.changeVisibility(ctx, []store.Lease{l}, d)
+	if err != nil {
+		return nil, err
+	}
+	if errs[0] != nil {
+		return nil, errs[0]
+	}
+	return empty{}, nil
+}
+
+func (a *API) changeMessageVisibilityBatch(ctx context.Context, c *call) (any, error) {
+	var in handleBatch
+	q, err := a.open(ctx, c, &in)
+	if err != nil {
+		return nil, err
+	}
+	out := batchOutput[batchSuccess]{Successful: []batchSuccess{}, Failed: []batchFailure{}}
+	// Entries with the same timeout are extended in one store call.
+	byTimeout := map[time.Duration][]int{}
+	leases := make([]store.Lease, len(in.Entries))
+	for i, e := range in.Entries {
+		l, aerr := parseHandle(q.name(), e.ReceiptHandle)
+		if aerr == nil {
+			var d time.Duration
+			if d, aerr = visibilityTimeout(e.VisibilityTimeout); aerr == nil {
+				leases[i] = l
+				byTimeout[d] = append(byTimeout[d], i)
+				continue
+			}
+		}
+		out.Failed = append(out.Failed, failure(e.Id, aerr))
+	}
+	for d, idx := range byTimeout {
+		ls := make([]store.Lease, len(idx))
+		for j, i := range idx {
+			ls[j] = leases[i]
+		}
+		errs, err := a.changeVisibility(ctx, ls, d)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range idx {
+			out.add(in.Entries[i].Id, errs[j], batchSuccess{in.Entries[i].Id})
+		}
+	}
+	return out, nil
+}

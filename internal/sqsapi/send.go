@@ -1,0 +1,242 @@
+package sqsapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/leasehold/leasehold/store"
+)
+
+// sendEntry is one message to send: SendMessage's input, or an entry of
+// SendMessageBatch's.
+type sendEntry struct {
+	Id                      string               `json:"Id"`
+	MessageBody             *string              `json:"MessageBody"`
+	DelaySeconds            *int                 `json:"DelaySeconds"`
+	MessageAttributes       map[string]attrValue `json:"MessageAttributes"`
+	MessageSystemAttributes map[string]attrValue `json:"MessageSystemAttributes"`
+	MessageDeduplicationId  string               `json:"MessageDeduplicationId"`
+	MessageGroupId          string               `json:"MessageGroupId"`
+}
+
+// sent is the outcome of sending one message.
+type sent struct {
+	Id                           string `json:"Id,omitempty"`
+	MessageId                    string `json:"MessageId"`
+	MD5OfMessageBody             string `json:"MD5OfMessageBody"`
+	MD5OfMessageAttributes       string `json:"MD5OfMessageAttributes,omitempty"`
+	MD5OfMessageSystemAttributes string `json:"MD5OfMessageSystemAttributes,omitempty"`
+	SequenceNumber               string `json:"SequenceNumber,omitempty"`
+}
+
+// maxMessageIDLength bounds group and deduplication ids, as SQS does.
+const maxMessageIDLength = 128
+
+// prepare checks one message for queue q and makes it into what the store
+// enqueues. It returns the message's size too.
+func prepare(q *queue, e *sendEntry) (store.NewMessage, sent, int, *apiError) {
+	var none store.NewMessage
+	if e.MessageBody == nil || *e.MessageBody == "" {
+		return none, sent{}, 0, errMissingParameter.f("the request must contain the parameter MessageBody")
+	}
+	body := *e.MessageBody
+	if !validText(body) {
+		return none, sent{}, 0, errInvalidMessageContents.f("the message body holds characters outside those SQS allows")
+	}
+	msgSize, err := checkAttrs(e.MessageAttributes, false)
+	if err != nil {
+		return none, sent{}, 0, err
+	}
+	sysSize, err := checkAttrs(e.MessageSystemAttributes, true)
+	if err != nil {
+		return none, sent{}, 0, err
+	}
+	size := len(body) + msgSize + sysSize
+	if size > q.maxSize {
+		return none, sent{}, 0, errInvalidParameter.f("one or more parameters are invalid: the message is %d bytes with its attributes; it must be at most %d bytes", size, q.maxSize)
+	}
+	delay := q.delay
+	if e.DelaySeconds != nil {
+		if q.fifo {
+			return none, sent{}, 0, errInvalidParameter.f("value %d for parameter DelaySeconds is invalid: a FIFO queue takes no per-message delay, set the queue's DelaySeconds", *e.DelaySeconds)
+		}
+		if *e.DelaySeconds < 0 || *e.DelaySeconds > 900 {
+			return none, sent{}, 0, errInvalidParameter.f("value %d for parameter DelaySeconds is invalid: it must be from 0 to 900", *e.DelaySeconds)
+		}
+		delay = time.Duration(*e.DelaySeconds) * time.Second
+	}
+	for what, v := range map[string]string{"MessageGroupId": e.MessageGroupId, "MessageDeduplicationId": e.MessageDeduplicationId} {
+		if err := checkMessageID(what, v); err != nil {
+			return none, sent{}, 0, err
+		}
+	}
+	dedup := e.MessageDeduplicationId
+	if q.fifo {
+		if e.MessageGroupId == "" {
+			return none, sent{}, 0, errMissingParameter.f("the request must contain the parameter MessageGroupId: the queue is FIFO")
+		}
+		if dedup == "" {
+			if !q.contentDedup {
+				return none, sent{}, 0, errInvalidParameter.f("the queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly")
+			}
+			sum := sha256.Sum256([]byte(body))
+			dedup = hex.EncodeToString(sum[:])
+		}
+	}
+	msg := store.NewMessage{Queue: q.name(), Payload: []byte(body), Key: e.MessageGroupId, DedupID: dedup, Delay: delay,
+		MaxDeliveries: q.maxDeliveries(), Attributes: encodeAttrs(e.MessageAttributes, e.MessageSystemAttributes)}
+	out := sent{Id: e.Id, MD5OfMessageBody: bodyMD5(body), MD5OfMessageAttributes: attrsMD5(e.MessageAttributes),
+		MD5OfMessageSystemAttributes: attrsMD5(e.MessageSystemAttributes)}
+	return msg, out, size, nil
+}
+
+// checkMessageID applies SQS's rules to a group or deduplication id: at
+// most 128 printable ASCII characters.
+func checkMessageID(what, v string) *apiError {
+	if len(v) > maxMessageIDLength {
+		return errInvalidParameter.f("%s must be at most %d characters, not %d", what, maxMessageIDLength, len(v))
+	}
+	for _, c := range []byte(v) {
+		if c < 0x21 || c > 0x7e {
+			return errInvalidParameter.f("%s %q may hold only printable ASCII characters without spaces", what, v)
+		}
+	}
+	return nil
+}
+
+// finish fills in what the store's answer gives: the message id, and a
+// FIFO queue's sequence number.
+func (s *sent) finish(q *queue, e store.Enqueued) {
+	s.MessageId = strconv.FormatInt(e.ID, 10)
+	if q.fifo {
+		s.SequenceNumber = fmt.Sprintf("%020d", e.ID)
+	}
+}
+
+func (a *API) sendMessage(ctx context.Context, c *call) (any, error) {
+	var in struct {
+		queueInput
+		sendEntry
+	}
+	q, err := a.open(ctx, c, &in)
+	if err != nil {
+		return nil, err
+	}
+	msg, out, _, aerr := prepare(q, &in.sendEntry)
+	if aerr != nil {
+		return nil, aerr
+	}
+	res, err := a.st.Enqueue(ctx, []store.NewMessage{msg})
+	if err != nil {
+		return nil, err
+	}
+	out.Id = ""
+	out.finish(q, res[0])
+	return out, nil
+}
+
+// sendBatch is SendMessageBatch's input.
+type sendBatch struct {
+	queueInput
+	Entries []sendEntry `json:"Entries"`
+}
+
+func (b *sendBatch) entryIDs() []string {
+	ids := make([]string, len(b.Entries))
+	for i, e := range b.Entries {
+		ids[i] = e.Id
+	}
+	return ids
+}
+
+// batchFailure is a failed entry of a batch.
+type batchFailure struct {
+	Id          string `json:"Id"`
+	SenderFault bool   `json:"SenderFault"`
+	Code        string `json:"Code"`
+	Message     string `json:"Message"`
+}
+
+func failure(id string, e *apiError) batchFailure {
+	return batchFailure{Id: id, SenderFault: !e.server && e.status < 500, Code: e.code, Message: e.message}
+}
+
+// batchOutput is the output of every batch action.
+type batchOutput[T any] struct {
+	Successful []T            `json:"Successful"`
+	Failed     []batchFailure `json:"Failed"`
+}
+
+func (a *API) sendMessageBatch(ctx context.Context, c *call) (any, error) {
+	var in sendBatch
+	q, err := a.open(ctx, c, &in)
+	if err != nil {
+		return nil, err
+	}
+	out := batchOutput[sent]{Successful: []sent{}, Failed: []batchFailure{}}
+	var msgs []store.NewMessage
+	var oks []sent
+	total := 0
+	for i := range in.Entries {
+		msg, s, size, aerr := prepare(q, &in.Entries[i])
+		if aerr != nil {
+			out.Failed = append(out.Failed, failure(in.Entries[i].Id, aerr))
+			continue
+		}
+		total += size
+		msgs, oks = append(msgs, msg), append(oks, s)
+	}
+	if total > maxMessageSize {
+		return nil, errBatchTooLong.f("the batch's messages are %d bytes in all; at most %d are allowed", total, maxMessageSize)
+	}
+	if len(msgs) > 0 {
+		res, err := a.st.Enqueue(ctx, msgs)
+		if err != nil {
+			return nil, err
+		}
+		for i := range oks {
+			oks[i].finish(q, res[i])
+		}
+		out.Successful = oks
+	}
+	return out, nil
+}
+
+// maxBatch is how many entries a batch takes at most.
+const maxBatch = 10
+
+// checkBatchIDs applies SQS's rules to a batch's entries: 1 to 10, ids of
+// 1 to 80 letters, digits, hyphens and underscores, none twice.
+func checkBatchIDs(ids []string) *apiError {
+	n := len(ids)
+	switch {
+	case n == 0:
+		return errEmptyBatch.f("there should be at least one entry in the request")
+	case n > maxBatch:
+		return errTooManyEntries.f("maximum number of entries per request are %d; you have sent %d", maxBatch, n)
+	}
+	seen := make(map[string]bool, n)
+	for _, s := range ids {
+		if s == "" || len(s) > 80 {
+			return errInvalidBatchEntryId(s)
+		}
+		for _, c := range s {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+				return errInvalidBatchEntryId(s)
+			}
+		}
+		if seen[s] {
+			return errBatchIDsNotDistinct.f("id %s repeated", s)
+		}
+		seen[s] = true
+	}
+	return nil
+}
+
+func errInvalidBatchEntryId(id string) *apiError {
+	return errInvalidBatchEntryID.f("a batch entry id can only contain alphanumeric characters, hyphens and underscores, 1 to 80 of them; %q does not", id)
+}

@@ -1,0 +1,17 @@
+-- A queue's record (Store.CreateQueue) shares the queue's row with its
+-- pause, since both are the queue's settings: created_at is NULL while the
+-- queue has no record, as in a row that only Pause made, and Queues lists
+-- the rows that are paused or recorded. attributes is the record's JSON
+-- object of strings; created_at and updated_at are Unix microseconds.
+-- DeleteQueue deletes the row, record and pause together; PurgeQueue
+-- leaves it.
+ALTER TABLE leasehold_queues ADD COLUMN attributes TEXT;
+ALTER TABLE leasehold_queues ADD COLUMN created_at INTEGER;
+ALTER TABLE leasehold_queues ADD COLUMN updated_at INTEGER;
+
+-- A message's attributes, kept beside its payload as given; NULL for
+-- none. first_claimed_at is when its first claim took it, in Unix
+-- microseconds: NULL until then, and for a message claimed only before
+-- this migration, until its next claim.
+ALTER TABLE leasehold_messages ADD COLUMN attributes BLOB;
+ALTER TABLE leasehold_messages ADD COLUMN first_claimed_at INTEGER;
