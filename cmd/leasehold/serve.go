@@ -7,11 +7,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/leasehold/leasehold/internal/serve"
+	"github.com/leasehold/leasehold/internal/worker"
 )
 
 func (a *app) serveCommand() *cobra.Command {
 	var addr, region string
 	var reapEvery, shutdownTimeout time.Duration
+	retainCompleted, retainDead := retention{worker.DefaultCompletedRetention}, retention{worker.DefaultDeadRetention}
 	cmd := &cobra.Command{
 		Use:   "serve [--addr HOST:PORT]",
 		Short: "Serve the Amazon SQS API, Prometheus metrics and health checks over HTTP",
@@ -33,6 +35,11 @@ request must carry a valid AWS Signature Version 4 made with them, at most
 15 minutes old. Without them, requests are not checked, and serve listens
 only on a loopback address.
 
+The server reaps every --reap-interval, so that a message whose visibility
+timeout ended can be received again within it; and, while it is the
+database's maintainer (one process of all workers and servers is), it
+deletes finished messages after --retain-completed and --retain-dead.
+
 SIGTERM or SIGINT stops gracefully: long polls return at once, requests in
 flight finish; a second signal stops at once.`,
 		Example: `  leasehold serve
@@ -41,6 +48,7 @@ flight finish; a second signal stops at once.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := serve.Config{Addr: addr, Region: region, ReapInterval: reapEvery, ShutdownTimeout: shutdownTimeout,
+				CompletedRetention: retainCompleted.d, DeadRetention: retainDead.d,
 				AccessKeyID: os.Getenv("LEASEHOLD_ACCESS_KEY_ID"), SecretAccessKey: os.Getenv("LEASEHOLD_SECRET_ACCESS_KEY"),
 				Logger: a.log}
 			if reapEvery <= 0 || shutdownTimeout <= 0 {
@@ -71,5 +79,7 @@ flight finish; a second signal stops at once.`,
 	fl.StringVar(&region, "region", "us-east-1", "region named in queue ARNs")
 	fl.DurationVar(&reapEvery, "reap-interval", serve.DefaultReapInterval, "how often the reaper gives back messages whose visibility timeout ended")
 	fl.DurationVar(&shutdownTimeout, "shutdown-timeout", serve.DefaultShutdownTimeout, "how long a graceful stop waits for requests in flight")
+	fl.Var(&retainCompleted, "retain-completed", "keep completed messages this long after they finish, then delete them (or forever)")
+	fl.Var(&retainDead, "retain-dead", "keep dead and cancelled messages this long after they end, then delete them (or forever)")
 	return cmd
 }

@@ -1,8 +1,9 @@
 // Package serve is leasehold's HTTP face on one listener: the SQS API at
 // POST /, Prometheus metrics at GET /metrics, and health at GET /healthz
-// (the process runs) and GET /readyz (the database answers). A reaper
-// beside it gives back the messages of receivers whose visibility timeout
-// ended.
+// (the process runs) and GET /readyz (the database answers). Beside it
+// runs the database's upkeep: a reaper that gives back the messages of
+// receivers whose visibility timeout ended, and, while this process is
+// the database's maintainer, the cleaner of finished messages.
 package serve
 
 import (
@@ -59,6 +60,10 @@ type Config struct {
 	// ReapInterval is how often the reaper runs. Default
 	// DefaultReapInterval.
 	ReapInterval time.Duration
+	// CompletedRetention and DeadRetention are how long finished messages
+	// are kept, as in a worker (see worker.CleanerConfig); the server
+	// cleans only while it holds the database's maintainer lease.
+	CompletedRetention, DeadRetention time.Duration
 	// ShutdownTimeout bounds a graceful stop. Default
 	// DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
@@ -72,7 +77,7 @@ type Config struct {
 type Server struct {
 	cfg    Config
 	api    *sqsapi.API
-	reaper *worker.Reaper
+	maint  *worker.Maintenance
 	mux    *http.ServeMux
 	http   *http.Server
 	state  runstate.State
@@ -139,7 +144,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
-	reaper, err := worker.NewReaper(worker.ReaperConfig{Store: cfg.Store, Interval: cfg.ReapInterval, Clock: cfg.Clock,
+	maint, err := worker.NewMaintenance(worker.MaintenanceConfig{Store: cfg.Store, ReapInterval: cfg.ReapInterval,
+		CompletedRetention: cfg.CompletedRetention, DeadRetention: cfg.DeadRetention, Clock: cfg.Clock,
 		Logger: cfg.Logger, MeterProvider: mp})
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
@@ -148,7 +154,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: metrics: %w", err)
 	}
-	s := &Server{cfg: cfg, api: api, reaper: reaper, stopping: make(chan struct{}), unobserve: unobserve, meterClose: mp.Shutdown}
+	s := &Server{cfg: cfg, api: api, maint: maint, stopping: make(chan struct{}), unobserve: unobserve, meterClose: mp.Shutdown}
 	s.mux = http.NewServeMux()
 	s.mux.Handle("POST /{$}", api)
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
@@ -230,9 +236,9 @@ func (s *Server) Run(ctx context.Context) error {
 		"signed", s.cfg.AccessKeyID != "", "reap_interval", s.cfg.ReapInterval)
 
 	var loops sync.WaitGroup
-	loops.Go(func() { _ = s.reaper.Run(ctx) })
+	loops.Go(func() { _ = s.maint.Run(ctx) })
 	defer func() {
-		_ = s.reaper.Shutdown(context.WithoutCancel(ctx))
+		_ = s.maint.Shutdown(context.WithoutCancel(ctx))
 		loops.Wait()
 	}()
 

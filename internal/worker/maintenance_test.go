@@ -1,0 +1,80 @@
+package worker_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/worker"
+	"github.com/leasehold/leasehold/store"
+)
+
+// Every Maintenance reaps; only the one that holds the maintainer lease
+// cleans, and when it stops another takes over.
+func TestMaintenance(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st := newStore(t)
+		start := func(id string) (*worker.Maintenance, chan error) {
+			m, err := worker.NewMaintenance(worker.MaintenanceConfig{Store: st, ID: id, LeaseDuration: 3 * time.Second,
+				ReapInterval: time.Second, CompletedRetention: time.Hour, Logger: quietLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- m.Run(ctx) }()
+			synctest.Wait()
+			return m, done
+		}
+		a, aDone := start("a")
+		b, bDone := start("b")
+		if !a.Maintaining() || b.Maintaining() {
+			t.Fatalf("maintaining: a %v, b %v; want a only", a.Maintaining(), b.Maintaining())
+		}
+
+		// A lease that ends comes back within the reap interval.
+		if _, err := st.Enqueue(ctx, []store.NewMessage{{Queue: "q"}}); err != nil {
+			t.Fatal(err)
+		}
+		if ds, err := st.Claim(ctx, store.Claim{Queue: "q", WorkerID: "gone", Max: 1, LeaseDuration: 2 * time.Second}); err != nil || len(ds) != 1 {
+			t.Fatalf("claim = %v, %v", ds, err)
+		}
+		time.Sleep(3500 * time.Millisecond)
+		synctest.Wait()
+		if s, _ := st.Stats(ctx, "q"); s.Pending != 1 || s.Processing != 0 {
+			t.Fatalf("after the lease ended: %+v, want it pending again", s)
+		}
+
+		// A completed message goes once its retention and the dedup window
+		// have passed.
+		ds, err := st.Claim(ctx, store.Claim{Queue: "q", WorkerID: "w", Max: 1, LeaseDuration: time.Minute})
+		if err != nil || len(ds) != 1 {
+			t.Fatalf("claim = %v, %v", ds, err)
+		}
+		if _, err := st.Complete(ctx, []store.Completion{{Lease: ds[0].Lease}}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Hour + 2*time.Minute)
+		synctest.Wait()
+		if s, _ := st.Stats(ctx, "q"); s.Completed != 0 {
+			t.Fatalf("after the retention: %+v, want the completed message deleted", s)
+		}
+
+		if err := a.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-aDone; err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second + 10*time.Millisecond)
+		synctest.Wait()
+		if !b.Maintaining() {
+			t.Fatal("b does not maintain once a stopped")
+		}
+		if err := b.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		<-bDone
+	})
+}
