@@ -1,0 +1,72 @@
+package sqsapi
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/leasehold/leasehold/clock/clocktest"
+	"github.com/leasehold/leasehold/store/memory"
+)
+
+// Whatever a client sends, the API answers with its output or with an
+// error of the sender's in SQS's shape, and never fails on the server's
+// side: bad input is named, not crashed on.
+func FuzzAPI(f *testing.F) {
+	seeds := []struct{ action, body string }{
+		{"CreateQueue", `{"QueueName":"q","Attributes":{"VisibilityTimeout":"5","RedrivePolicy":"{\"maxReceiveCount\":2}"}}`},
+		{"CreateQueue", `{"QueueName":"f.fifo","Attributes":{"FifoQueue":"true"}}`},
+		{"SendMessage", `{"QueueUrl":"/q","MessageBody":"x","MessageAttributes":{"a":{"DataType":"Number","StringValue":"1"}}}`},
+		{"SendMessage", `{"QueueUrl":"/f.fifo","MessageBody":"x","MessageGroupId":"g","MessageDeduplicationId":"d"}`},
+		{"SendMessageBatch", `{"QueueUrl":"/q","Entries":[{"Id":"a","MessageBody":"1"},{"Id":"b","MessageBody":"2","DelaySeconds":3}]}`},
+		{"ReceiveMessage", `{"QueueUrl":"/q","MaxNumberOfMessages":10,"AttributeNames":["All"],"MessageAttributeNames":["a.*"]}`},
+		{"DeleteMessage", `{"QueueUrl":"/q","ReceiptHandle":"1.1.xyz"}`},
+		{"ChangeMessageVisibilityBatch", `{"QueueUrl":"/q","Entries":[{"Id":"a","ReceiptHandle":"1.1","VisibilityTimeout":0}]}`},
+		{"GetQueueAttributes", `{"QueueUrl":"/q","AttributeNames":["All"]}`},
+		{"SetQueueAttributes", `{"QueueUrl":"/q","Attributes":{"DelaySeconds":"901"}}`},
+		{"ListQueues", `{"MaxResults":1,"NextToken":"cQ"}`},
+		{"Nope", `{}`},
+		{"SendMessage", `not json`},
+	}
+	for _, s := range seeds {
+		f.Add(s.action, s.body)
+	}
+	f.Fuzz(func(t *testing.T, action, body string) {
+		clk := clocktest.New()
+		st, err := memory.New(memory.Config{Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		a, err := New(Config{Store: st, Clock: clk, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The fake clock never moves: long polls must not wait for it.
+		a.Drain()
+		for _, act := range []string{"CreateQueue", action} {
+			in := body
+			if act != action {
+				in = `{"QueueName":"q"}`
+			}
+			r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(in))
+			r.Header.Set("X-Amz-Target", targetPrefix+act)
+			w := httptest.NewRecorder()
+			a.ServeHTTP(w, r)
+			var out map[string]any
+			if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil {
+				t.Fatalf("%s %q: the answer is not JSON: %q", act, in, w.Body.String())
+			}
+			switch {
+			case w.Code == http.StatusOK:
+			case w.Code >= 500:
+				t.Fatalf("%s %q: status %d %s", act, in, w.Code, w.Body.String())
+			case out["__type"] == nil || out["message"] == nil || w.Header().Get("X-Amzn-Query-Error") == "":
+				t.Fatalf("%s %q: status %d without SQS's error shape: %s", act, in, w.Code, w.Body.String())
+			}
+		}
+	})
+}
