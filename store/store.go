@@ -376,14 +376,39 @@ type Prune struct {
 	Limit int
 }
 
-// ListFilter selects messages for List.
+// ListFilter selects messages for List: those of Queue in State that
+// pass every filter that is set.
 type ListFilter struct {
 	Queue string
 	State State
+	// Key, when set, lists only the messages with this key.
+	Key string
+	// Kind, when set, lists only the messages of this kind.
+	Kind string
+	// Reason, when set, lists only the messages dead for this reason. It
+	// needs State Dead: with any other state it is ErrInvalid.
+	Reason DeadReason
 	// AfterID lists messages with larger ids only, for paging.
 	AfterID int64
+	// BeforeID, when positive, lists messages with smaller ids only, and
+	// the result is then in descending id order, newest first: the page
+	// before the one that starts at BeforeID. Not negative. It may be
+	// combined with AfterID, to list the ids between them.
+	BeforeID int64
 	// Limit is 1 to MaxBatch; zero means 100.
 	Limit int
+}
+
+// BlockedKey is a key whose messages wait behind its head.
+type BlockedKey struct {
+	Key string
+	// Waiting counts the key's messages behind its head.
+	Waiting int64
+	// Head is the key's message that runs (or will run) first: pending or
+	// processing. It is the zero Info, with ID 0, when the key had
+	// waiting messages but no head at the instant it was read (a race
+	// with the promotion of its next message).
+	Head Info
 }
 
 // Store is a durable queue of messages under fenced leases. Implementations
@@ -464,8 +489,23 @@ type Store interface {
 	// whether it is paused stay. Leases on them are lost, and the
 	// queue's completed count starts again from zero.
 	PurgeQueue(ctx context.Context, queue string) (int, error)
-	// List lists messages of a queue in one state, by id.
+	// List lists messages of a queue in one state that pass f's filters,
+	// by id: in ascending order, or in descending order when f.BeforeID
+	// is set. The SQL backends read a page through an index of the state,
+	// of the key when f.Key is set, or of the kind for completed messages
+	// when f.Kind is set, so that it costs the same however much history
+	// the queue keeps; a filter on a dead reason, or on a kind of other
+	// states, passes over the state's messages of other reasons or kinds.
 	List(ctx context.Context, f ListFilter) ([]Info, error)
+	// Get returns the message with the id, of any queue and in any state;
+	// an error wrapping ErrNotFound when there is none.
+	Get(ctx context.Context, id int64) (Info, error)
+	// BlockedKeys lists the keys of a queue that have messages in the
+	// Waiting state, with how many wait and their head, sorted by key (in
+	// byte order; on PostgreSQL in the database's collation), those after
+	// afterKey only, at most limit of them: 1 to MaxBatch, zero means
+	// 100. A key without waiting messages is not listed.
+	BlockedKeys(ctx context.Context, queue, afterKey string, limit int) ([]BlockedKey, error)
 	// Prune deletes up to p.Limit finished messages (completed, dead or
 	// cancelled, as p.State says) that finished more than p.OlderThan ago.
 	// It never deletes a message within the dedup window of its enqueue,

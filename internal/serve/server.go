@@ -1,6 +1,7 @@
 // Package serve is leasehold's HTTP face on one listener: the SQS API at
-// POST /, Prometheus metrics at GET /metrics, and health at GET /healthz
-// (the process runs) and GET /readyz (the database answers). Beside it
+// POST /, the dashboard at GET / (and under /queues/), Prometheus metrics
+// at GET /metrics, and health at GET /healthz (the process runs) and GET
+// /readyz (the database answers). Beside it
 // runs the database's upkeep: a reaper that gives back the messages of
 // receivers whose visibility timeout ended, and, while this process is
 // the database's maintainer, the cleaner of finished messages.
@@ -25,6 +26,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/internal/dashboard"
 	"github.com/leasehold/leasehold/internal/runstate"
 	"github.com/leasehold/leasehold/internal/sigv4"
 	"github.com/leasehold/leasehold/internal/sqsapi"
@@ -75,12 +77,13 @@ type Config struct {
 
 // Server serves leasehold over HTTP. It is a lifecycle.Runnable.
 type Server struct {
-	cfg    Config
-	api    *sqsapi.API
-	maint  *worker.Maintenance
-	mux    *http.ServeMux
-	http   *http.Server
-	state  runstate.State
+	cfg   Config
+	api   *sqsapi.API
+	dash  *dashboard.Dashboard
+	maint *worker.Maintenance
+	mux   *http.ServeMux
+	http  *http.Server
+	state runstate.State
 
 	mu sync.Mutex
 	ln net.Listener
@@ -150,13 +153,23 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
+	dash, err := dashboard.New(dashboard.Config{Store: cfg.Store, Username: cfg.AccessKeyID, Password: cfg.SecretAccessKey,
+		Clock: cfg.Clock, Logger: cfg.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
 	unobserve, err := worker.ObserveQueues(mp, cfg.Store, cfg.Store.Queues)
 	if err != nil {
 		return nil, fmt.Errorf("serve: metrics: %w", err)
 	}
-	s := &Server{cfg: cfg, api: api, maint: maint, stopping: make(chan struct{}), unobserve: unobserve, meterClose: mp.Shutdown}
+	s := &Server{cfg: cfg, api: api, dash: dash, maint: maint, stopping: make(chan struct{}), unobserve: unobserve, meterClose: mp.Shutdown}
 	s.mux = http.NewServeMux()
 	s.mux.Handle("POST /{$}", api)
+	pages := dash.Handler()
+	s.mux.Handle("GET /{$}", pages)
+	s.mux.Handle("/queues/", pages)
+	s.mux.Handle("/api/", pages)
+	s.mux.Handle("GET /static/", pages)
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	s.mux.Handle("GET /healthz", lifecycle.HealthHandler())
 	s.mux.Handle("GET /readyz", lifecycle.HealthHandler(s.ready))
@@ -232,13 +245,15 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := s.Listen(); err != nil {
 		return err
 	}
-	s.cfg.Logger.Info("serving the SQS API, /metrics, /healthz and /readyz", "addr", "http://"+s.Addr(),
+	s.cfg.Logger.Info("serving the SQS API, the dashboard, /metrics, /healthz and /readyz", "addr", "http://"+s.Addr(),
 		"signed", s.cfg.AccessKeyID != "", "reap_interval", s.cfg.ReapInterval)
 
 	var loops sync.WaitGroup
 	loops.Go(func() { _ = s.maint.Run(ctx) })
+	loops.Go(func() { _ = s.dash.Run(ctx) })
 	defer func() {
 		_ = s.maint.Shutdown(context.WithoutCancel(ctx))
+		_ = s.dash.Shutdown(context.WithoutCancel(ctx))
 		loops.Wait()
 	}()
 

@@ -161,13 +161,13 @@ func TestShutdownEndsLongPolls(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		f, ran := running(t, b)
 		url := f.createQueue("draining", nil)
-		// The upkeep's three tickers (maintainer, reaper, cleaner), then
-		// the long poll's timer.
-		if err := f.clk.BlockUntil(f.ctx, 3); err != nil {
+		// The upkeep's three tickers (maintainer, reaper, cleaner) and the
+		// dashboard's sampler, then the long poll's timer.
+		if err := f.clk.BlockUntil(f.ctx, 4); err != nil {
 			t.Fatal(err)
 		}
 		done := f.longPoll(url, 20)
-		if err := f.clk.BlockUntil(f.ctx, 4); err != nil {
+		if err := f.clk.BlockUntil(f.ctx, 5); err != nil {
 			t.Fatal(err)
 		}
 		if err := f.srv.Shutdown(context.Background()); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/clock/clocktest"
 	"github.com/leasehold/leasehold/internal/pgtest"
 	"github.com/leasehold/leasehold/internal/serve"
@@ -29,15 +30,16 @@ const (
 	testSecret = "leasehold-test-secret"
 )
 
-// backend opens a store whose time authority is clk.
+// backend opens a store whose time authority is clk; nil is the system
+// clock.
 type backend struct {
 	name string
-	open func(t *testing.T, clk *clocktest.Clock) store.Store
+	open func(t *testing.T, clk clock.Clock) store.Store
 }
 
 func backends() []backend {
 	return []backend{
-		{"sqlite", func(t *testing.T, clk *clocktest.Clock) store.Store {
+		{"sqlite", func(t *testing.T, clk clock.Clock) store.Store {
 			st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "q.db"), Clock: clk})
 			if err != nil {
 				t.Fatal(err)
@@ -45,7 +47,7 @@ func backends() []backend {
 			t.Cleanup(func() { st.Close() })
 			return st
 		}},
-		{"postgres", func(t *testing.T, clk *clocktest.Clock) store.Store {
+		{"postgres", func(t *testing.T, clk clock.Clock) store.Store {
 			pool := pgtest.Pool(t)
 			st, err := postgres.Open(context.Background(), postgres.Config{Pool: pool, Schema: pgtest.Schema(t, pool), Clock: clk})
 			if err != nil {

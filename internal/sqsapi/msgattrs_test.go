@@ -34,7 +34,7 @@ func TestQueueName(t *testing.T) {
 		"https://sqs.us-east-1.amazonaws.com/123456789012/jobs": "jobs",
 		"http://127.0.0.1:9324/000000000000/a%20b":              "a b",
 		"http://127.0.0.1:9324/000000000000/jobs/":              "jobs",
-		"jobs":                                                  "jobs",
+		"jobs": "jobs",
 	} {
 		if got, err := queueName(name); err != nil || got != want {
 			t.Errorf("queueName(%q) = %q, %v; want %q", name, got, err, want)

@@ -39,6 +39,11 @@ func checkName(what, s string) error {
 	if len(s) > store.MaxNameLength {
 		return invalid("%s is %d bytes, the limit is %d", what, len(s), store.MaxNameLength)
 	}
+	return checkText(what, s)
+}
+
+// checkText validates text that a SQL backend compares: UTF-8 without NUL.
+func checkText(what, s string) error {
 	if !utf8.ValidString(s) {
 		return invalid("%s %q is not valid UTF-8", what, s)
 	}
@@ -242,7 +247,36 @@ func CheckListFilter(f store.ListFilter) (int, error) {
 	if f.State < store.Pending || int(f.State) >= store.States {
 		return 0, invalid("unknown state %d", f.State)
 	}
+	if err := checkName("key filter", f.Key); err != nil {
+		return 0, err
+	}
+	if err := checkName("kind filter", f.Kind); err != nil {
+		return 0, err
+	}
+	if f.Reason != "" {
+		if f.State != store.Dead {
+			return 0, invalid("a dead reason filters dead messages only, not %s ones", f.State)
+		}
+		if err := checkText("dead reason filter", string(f.Reason)); err != nil {
+			return 0, err
+		}
+	}
+	if f.BeforeID < 0 {
+		return 0, invalid("before id is %d, must not be negative", f.BeforeID)
+	}
 	return CheckLimit(f.Limit)
+}
+
+// CheckBlockedKeys validates a listing of blocked keys and returns its
+// limit, defaulted.
+func CheckBlockedKeys(queue, afterKey string, limit int) (int, error) {
+	if err := CheckQueue(queue); err != nil {
+		return 0, err
+	}
+	if err := checkName("after key", afterKey); err != nil {
+		return 0, err
+	}
+	return CheckLimit(limit)
 }
 
 // CheckPrune validates a pruning.

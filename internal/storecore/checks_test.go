@@ -89,3 +89,47 @@ func TestPayloadLimitCountsAttributes(t *testing.T) {
 		t.Fatalf("payload and attributes over the limit: %v, want ErrInvalid naming both", err)
 	}
 }
+
+// A listing's filters are checked: a dead reason filters dead messages
+// only, a key or kind is a name, and the bound before is not negative; the
+// limit is defaulted.
+func TestCheckListFilter(t *testing.T) {
+	good := store.ListFilter{Queue: "q", State: store.Dead, Key: "k", Kind: "email", Reason: store.ReasonPermanent, AfterID: 3, BeforeID: 9}
+	if limit, err := storecore.CheckListFilter(good); err != nil || limit != 100 {
+		t.Fatalf("CheckListFilter(%+v) = %d, %v; want the default limit", good, limit, err)
+	}
+	for _, bad := range []store.ListFilter{
+		{Queue: "q", State: store.Completed, Reason: store.ReasonPermanent},
+		{Queue: "q", State: store.Dead, Reason: "a\x00b"},
+		{Queue: "q", Key: strings.Repeat("k", store.MaxNameLength+1)},
+		{Queue: "q", Kind: "\xff"},
+		{Queue: "q", BeforeID: -1},
+	} {
+		if _, err := storecore.CheckListFilter(bad); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("CheckListFilter(%+v) = %v, want ErrInvalid", bad, err)
+		}
+	}
+	if _, err := storecore.CheckListFilter(store.ListFilter{Queue: "q", State: store.Pending, Reason: store.ReasonPermanent}); err == nil ||
+		!strings.Contains(err.Error(), "dead messages only, not pending ones") {
+		t.Fatalf("a dead reason for pending messages: %v, want the error to name the state", err)
+	}
+}
+
+// A listing of blocked keys checks its queue, the key it starts after and
+// its limit, which defaults to 100.
+func TestCheckBlockedKeys(t *testing.T) {
+	if limit, err := storecore.CheckBlockedKeys("q", "", 0); err != nil || limit != 100 {
+		t.Fatalf("CheckBlockedKeys = %d, %v; want the default limit", limit, err)
+	}
+	if limit, err := storecore.CheckBlockedKeys("q", "k", store.MaxBatch); err != nil || limit != store.MaxBatch {
+		t.Fatalf("CheckBlockedKeys at the batch limit = %d, %v", limit, err)
+	}
+	for _, bad := range []struct {
+		queue, after string
+		limit        int
+	}{{"", "", 0}, {"q", "\x00", 0}, {"q", "", -1}, {"q", "", store.MaxBatch + 1}} {
+		if _, err := storecore.CheckBlockedKeys(bad.queue, bad.after, bad.limit); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("CheckBlockedKeys(%q, %q, %d) = %v, want ErrInvalid", bad.queue, bad.after, bad.limit, err)
+		}
+	}
+}

@@ -64,7 +64,13 @@ type Backend interface {
 	// NoQueue(queue) for a queue without a record.
 	SetQueueAttributes(ctx context.Context, queue string, attrs map[string]string) (store.QueueInfo, error)
 	PurgeQueue(ctx context.Context, queue string) (int, error)
+	// List gets a checked filter with its limit set. With f.BeforeID
+	// positive it returns the messages in descending id order.
 	List(ctx context.Context, f store.ListFilter) ([]store.Info, error)
+	// Get returns NoMessage("", id) for an id that names no message.
+	Get(ctx context.Context, id int64) (store.Info, error)
+	// BlockedKeys gets its limit set.
+	BlockedKeys(ctx context.Context, queue, afterKey string, limit int) ([]store.BlockedKey, error)
 	Prune(ctx context.Context, p store.Prune) (int, error)
 	// Cancel gets a queue of "" for any queue.
 	Cancel(ctx context.Context, queue string, ids []int64) ([]int64, error)
@@ -425,6 +431,36 @@ func (s *Store) List(ctx context.Context, f store.ListFilter) ([]store.Info, err
 	defer s.end()
 	out, err := s.b.List(ctx, f)
 	return out, s.Failed("list", err)
+}
+
+// Get implements store.Store.
+func (s *Store) Get(ctx context.Context, id int64) (store.Info, error) {
+	if err := s.begin(); err != nil {
+		return store.Info{}, err
+	}
+	defer s.end()
+	in, err := s.b.Get(ctx, id)
+	if err != nil {
+		return store.Info{}, s.Failed("get", err)
+	}
+	return in, nil
+}
+
+// BlockedKeys implements store.Store.
+func (s *Store) BlockedKeys(ctx context.Context, queue, afterKey string, limit int) ([]store.BlockedKey, error) {
+	limit, err := CheckBlockedKeys(queue, afterKey, limit)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.begin(); err != nil {
+		return nil, err
+	}
+	defer s.end()
+	out, err := s.b.BlockedKeys(ctx, queue, afterKey, limit)
+	if err != nil {
+		return nil, s.Failed("blocked keys", err)
+	}
+	return out, nil
 }
 
 // Prune implements store.Store.

@@ -245,9 +245,13 @@ func (s *backend) Queues(context.Context) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	names := make(map[string]bool)
-	for _, m := range s.msgs {
-		if m != nil {
-			names[m.queue.name] = true
+	// A queue's counts say whether it holds messages: no need to read them.
+	for name, q := range s.queues {
+		for _, n := range q.counts {
+			if n > 0 {
+				names[name] = true
+				break
+			}
 		}
 	}
 	for q := range s.paused {
@@ -663,10 +667,29 @@ func (s *backend) byIDLocked(id int64) *message {
 // listLocked returns up to limit messages of q in state st with ids above
 // after, by id.
 func (s *backend) listLocked(q *queue, st store.State, after int64, limit int) []*message {
+	return s.filterLocked(store.ListFilter{Queue: q.name, State: st, AfterID: after, Limit: limit}, q)
+}
+
+// filterLocked returns up to f.Limit messages of q that pass f, by id:
+// ascending, or descending from f.BeforeID when it is set.
+func (s *backend) filterLocked(f store.ListFilter, q *queue) []*message {
+	pass := func(m *message) bool {
+		return m != nil && m.queue == q && m.state == f.State && (f.Key == "" || m.key == f.Key) &&
+			(f.Kind == "" || m.kind == f.Kind) && (f.Reason == "" || m.deadReason == f.Reason)
+	}
 	var out []*message
-	for i := max(0, after+1-s.firstID); i < int64(len(s.msgs)) && len(out) < limit; i++ {
-		if m := s.msgs[i]; m != nil && m.queue == q && m.state == st {
-			out = append(out, m)
+	first := max(0, f.AfterID+1-s.firstID) // the index of the smallest id listed
+	if f.BeforeID <= 0 {
+		for i := first; i < int64(len(s.msgs)) && len(out) < f.Limit; i++ {
+			if pass(s.msgs[i]) {
+				out = append(out, s.msgs[i])
+			}
+		}
+		return out
+	}
+	for i := min(int64(len(s.msgs)), f.BeforeID-s.firstID) - 1; i >= first && len(out) < f.Limit; i-- {
+		if pass(s.msgs[i]) {
+			out = append(out, s.msgs[i])
 		}
 	}
 	return out
@@ -799,16 +822,49 @@ func (s *backend) List(ctx context.Context, f store.ListFilter) ([]store.Info, e
 		return nil, nil
 	}
 	var out []store.Info
-	for _, m := range s.listLocked(q, f.State, f.AfterID, f.Limit) {
-		out = append(out, store.Info{
-			ID: m.id, Queue: q.name, Key: m.key, DedupID: m.dedupID, Kind: m.kind, Priority: m.priority, State: m.state, Payload: m.payload,
-			Deliveries: m.deliveries, MaxDeliveries: m.maxDeliv, FencingToken: m.fence, WorkerID: m.worker,
-			LastError: m.lastError, DeadReason: m.deadReason, EnqueuedAt: wall(m.enqueuedAt), VisibleAt: wall(m.visibleAt),
-			LeaseExpires: wall(m.lockedUntil), FinishedAt: wall(m.finishedAt),
-			Attributes: m.attributes, FirstClaimedAt: wall(m.firstClaimedAt),
-		})
+	for _, m := range s.filterLocked(f, q) {
+		out = append(out, m.info())
 	}
 	return out, nil
+}
+
+func (s *backend) Get(ctx context.Context, id int64) (store.Info, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.byIDLocked(id)
+	if m == nil {
+		return store.Info{}, storecore.NoMessage("", id)
+	}
+	return m.info(), nil
+}
+
+func (s *backend) BlockedKeys(ctx context.Context, queue, afterKey string, limit int) ([]store.BlockedKey, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q, ok := s.queues[queue]
+	if !ok {
+		return nil, nil
+	}
+	var out []store.BlockedKey
+	for key, line := range q.keys {
+		if len(line.waiting) > 0 && key > afterKey {
+			out = append(out, store.BlockedKey{Key: key, Waiting: int64(len(line.waiting)), Head: line.head.info()})
+		}
+	}
+	slices.SortFunc(out, func(a, b store.BlockedKey) int { return cmp.Compare(a.Key, b.Key) })
+	return out[:min(len(out), limit)], nil
+}
+
+// info describes the message; its payload and attributes are shared, as
+// the store never changes them.
+func (m *message) info() store.Info {
+	return store.Info{
+		ID: m.id, Queue: m.queue.name, Key: m.key, DedupID: m.dedupID, Kind: m.kind, Priority: m.priority, State: m.state, Payload: m.payload,
+		Deliveries: m.deliveries, MaxDeliveries: m.maxDeliv, FencingToken: m.fence, WorkerID: m.worker,
+		LastError: m.lastError, DeadReason: m.deadReason, EnqueuedAt: wall(m.enqueuedAt), VisibleAt: wall(m.visibleAt),
+		LeaseExpires: wall(m.lockedUntil), FinishedAt: wall(m.finishedAt),
+		Attributes: m.attributes, FirstClaimedAt: wall(m.firstClaimedAt),
+	}
 }
 
 func (s *backend) Prune(ctx context.Context, p store.Prune) (int, error) {

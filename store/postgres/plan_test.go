@@ -3,9 +3,11 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/leasehold/leasehold/clock/clocktest"
@@ -286,3 +288,157 @@ func claimN(t *testing.T, s *postgres.Store, n int, lease time.Duration) []store
 	}
 	return leases
 }
+
+// TestBrowsingReadsNoHistory checks which indexes the reads a dashboard
+// makes use, on a queue with 50,000 completed messages (half with keys,
+// one in a thousand of a rare kind) and a few hundred live ones, statistics gathered: none scans the table, none
+// reads an index of the completed rows unless it lists completed
+// messages, and each reads the index meant for it. The counters are the
+// server's own, so the plans checked are those the store's statements got
+// with their arguments.
+func TestBrowsingReadsNoHistory(t *testing.T) {
+	ctx := context.Background()
+	f := newPlanFixture(t)
+	s := f.s
+	if _, err := f.setup.Exec(ctx, `INSERT INTO `+f.schema+`.messages
+		(queue, key, kind, payload, state, deliveries, max_deliveries, fencing_token, enqueued_at, visible_at, locked_until, finished_at)
+		SELECT 'q', CASE WHEN i % 2 = 0 THEN 'k' || (i % 5000) END, CASE WHEN i % 1000 = 0 THEN 'rare' ELSE 'email' END,
+			'\x00', 3, 1, 5, 0, now(), now(), now(), now()
+		FROM generate_series(1, 50000) AS i;
+		INSERT INTO `+f.schema+`.completed_counts (queue, shard, n) VALUES ('q', 0, 50000)`); err != nil {
+		t.Fatal(err)
+	}
+	msgs := make([]store.NewMessage, 400)
+	for i := range msgs {
+		msgs[i] = store.NewMessage{Queue: "q", Key: fmt.Sprint("k", i%100), Kind: "email"}
+	}
+	res, err := s.Enqueue(ctx, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := s.Claim(ctx, store.Claim{Queue: "q", WorkerID: "w", Max: 60, LeaseDuration: time.Hour})
+	if err != nil || len(ds) != 60 {
+		t.Fatalf("Claim = %d, %v", len(ds), err)
+	}
+	for _, d := range ds[:10] {
+		if _, err := s.Fail(ctx, store.Failure{Lease: d.Lease, Permanent: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Cancel(ctx, "q", []int64{res[len(res)-1].ID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.setup.Exec(ctx, `ANALYZE `+f.schema+`.messages`); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Stats(ctx, "q")
+	if err != nil || st.Completed != 50000 || st.Waiting == 0 || st.Pending == 0 || st.Processing == 0 || st.Dead == 0 {
+		t.Fatalf("Stats = %+v, %v", st, err)
+	}
+
+	live := []string{"messages_ready", "messages_waiting", "messages_processing", "messages_dead", "messages_cancelled"}
+	list := func(lf store.ListFilter) func() error {
+		return func() error {
+			lf.Queue = "q"
+			infos, err := s.List(ctx, lf)
+			if err == nil && len(infos) == 0 {
+				err = fmt.Errorf("List(%+v) listed nothing", lf)
+			}
+			return err
+		}
+	}
+	for _, c := range []struct {
+		op    string
+		fn    func() error
+		uses  []string // the indexes the operation may read, one at least
+		needs string   // an index it must read, if any
+	}{
+		{"List of completed messages", list(store.ListFilter{State: store.Completed}), nil, "messages_completed_queue"},
+		{"List of completed messages, a later page", list(store.ListFilter{State: store.Completed, AfterID: 25000}), nil, "messages_completed_queue"},
+		{"List of completed messages, the page before", list(store.ListFilter{State: store.Completed, BeforeID: 25000}), nil, "messages_completed_queue"},
+		// A common kind: the planner may walk either index.
+		{"List of completed messages of a kind", list(store.ListFilter{State: store.Completed, Kind: "email"}),
+			[]string{"messages_completed_queue", "messages_completed_kind"}, ""},
+		{"List of completed messages of a rare kind", list(store.ListFilter{State: store.Completed, Kind: "rare"}), nil, "messages_completed_kind"},
+		{"List of completed messages with a key", list(store.ListFilter{State: store.Completed, Key: "k42"}), nil, "messages_finished_key"},
+		{"List of completed messages with a key, the page before", list(store.ListFilter{State: store.Completed, Key: "k42", BeforeID: 25000}), nil, "messages_finished_key"},
+		{"List of pending messages", list(store.ListFilter{State: store.Pending}), nil, "messages_ready"},
+		{"List of pending messages with a key", list(store.ListFilter{State: store.Pending, Key: "k70"}), nil, "messages_key_head"},
+		{"List of waiting messages", list(store.ListFilter{State: store.Waiting}), nil, "messages_waiting"},
+		{"List of waiting messages with a key", list(store.ListFilter{State: store.Waiting, Key: "k3"}), nil, "messages_waiting"},
+		{"List of processing messages", list(store.ListFilter{State: store.Processing}), nil, "messages_processing"},
+		{"List of processing messages with a key", list(store.ListFilter{State: store.Processing, Key: "k20"}), nil, "messages_key_head"},
+		{"List of dead messages for a reason", list(store.ListFilter{State: store.Dead, Reason: store.ReasonPermanent}), nil, "messages_dead"},
+		// Ten dead messages: their own index may be the cheaper read.
+		{"List of dead messages with a key", list(store.ListFilter{State: store.Dead, Key: "k1"}), []string{"messages_dead", "messages_finished_key"}, ""},
+		{"List of cancelled messages", list(store.ListFilter{State: store.Cancelled}), nil, "messages_cancelled"},
+		{"Get", func() error { _, err := s.Get(ctx, 30000); return err }, nil, "messages_pkey"},
+		{"BlockedKeys", func() error {
+			keys, err := s.BlockedKeys(ctx, "q", "", 0)
+			if err == nil && (len(keys) == 0 || keys[0].Head.ID == 0) {
+				err = fmt.Errorf("BlockedKeys = %+v, want keys with heads", keys)
+			}
+			return err
+		}, []string{"messages_key_head"}, "messages_waiting"},
+		{"Queues", func() error {
+			qs, err := s.Queues(ctx)
+			if err == nil && !slices.Equal(qs, []string{"q"}) {
+				err = fmt.Errorf("Queues = %v, want [q]", qs)
+			}
+			return err
+		}, live, "messages_ready"},
+		{"Stats", func() error { _, err := s.Stats(ctx, "q"); return err }, live, "messages_ready"},
+	} {
+		before := f.indexReads(t)
+		f.unchanged(t, seqScansQuery, "sequential scans", c.op, c.fn)
+		after := f.indexReads(t)
+		uses := append(slices.Clone(c.uses), c.needs)
+		read := false
+		for index, n := range after {
+			scans, tuples := n.scans-before[index].scans, n.tuples-before[index].tuples
+			switch {
+			case scans == 0:
+			case slices.Contains(uses, index):
+				read = true
+			case index == "messages_pkey" && tuples <= 4:
+				// The planner reads an end of the primary key to estimate
+				// a range of ids: a probe of a tuple or two, not a walk.
+			default:
+				t.Errorf("%s read %s (%d scans, %d tuples), want only %v", c.op, index, scans, tuples, uses)
+			}
+		}
+		if c.needs != "" && after[c.needs].scans == before[c.needs].scans {
+			t.Errorf("%s did not read %s", c.op, c.needs)
+		}
+		if !read {
+			t.Errorf("%s read none of %v", c.op, uses)
+		}
+	}
+}
+
+// indexReads reads how many scans each index of the schema's messages
+// table has had, and how many entries they read.
+func (f planFixture) indexReads(t *testing.T) map[string]indexRead {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := f.pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := f.pool.Query(ctx, `SELECT indexrelname, idx_scan, idx_tup_read FROM pg_stat_user_indexes
+		WHERE schemaname = $1 AND relname = 'messages'`, f.schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]indexRead{}
+	var name string
+	var r indexRead
+	if _, err := pgx.ForEachRow(rows, []any{&name, &r.scans, &r.tuples}, func() error {
+		out[name] = r
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+type indexRead struct{ scans, tuples int64 }

@@ -1192,14 +1192,15 @@ func (s SQLStore) ListTx(ctx context.Context, tx *sql.Tx, f store.ListFilter) ([
 
 // listSQL lists through a database/sql transaction.
 func (s *backend) listSQL(ctx context.Context, tx *sql.Tx, f store.ListFilter) ([]store.Info, error) {
-	rows, err := tx.QueryContext(ctx, s.sql.list[f.State], f.Queue, f.AfterID, f.Limit)
+	query, args := s.listQuery(f)
+	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var out []store.Info
 	for rows.Next() {
-		in, err := scanInfo(rows, f)
+		in, err := scanInfo(rows)
 		if err != nil {
 			return nil, err
 		}
@@ -1212,32 +1213,82 @@ func (s *backend) listSQL(ctx context.Context, tx *sql.Tx, f store.ListFilter) (
 func (s *backend) listPgx(ctx context.Context, q interface {
 	Query(context.Context, string, ...any) (pgx.Rows, error)
 }, f store.ListFilter) ([]store.Info, error) {
-	rows, err := q.Query(ctx, s.sql.list[f.State], replan, f.Queue, f.AfterID, f.Limit)
+	query, args := s.listQuery(f)
+	rows, err := q.Query(ctx, query, append([]any{replan}, args...)...)
 	if err != nil {
 		return nil, err
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Info, error) { return scanInfo(r, f) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Info, error) { return scanInfo(r) })
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-// scanInfo reads one row of a listing of f's queue and state.
-func scanInfo(r interface{ Scan(...any) error }, f store.ListFilter) (store.Info, error) {
-	in := store.Info{Queue: f.Queue, State: f.State}
-	var key, dedup, worker, lastErr, reason, kind *string
-	var deliveries, max int32
-	var priority int16
-	var locked, finished, first *time.Time
-	err := r.Scan(&in.ID, &key, &dedup, &in.Payload, &deliveries, &max, &in.FencingToken, &worker, &lastErr, &reason,
-		&in.EnqueuedAt, &in.VisibleAt, &locked, &finished, &kind, &priority, &in.Attributes, &first)
-	in.Priority = int(priority)
+// listQuery returns the statement that lists f, list or listBefore, and
+// its arguments; a filter that is not set is NULL.
+func (s *backend) listQuery(f store.ListFilter) (string, []any) {
+	query := s.sql.list[f.State]
+	var before any
+	if f.BeforeID > 0 {
+		query, before = s.sql.listBefore[f.State], f.BeforeID
+	}
+	return query, []any{f.Queue, f.AfterID, f.Limit, before, nullable(f.Key), nullable(f.Kind), nullable(string(f.Reason))}
+}
+
+func (s *backend) Get(ctx context.Context, id int64) (store.Info, error) {
+	in, err := scanInfo(s.pool.QueryRow(ctx, s.sql.get, replan, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Info{}, storecore.NoMessage("", id)
+	}
+	if err != nil {
+		return store.Info{}, err
+	}
+	return in, nil
+}
+
+func (s *backend) BlockedKeys(ctx context.Context, queue, afterKey string, limit int) ([]store.BlockedKey, error) {
+	rows, err := s.pool.Query(ctx, s.sql.blockedKeys, replan, queue, afterKey, limit)
+	if err != nil {
+		return nil, err
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.BlockedKey, error) {
+		var k store.BlockedKey
+		var err error
+		k.Head, err = scanInfo(r, &k.Key, &k.Waiting)
+		return k, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// scanInfo reads a message's columns (those of the get statement), after
+// the leading destinations (scanned first, as they are), from r: a row of
+// a listing, of get or of blockedKeys. A row whose id is NULL, a head that
+// the left join did not find, is the zero Info.
+func scanInfo(r interface{ Scan(...any) error }, leading ...any) (store.Info, error) {
+	var in store.Info
+	var id, fence *int64
+	var queue, key, dedup, worker, lastErr, reason, kind *string
+	var state, priority *int16
+	var deliveries, max *int32
+	var enq, vis, locked, finished, first *time.Time
+	dst := append(leading, &id, &queue, &state, &key, &dedup, &in.Payload, &deliveries, &max, &fence,
+		&worker, &lastErr, &reason, &enq, &vis, &locked, &finished, &kind, &priority, &in.Attributes, &first)
+	if err := r.Scan(dst...); err != nil {
+		return store.Info{}, err
+	}
+	if id == nil {
+		return store.Info{}, nil
+	}
+	in.ID, in.Queue, in.State = *id, deref(queue), store.State(*state)
 	in.Key, in.DedupID, in.WorkerID, in.LastError, in.DeadReason = deref(key), deref(dedup), deref(worker), deref(lastErr), store.DeadReason(deref(reason))
-	in.Kind = deref(kind)
-	in.Deliveries, in.MaxDeliveries = int(deliveries), int(max)
-	in.EnqueuedAt, in.VisibleAt = in.EnqueuedAt.UTC(), in.VisibleAt.UTC()
-	if locked != nil && f.State == store.Processing {
+	in.Kind, in.Priority = deref(kind), int(*priority)
+	in.Deliveries, in.MaxDeliveries, in.FencingToken = int(*deliveries), int(*max), *fence
+	in.EnqueuedAt, in.VisibleAt = enq.UTC(), vis.UTC()
+	if locked != nil && in.State == store.Processing {
 		in.LeaseExpires = locked.UTC()
 	}
 	if finished != nil {
@@ -1246,7 +1297,7 @@ func scanInfo(r interface{ Scan(...any) error }, f store.ListFilter) (store.Info
 	if first != nil {
 		in.FirstClaimedAt = first.UTC()
 	}
-	return in, err
+	return in, nil
 }
 
 func (s *backend) Prune(ctx context.Context, p store.Prune) (int, error) {

@@ -3,9 +3,9 @@
 --
 -- Written in when the store opens:
 --   {s}                       the schema, quoted
---   {pending}, {waiting}, {processing}, {completed}, {dead}
+--   {pending}, {waiting}, {processing}, {completed}, {dead}, {cancelled}
 --                             the message states' codes
---   {state}                   in list: the listed state's code
+--   {state}                   in list, listBefore and prune: the state's code
 --
 -- In every statement with a time, $1 is the time authority's now: the
 -- injected clock's time, or NULL for the database's now(), hence
@@ -348,13 +348,104 @@ ON CONFLICT (queue) DO UPDATE SET paused = true
 UPDATE {s}.queues SET paused = false WHERE queue = $1
 
 -- name: queues
--- The queues that hold messages, are paused or have a record.
-SELECT queue FROM {s}.messages UNION SELECT queue FROM {s}.queues WHERE paused OR created_at IS NOT NULL ORDER BY 1
+-- The queues that hold messages, are paused or have a record, without
+-- reading the completed rows: the queues with completed messages are those
+-- whose count is positive; those with pending, waiting, dead or cancelled
+-- ones are read from each state's index by queue with a loose index scan
+-- (each row of the recursion is the first queue past the one before, one
+-- index probe per queue, and the last row is NULL); those with processing
+-- ones from messages_processing, which holds live rows.
+WITH RECURSIVE
+pending(q) AS (
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {pending} ORDER BY queue LIMIT 1)
+	UNION ALL
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {pending} AND queue > p.q ORDER BY queue LIMIT 1)
+	FROM pending p WHERE p.q IS NOT NULL),
+waiting(q) AS (
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {waiting} ORDER BY queue LIMIT 1)
+	UNION ALL
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {waiting} AND queue > p.q ORDER BY queue LIMIT 1)
+	FROM waiting p WHERE p.q IS NOT NULL),
+dead(q) AS (
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {dead} ORDER BY queue LIMIT 1)
+	UNION ALL
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {dead} AND queue > p.q ORDER BY queue LIMIT 1)
+	FROM dead p WHERE p.q IS NOT NULL),
+cancelled(q) AS (
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {cancelled} ORDER BY queue LIMIT 1)
+	UNION ALL
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {cancelled} AND queue > p.q ORDER BY queue LIMIT 1)
+	FROM cancelled p WHERE p.q IS NOT NULL)
+SELECT q FROM pending WHERE q IS NOT NULL
+UNION SELECT q FROM waiting WHERE q IS NOT NULL
+UNION SELECT q FROM dead WHERE q IS NOT NULL
+UNION SELECT q FROM cancelled WHERE q IS NOT NULL
+UNION SELECT queue FROM {s}.messages WHERE state = {processing}
+UNION SELECT queue FROM {s}.completed_counts GROUP BY queue HAVING sum(n) > 0
+UNION SELECT queue FROM {s}.queues WHERE paused OR created_at IS NOT NULL
+ORDER BY 1
 
 -- name: list
--- A queue's messages in one state, by id. The state is written in rather
--- than bound, so that the planner can use its partial index.
-SELECT id, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
+-- A queue's messages in one state ({state}), by id: those after $2 and
+-- before $4 (NULL for no bound) that pass the filters on key ($5), kind
+-- ($6) and dead reason ($7), each NULL when not set. The state is written
+-- in rather than bound, so that the planner can use its partial index. The
+-- statement is planned at each execution with its arguments as constants
+-- (see replan), so a filter that is not set drops out of the plan, a key
+-- proves the predicate of the key's indexes (messages_key_head for a
+-- pending or processing message, messages_waiting, messages_finished_key
+-- for a finished one) and a kind that of messages_completed_kind.
+--
+-- The queue is matched as a one-element array rather than with "=", and
+-- the rows are sorted by queue and id: a column equal to a constant drops
+-- out of the sort, and sorted by id alone the planner may read the primary
+-- key in order, which passes over every row of the other queues and states
+-- with smaller ids before the page (100,000 rows of another queue's
+-- history, in a measurement). Sorted by queue and id, the page is read in
+-- order only from an index that starts with the queue and ends with the
+-- id: the state's, or the key's.
+SELECT id, queue, state, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
 	worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at, kind, priority,
 	attributes, first_claimed_at
-FROM {s}.messages WHERE queue = $1 AND state = {state} AND id > $2 ORDER BY id LIMIT $3
+FROM {s}.messages
+WHERE queue = ANY(ARRAY[$1::text]) AND state = {state} AND id > $2 AND ($4::bigint IS NULL OR id < $4)
+	AND ($5::text IS NULL OR key = $5) AND ($6::text IS NULL OR kind = $6) AND ($7::text IS NULL OR dead_reason = $7)
+ORDER BY queue, id LIMIT $3
+
+-- name: listBefore
+-- list, newest first: the page before $4, which is set.
+SELECT id, queue, state, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
+	worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at, kind, priority,
+	attributes, first_claimed_at
+FROM {s}.messages
+WHERE queue = ANY(ARRAY[$1::text]) AND state = {state} AND id > $2 AND ($4::bigint IS NULL OR id < $4)
+	AND ($5::text IS NULL OR key = $5) AND ($6::text IS NULL OR kind = $6) AND ($7::text IS NULL OR dead_reason = $7)
+ORDER BY queue DESC, id DESC LIMIT $3
+
+-- name: get
+-- One message by id, through the primary key.
+SELECT id, queue, state, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
+	worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at, kind, priority,
+	attributes, first_claimed_at
+FROM {s}.messages WHERE id = $1
+
+-- name: blockedKeys
+-- Up to $3 keys of queue $1 after key $2 that have waiting messages, with
+-- how many and their head. The keys come from messages_waiting one probe
+-- each (a loose index scan, as in queues), and the recursion runs only as
+-- far as the LIMIT reads it, so the cost is in proportion to the keys
+-- listed and their waiting messages. The head is the key's entry in
+-- messages_key_head, its columns NULL when there is none.
+WITH RECURSIVE k(key) AS (
+	SELECT (SELECT key FROM {s}.messages WHERE queue = $1 AND state = {waiting} AND key > $2 ORDER BY key LIMIT 1)
+	UNION ALL
+	SELECT (SELECT key FROM {s}.messages WHERE queue = $1 AND state = {waiting} AND key > k.key ORDER BY key LIMIT 1)
+	FROM k WHERE k.key IS NOT NULL)
+SELECT k.key, w.n, h.id, h.queue, h.state, h.key, h.dedup_id, h.payload, h.deliveries, h.max_deliveries, h.fencing_token,
+	h.worker_id, h.last_error, h.dead_reason, h.enqueued_at, h.visible_at, h.locked_until, h.finished_at, h.kind, h.priority,
+	h.attributes, h.first_claimed_at
+FROM (SELECT key FROM k WHERE key IS NOT NULL LIMIT $3) AS k
+CROSS JOIN LATERAL (SELECT count(*) FROM {s}.messages WHERE queue = $1 AND state = {waiting} AND key = k.key) AS w(n)
+LEFT JOIN LATERAL (SELECT * FROM {s}.messages
+	WHERE queue = $1 AND key = k.key AND state IN ({pending}, {processing}) LIMIT 1) AS h ON true
+ORDER BY k.key

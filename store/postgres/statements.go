@@ -22,8 +22,8 @@ type statements struct {
 	lockKeys, notify, isolation, insertBulk, insertOne, dedupGet, dedupClear, claim, extend, complete, promote,
 	current, retry, kill, release, reapScan, reap, deadRows, redrive, purge, stats, countCompleted,
 	deleteQueue, queues, pause, resume, cancelledOf, keysOf, cancelRows, cancel, holdMaintainer, releaseMaintainer,
-	purgeQueue, createQueue, queueRecord, lockQueueRecord, setQueueAttributes string
-	list, prune [store.States]string
+	purgeQueue, createQueue, queueRecord, lockQueueRecord, setQueueAttributes, get, blockedKeys string
+	list, listBefore, prune [store.States]string
 }
 
 // queryName starts a statement in queries.sql.
@@ -73,10 +73,12 @@ func newStatements(schema string) statements {
 		holdMaintainer: q("holdMaintainer"), releaseMaintainer: q("releaseMaintainer"),
 		purgeQueue: q("purgeQueue"), createQueue: q("createQueue"), queueRecord: q("queueRecord"),
 		lockQueueRecord: q("lockQueueRecord"), setQueueAttributes: q("setQueueAttributes"),
+		get: q("get"), blockedKeys: q("blockedKeys"),
 	}
-	list, prune := q("list"), q("prune")
+	list, listBefore, prune := q("list"), q("listBefore"), q("prune")
 	for state := range st.list {
 		st.list[state] = strings.ReplaceAll(list, "{state}", strconv.Itoa(state))
+		st.listBefore[state] = strings.ReplaceAll(listBefore, "{state}", strconv.Itoa(state))
 		st.prune[state] = strings.ReplaceAll(prune, "{state}", strconv.Itoa(state))
 	}
 	return st

@@ -1016,36 +1016,83 @@ func (s *Store) ListTx(ctx context.Context, tx *sql.Tx, f store.ListFilter) ([]s
 func (s *backend) list(ctx context.Context, q interface {
 	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
 }, f store.ListFilter) ([]store.Info, error) {
-	rows, err := q.QueryContext(ctx, fmt.Sprintf(sqlList, int(f.State)),
-		f.Queue, f.AfterID, f.Limit)
+	query, args := listSQL(f)
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var out []store.Info
 	for rows.Next() {
-		in := store.Info{Queue: f.Queue, State: f.State}
-		var key, dedup, worker, lastErr, reason, kind sql.NullString
-		var enq, vis int64
-		var locked, finished, first sql.NullInt64
-		if err := rows.Scan(&in.ID, &key, &dedup, &in.Payload, &in.Deliveries, &in.MaxDeliveries, &in.FencingToken,
-			&worker, &lastErr, &reason, &enq, &vis, &locked, &finished, &kind, &in.Priority, &in.Attributes, &first); err != nil {
+		in, err := scanInfo(rows)
+		if err != nil {
 			return nil, err
 		}
-		in.FirstClaimedAt = nullTime(first)
-		in.Key, in.DedupID, in.WorkerID, in.LastError, in.DeadReason = key.String, dedup.String, worker.String, lastErr.String, store.DeadReason(reason.String)
-		in.Kind = kind.String
-		in.EnqueuedAt, in.VisibleAt = fromMicros(enq), fromMicros(vis)
-		if f.State == store.Processing {
-			in.LeaseExpires = nullTime(locked)
-		}
-		in.FinishedAt = nullTime(finished)
 		out = append(out, in)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+func (s *backend) Get(ctx context.Context, id int64) (store.Info, error) {
+	in, err := scanInfo(s.db.QueryRowContext(ctx, sqlGet, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Info{}, storecore.NoMessage("", id)
+	}
+	if err != nil {
+		return store.Info{}, err
+	}
+	return in, nil
+}
+
+func (s *backend) BlockedKeys(ctx context.Context, queue, afterKey string, limit int) ([]store.BlockedKey, error) {
+	rows, err := s.db.QueryContext(ctx, sqlBlockedKeys, queue, afterKey, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.BlockedKey
+	for rows.Next() {
+		var k store.BlockedKey
+		if k.Head, err = scanInfo(rows, &k.Key, &k.Waiting); err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// scanInfo reads a message's infoColumns, after the leading destinations
+// (scanned first, as they are), from r: a row of a listing, of Get or of
+// BlockedKeys. A row whose id is NULL, a head that a left join did not
+// find, is the zero Info.
+func scanInfo(r interface{ Scan(...any) error }, leading ...any) (store.Info, error) {
+	var in store.Info
+	var id, state, deliveries, max, fence, enq, vis, locked, finished, priority, first sql.NullInt64
+	var queue, key, dedup, worker, lastErr, reason, kind sql.NullString
+	dst := append(leading, &id, &queue, &state, &key, &dedup, &in.Payload, &deliveries, &max, &fence,
+		&worker, &lastErr, &reason, &enq, &vis, &locked, &finished, &kind, &priority, &in.Attributes, &first)
+	if err := r.Scan(dst...); err != nil {
+		return store.Info{}, err
+	}
+	if !id.Valid {
+		return store.Info{}, nil
+	}
+	in.ID, in.Queue, in.State = id.Int64, queue.String, store.State(state.Int64)
+	in.Key, in.DedupID, in.WorkerID, in.LastError, in.DeadReason = key.String, dedup.String, worker.String, lastErr.String, store.DeadReason(reason.String)
+	in.Kind, in.Priority = kind.String, int(priority.Int64)
+	in.Deliveries, in.MaxDeliveries, in.FencingToken = int(deliveries.Int64), int(max.Int64), fence.Int64
+	in.EnqueuedAt, in.VisibleAt = fromMicros(enq.Int64), fromMicros(vis.Int64)
+	if in.State == store.Processing {
+		in.LeaseExpires = nullTime(locked)
+	}
+	in.FinishedAt, in.FirstClaimedAt = nullTime(finished), nullTime(first)
+	return in, nil
 }
 
 func (s *backend) Prune(ctx context.Context, p store.Prune) (int, error) {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 
 	"github.com/leasehold/leasehold/internal/sqlstate"
+	"github.com/leasehold/leasehold/store"
 )
 
 // statements are the hot path's statements, prepared once on the store's
@@ -161,10 +163,6 @@ var (
 	sqlPause = `INSERT INTO leasehold_queues (queue, paused) VALUES (?, 1) ON CONFLICT (queue) DO UPDATE SET paused = 1`
 	// sqlResume lets a queue run.
 	sqlResume = `UPDATE leasehold_queues SET paused = 0 WHERE queue = ?`
-	// sqlQueues lists the queues that hold messages, are paused or have a
-	// record.
-	sqlQueues = `SELECT DISTINCT queue FROM leasehold_messages
-		UNION SELECT queue FROM leasehold_queues WHERE paused OR created_at IS NOT NULL ORDER BY 1`
 	// sqlCreateQueue records queue ?1 with attributes ?2 at time ?3, in
 	// its row if Pause made one, unless it has a record: then it changes
 	// nothing, and no row.
@@ -174,16 +172,10 @@ var (
 	sqlQueueRecord = `SELECT paused, attributes, created_at, updated_at FROM leasehold_queues WHERE queue = ? AND created_at IS NOT NULL`
 	// sqlSetQueueAttributes sets queue ?1's attributes to ?2 at time ?3.
 	sqlSetQueueAttributes = `UPDATE leasehold_queues SET attributes = ?2, updated_at = ?3 WHERE queue = ?1`
-	// sqlList lists a queue's messages in one state by id. The state's code
-	// is written in (%d) rather than bound, so that SQLite can use the
-	// state's partial index.
-	sqlList = `SELECT id, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
-			worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at, kind, priority,
-			attributes, first_claimed_at
-		FROM leasehold_messages WHERE queue = ? AND state = %d AND id > ? ORDER BY id LIMIT ?`
 	// sqlPrune deletes up to ?4 messages in one state (its code is
-	// written in, as in sqlList) that finished by ?1 and were enqueued by
-	// ?2 (the dedup window), of queue ?3 or of any queue when it is NULL.
+	// written in, so that SQLite can use the state's partial index) that
+	// finished by ?1 and were enqueued by ?2 (the dedup window), of queue
+	// ?3 or of any queue when it is NULL.
 	// It returns each deleted message's queue, for the completed counts.
 	sqlPrune = `DELETE FROM leasehold_messages WHERE id IN (
 				SELECT id FROM leasehold_messages WHERE state = %d AND finished_at <= ?1 AND enqueued_at <= ?2
@@ -194,3 +186,133 @@ var (
 	// sqlForgetCounts deletes a queue's completed count.
 	sqlForgetCounts = `DELETE FROM leasehold_completed_counts WHERE queue = ?`
 )
+
+// infoColumns are the columns of a message that an Info describes, in the
+// order scanInfo reads them; prefixed with a table's alias by columnsOf.
+var infoColumns = []string{"id", "queue", "state", "key", "dedup_id", "payload", "deliveries", "max_deliveries", "fencing_token",
+	"worker_id", "last_error", "dead_reason", "enqueued_at", "visible_at", "locked_until", "finished_at", "kind", "priority",
+	"attributes", "first_claimed_at"}
+
+func columnsOf(alias string) string {
+	cols := make([]string, len(infoColumns))
+	for i, c := range infoColumns {
+		cols[i] = alias + c
+	}
+	return strings.Join(cols, ", ")
+}
+
+// sqlGet reads one message by its id, through the primary key.
+var sqlGet = `SELECT ` + columnsOf("") + ` FROM leasehold_messages WHERE id = ?`
+
+// listIndex is the index each listing reads, by state: without a key or
+// a kind, the state's own (or for the processing messages, which have
+// none by queue, their expiry's, which holds live rows only); with a key,
+// the key's: leasehold_key_head holds a key's head, pending or processing,
+// leasehold_finished_key its finished messages. Completed messages of a
+// kind have an index of their own (migration 10 explains each choice).
+var listIndex = [store.States]struct{ all, key, kind string }{
+	store.Pending:    {"leasehold_ready", "leasehold_key_head", "leasehold_ready"},
+	store.Waiting:    {"leasehold_waiting", "leasehold_waiting", "leasehold_waiting"},
+	store.Processing: {"leasehold_processing", "leasehold_key_head", "leasehold_processing"},
+	store.Completed:  {"leasehold_completed_queue", "leasehold_finished_key", "leasehold_completed_kind"},
+	store.Dead:       {"leasehold_dead", "leasehold_finished_key", "leasehold_dead"},
+	store.Cancelled:  {"leasehold_cancelled", "leasehold_finished_key", "leasehold_cancelled"},
+}
+
+// keyIndexTerm is, by state, the term of the WHERE clause of the key's
+// index that a listing with a key repeats: SQLite uses a partial index only
+// for a query whose WHERE clause holds each term of the index's.
+var keyIndexTerm = [store.States]string{
+	store.Pending:    sqlstate.Expand(` AND state IN ({pending}, {processing})`),
+	store.Processing: sqlstate.Expand(` AND state IN ({pending}, {processing})`),
+	store.Completed:  sqlstate.Expand(` AND state IN ({completed}, {dead}, {cancelled})`),
+	store.Dead:       sqlstate.Expand(` AND state IN ({completed}, {dead}, {cancelled})`),
+	store.Cancelled:  sqlstate.Expand(` AND state IN ({completed}, {dead}, {cancelled})`),
+}
+
+// listSQL returns the statement that lists f and its arguments. The
+// state's code is written in rather than bound, and the index named with
+// INDEXED BY, so that SQLite reads the index the listing needs whatever it
+// guesses of the table: ordered by id, the primary key would look cheaper
+// for a state without an index by queue and id, and reading it walks every
+// row, history included. A filter that is not set is left out.
+func listSQL(f store.ListFilter) (string, []any) {
+	var b strings.Builder
+	index := listIndex[f.State].all
+	switch {
+	case f.Key != "":
+		index = listIndex[f.State].key
+	case f.Kind != "":
+		index = listIndex[f.State].kind
+	}
+	fmt.Fprintf(&b, "SELECT %s FROM leasehold_messages INDEXED BY %s WHERE queue = ? AND state = %d AND id > ?",
+		columnsOf(""), index, int(f.State))
+	args := []any{f.Queue, f.AfterID}
+	if f.Key != "" {
+		b.WriteString(" AND key = ?" + keyIndexTerm[f.State])
+		args = append(args, f.Key)
+	}
+	if f.Kind != "" {
+		b.WriteString(" AND kind = ?")
+		args = append(args, f.Kind)
+	}
+	if f.Reason != "" {
+		b.WriteString(" AND dead_reason = ?")
+		args = append(args, string(f.Reason))
+	}
+	if f.BeforeID > 0 {
+		b.WriteString(" AND id < ? ORDER BY id DESC LIMIT ?")
+		args = append(args, f.BeforeID, f.Limit)
+	} else {
+		b.WriteString(" ORDER BY id LIMIT ?")
+		args = append(args, f.Limit)
+	}
+	return b.String(), args
+}
+
+// sqlBlockedKeys lists up to ?3 keys of queue ?1 after key ?2 that have
+// waiting messages, with how many and their head. The keys come from
+// leasehold_waiting one probe each (a loose index scan: the next key is
+// the first entry past the last one), so the cost is in proportion to
+// the keys listed and their waiting messages; the head is the key's entry
+// in leasehold_key_head, NULL when there is none. The recursion's LIMIT
+// ends it: its last row, once the keys run out, is a NULL.
+var sqlBlockedKeys = sqlstate.Expand(`WITH RECURSIVE k(key) AS (
+	SELECT (SELECT key FROM leasehold_messages WHERE queue = ?1 AND state = {waiting} AND key > ?2 ORDER BY key LIMIT 1)
+	UNION ALL
+	SELECT (SELECT key FROM leasehold_messages WHERE queue = ?1 AND state = {waiting} AND key > k.key ORDER BY key LIMIT 1)
+	FROM k WHERE k.key IS NOT NULL
+	LIMIT ?3)
+SELECT k.key, (SELECT count(*) FROM leasehold_messages WHERE queue = ?1 AND state = {waiting} AND key = k.key), ` + columnsOf("h.") + `
+FROM k LEFT JOIN leasehold_messages AS h ON h.queue = ?1 AND h.key = k.key AND h.state IN ({pending}, {processing})
+WHERE k.key IS NOT NULL
+ORDER BY k.key`)
+
+// sqlQueues lists the queues that hold messages, are paused or have a
+// record, without reading the completed rows: the queues with completed
+// messages are those with a positive count; those with pending, waiting,
+// dead or cancelled ones are read from each state's index by queue with a
+// loose index scan, one probe per queue; those with processing ones from
+// their index, which holds live rows only.
+var sqlQueues = sqlstate.Expand(`WITH RECURSIVE
+	` + queuesOf("pending", "{pending}") + `,
+	` + queuesOf("waiting", "{waiting}") + `,
+	` + queuesOf("dead", "{dead}") + `,
+	` + queuesOf("cancelled", "{cancelled}") + `
+SELECT q FROM pending WHERE q IS NOT NULL
+UNION SELECT q FROM waiting WHERE q IS NOT NULL
+UNION SELECT q FROM dead WHERE q IS NOT NULL
+UNION SELECT q FROM cancelled WHERE q IS NOT NULL
+UNION SELECT queue FROM leasehold_messages WHERE state = {processing}
+UNION SELECT queue FROM leasehold_completed_counts WHERE n > 0
+UNION SELECT queue FROM leasehold_queues WHERE paused OR created_at IS NOT NULL
+ORDER BY 1`)
+
+// queuesOf is a recursive table, name(q), of the queues that hold
+// messages in a state, a loose index scan of the state's index by queue:
+// each row is the first queue past the one before, and the last is NULL.
+func queuesOf(name, state string) string {
+	first := `SELECT queue FROM leasehold_messages WHERE state = ` + state
+	return name + `(q) AS (SELECT (` + first + ` ORDER BY queue LIMIT 1)
+		UNION ALL SELECT (` + first + ` AND queue > p.q ORDER BY queue LIMIT 1) FROM ` + name + ` AS p WHERE p.q IS NOT NULL)`
+}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/leasehold/leasehold/internal/sqlstate"
+	"github.com/leasehold/leasehold/store"
 )
 
 // Counting a queue's messages reads only the live states' partial indexes
@@ -45,6 +46,96 @@ func TestClaimPlanUsesTheReadyIndex(t *testing.T) {
 	if !strings.Contains(joined, "SEARCH leasehold_messages USING COVERING INDEX leasehold_ready (queue=?)") ||
 		strings.Contains(joined, "TEMP B-TREE") || strings.Contains(joined, "SCAN leasehold_messages") {
 		t.Fatalf("the claim does not read the ready index in order:\n%s", joined)
+	}
+}
+
+// Each listing reads the index meant for it, in id order where the index
+// holds ids after the queue (and key): a page of completed messages, or of
+// a key's, never walks the table, the primary key or another state's
+// index. The listings of pending, waiting and processing messages sort
+// the live rows their index yields.
+func TestListPlansUseTheirIndexes(t *testing.T) {
+	s, err := Open(context.Background(), Config{Path: filepath.Join(t.TempDir(), "plan.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, c := range []struct {
+		f    store.ListFilter
+		want string // the one step
+	}{
+		{store.ListFilter{State: store.Completed}, "SEARCH leasehold_messages USING INDEX leasehold_completed_queue (queue=? AND id>?)"},
+		{store.ListFilter{State: store.Completed, Kind: "email"}, "SEARCH leasehold_messages USING INDEX leasehold_completed_kind (queue=? AND kind=? AND id>?)"},
+		{store.ListFilter{State: store.Completed, Key: "k", Kind: "email"}, "SEARCH leasehold_messages USING INDEX leasehold_finished_key (queue=? AND key=? AND id>?)"},
+		{store.ListFilter{State: store.Cancelled, Kind: "email"}, "SEARCH leasehold_messages USING INDEX leasehold_cancelled (queue=? AND id>?)"},
+		{store.ListFilter{State: store.Completed, BeforeID: 10}, "SEARCH leasehold_messages USING INDEX leasehold_completed_queue (queue=? AND id>? AND id<?)"},
+		{store.ListFilter{State: store.Completed, Key: "k"}, "SEARCH leasehold_messages USING INDEX leasehold_finished_key (queue=? AND key=? AND id>?)"},
+		{store.ListFilter{State: store.Dead, Key: "k", Reason: store.ReasonPermanent}, "SEARCH leasehold_messages USING INDEX leasehold_finished_key (queue=? AND key=? AND id>?)"},
+		{store.ListFilter{State: store.Cancelled, Key: "k", BeforeID: 10}, "SEARCH leasehold_messages USING INDEX leasehold_finished_key (queue=? AND key=? AND id>? AND id<?)"},
+		{store.ListFilter{State: store.Dead, Reason: store.ReasonPermanent}, "SEARCH leasehold_messages USING INDEX leasehold_dead (queue=? AND id>?)"},
+		{store.ListFilter{State: store.Cancelled}, "SEARCH leasehold_messages USING INDEX leasehold_cancelled (queue=? AND id>?)"},
+		{store.ListFilter{State: store.Waiting, Key: "k"}, "SEARCH leasehold_messages USING INDEX leasehold_waiting (queue=? AND key=? AND id>?)"},
+		{store.ListFilter{State: store.Pending, Key: "k"}, "SEARCH leasehold_messages USING INDEX leasehold_key_head (queue=? AND key=? AND rowid>?)"},
+		{store.ListFilter{State: store.Processing, Key: "k", Kind: "email"}, "SEARCH leasehold_messages USING INDEX leasehold_key_head (queue=? AND key=? AND rowid>?)"},
+		{store.ListFilter{State: store.Pending}, "SEARCH leasehold_messages USING INDEX leasehold_ready (queue=?)"},
+		{store.ListFilter{State: store.Waiting}, "SEARCH leasehold_messages USING INDEX leasehold_waiting (queue=?)"},
+		{store.ListFilter{State: store.Processing}, "SCAN leasehold_messages USING INDEX leasehold_processing"},
+	} {
+		c.f.Queue, c.f.Limit = "q", 100
+		query, args := listSQL(c.f)
+		var steps []string
+		for _, step := range queryPlan(t, s, query, args...) {
+			if !strings.HasPrefix(step, "USE TEMP B-TREE FOR ORDER BY") {
+				steps = append(steps, step)
+			}
+		}
+		if len(steps) != 1 || steps[0] != c.want {
+			t.Errorf("List(%+v) reads %q, want %q", c.f, steps, c.want)
+		}
+	}
+}
+
+// Get reads one row through the primary key.
+func TestGetPlanUsesThePrimaryKey(t *testing.T) {
+	s, err := Open(context.Background(), Config{Path: filepath.Join(t.TempDir(), "plan.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if plan := queryPlan(t, s, sqlGet, 1); len(plan) != 1 || plan[0] != "SEARCH leasehold_messages USING INTEGER PRIMARY KEY (rowid=?)" {
+		t.Fatalf("Get reads %q", plan)
+	}
+}
+
+// Queues and BlockedKeys read the indexes of live, dead and cancelled
+// messages only (and the counts and settings): never the completed rows.
+func TestQueuesAndBlockedKeysPlansReadNoHistory(t *testing.T) {
+	s, err := Open(context.Background(), Config{Path: filepath.Join(t.TempDir(), "plan.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	readsOnly(t, "Queues", queryPlan(t, s, sqlQueues),
+		"leasehold_ready", "leasehold_waiting", "leasehold_processing", "leasehold_dead", "leasehold_cancelled")
+	readsOnly(t, "BlockedKeys", queryPlan(t, s, sqlBlockedKeys, "q", "", 100), "leasehold_waiting", "leasehold_key_head")
+}
+
+// readsOnly fails the test unless each step of plan that reads the
+// messages reads one of the indexes, by a search or, for the recursions'
+// first rows, a scan of the index.
+func readsOnly(t *testing.T, op string, plan []string, indexes ...string) {
+	t.Helper()
+	for _, step := range plan {
+		if !strings.Contains(step, "leasehold_messages") {
+			continue
+		}
+		ok := false
+		for _, idx := range indexes {
+			ok = ok || strings.Contains(step, "INDEX "+idx+" ") || strings.HasSuffix(step, "INDEX "+idx)
+		}
+		if !ok {
+			t.Errorf("a step of the %s plan reads more than live rows: %q\nplan: %q", op, step, plan)
+		}
 	}
 }
 

@@ -124,6 +124,11 @@ func Run(t *testing.T, f Factory, opts ...Option) {
 		{"AttributesCountTowardThePayloadLimit", testAttributesCountTowardThePayloadLimit},
 		{"FirstClaimedAt", testFirstClaimedAt},
 		{"StatsDelayed", testStatsDelayed},
+		{"ListFilters", testListFilters},
+		{"ListFiltersBadInput", testListFiltersBadInput},
+		{"Get", testGet},
+		{"BlockedKeys", testBlockedKeys},
+		{"QueuesOfEveryState", testQueuesOfEveryState},
 		{"Linearizable", func(t *testing.T, f Factory) { testLinearizable(t, f, o) }},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,291 @@
+package dashboard_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/clock/clocktest"
+	"github.com/leasehold/leasehold/internal/dashboard"
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/sqlite"
+)
+
+type fixture struct {
+	t   *testing.T
+	ctx context.Context
+	clk *clocktest.Clock
+	st  store.Store
+	d   *dashboard.Dashboard
+	url string
+	c   *http.Client
+}
+
+func setup(t *testing.T, user, pass string) *fixture {
+	t.Helper()
+	clk := clocktest.New()
+	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "d.db"), Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	d, err := dashboard.New(dashboard.Config{Store: st, Username: user, Password: pass, Clock: clk, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(d.Handler())
+	t.Cleanup(hs.Close)
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return &fixture{t: t, ctx: context.Background(), clk: clk, st: st, d: d, url: hs.URL, c: c}
+}
+
+func (f *fixture) get(path string) (int, string) {
+	f.t.Helper()
+	resp, err := f.c.Get(f.url + path)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func (f *fixture) post(path string, form url.Values) (int, string, string) {
+	f.t.Helper()
+	resp, err := f.c.PostForm(f.url+path, form)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Location"), string(b)
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// csrf is the token of the forms on a page.
+func (f *fixture) csrf(page string) string {
+	f.t.Helper()
+	m := csrfField.FindStringSubmatch(page)
+	if m == nil {
+		f.t.Fatalf("no csrf field on the page")
+	}
+	return m[1]
+}
+
+func (f *fixture) enqueue(msgs ...store.NewMessage) []int64 {
+	f.t.Helper()
+	res, err := f.st.Enqueue(f.ctx, msgs)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	ids := make([]int64, len(res))
+	for i, r := range res {
+		ids[i] = r.ID
+	}
+	return ids
+}
+
+func (f *fixture) claim(queue string, n int) []store.Delivery {
+	f.t.Helper()
+	ds, err := f.st.Claim(f.ctx, store.Claim{Queue: queue, WorkerID: "w", Max: n, LeaseDuration: time.Minute})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return ds
+}
+
+func TestPagesShowEveryState(t *testing.T) {
+	f := setup(t, "", "")
+	evil := "<script>alert(1)</script>"
+	f.enqueue(store.NewMessage{Queue: evil, Payload: []byte("<b>payload</b>"), Key: "<i>key</i>"})
+	ids := f.enqueue(
+		store.NewMessage{Queue: "jobs", Payload: []byte(`{"to":"ann","n":1}`), Key: "k1", Kind: "email"},
+		store.NewMessage{Queue: "jobs", Payload: []byte("behind"), Key: "k1"},
+		store.NewMessage{Queue: "jobs", Payload: []byte{0, 1, 2, 0xff}, MaxDeliveries: 1},
+	)
+	ds := f.claim("jobs", 2)
+	if len(ds) != 2 {
+		t.Fatalf("claimed %d", len(ds))
+	}
+	if _, err := f.st.Fail(f.ctx, store.Failure{Lease: ds[1].Lease, Error: "boom <x>", Permanent: true}); err != nil {
+		t.Fatal(err)
+	}
+
+	code, page := f.get("/")
+	if code != 200 || !strings.Contains(page, "&lt;script&gt;alert(1)&lt;/script&gt;") || strings.Contains(page, evil) {
+		t.Fatalf("queues page: %d; the queue name must be escaped:\n%s", code, page)
+	}
+	if !strings.Contains(page, `href="/queues/jobs"`) || !strings.Contains(page, `data-field="processing">1<`) {
+		t.Fatalf("queues page lacks the jobs row with one processing:\n%s", page)
+	}
+	code, page = f.get("/queues/" + url.PathEscape(evil) + "?state=pending")
+	if code != 200 || strings.Contains(page, "<i>key</i>") || !strings.Contains(page, "&lt;i&gt;key&lt;/i&gt;") {
+		t.Fatalf("queue page of the evil queue: %d\n%s", code, page)
+	}
+	msg := func(i int) string { return "/queues/jobs/messages/" + strconv.FormatInt(ids[i], 10) }
+	code, page = f.get("/queues/jobs?state=processing")
+	if code != 200 || !strings.Contains(page, msg(0)) || !strings.Contains(page, "in 1m0s") {
+		t.Fatalf("processing messages: %d\n%s", code, page)
+	}
+	code, page = f.get("/queues/jobs?state=waiting&key=k1")
+	if code != 200 || !strings.Contains(page, msg(1)) {
+		t.Fatalf("waiting messages of k1: %d\n%s", code, page)
+	}
+	code, page = f.get(msg(0))
+	if code != 200 || !strings.Contains(page, "JSON") || !strings.Contains(page, "&#34;to&#34;: &#34;ann&#34;") {
+		t.Fatalf("message page of a JSON payload: %d\n%s", code, page)
+	}
+	code, page = f.get(msg(2))
+	if code != 200 || !strings.Contains(page, "hex") || !strings.Contains(page, "00 01 02 ff") || !strings.Contains(page, "boom &lt;x&gt;") {
+		t.Fatalf("message page of a binary dead payload: %d\n%s", code, page)
+	}
+	code, page = f.get("/queues/jobs/keys")
+	if code != 200 || !strings.Contains(page, ">k1<") || !strings.Contains(page, "processing") {
+		t.Fatalf("keys page: %d\n%s", code, page)
+	}
+	code, page = f.get("/queues/jobs/dead")
+	if code != 200 || !strings.Contains(page, `name="id" value="`+strconv.FormatInt(ids[2], 10)+`"`) || !strings.Contains(page, "permanent_error") {
+		t.Fatalf("dead letters page: %d\n%s", code, page)
+	}
+	if code, _ := f.get("/queues/jobs/dead?reason=lease_expired"); code != 200 {
+		t.Fatalf("dead letters by reason: %d", code)
+	}
+}
+
+func TestBadInputIsNamed(t *testing.T) {
+	f := setup(t, "", "")
+	f.enqueue(store.NewMessage{Queue: "jobs", Payload: []byte("x")})
+	for path, want := range map[string]int{
+		"/queues/jobs?state=bogus":      400,
+		"/queues/jobs/messages/abc":     400,
+		"/queues/jobs/messages/999":     404,
+		"/queues/other/messages/1":      404,
+		"/queues/jobs/dead?reason=nope": 400,
+		"/queues/jobs?after=-4":         400,
+		"/queues/jobs?id=12x":           400,
+	} {
+		if code, page := f.get(path); code != want {
+			t.Errorf("GET %s = %d, want %d\n%s", path, code, want, page)
+		}
+	}
+	if code, _, _ := f.post("/queues/jobs/resume", nil); code != 403 {
+		t.Errorf("POST without a CSRF token = %d, want 403", code)
+	}
+}
+
+func TestActionsNeedTheirTokenAndConfirmation(t *testing.T) {
+	f := setup(t, "", "")
+	f.enqueue(store.NewMessage{Queue: "jobs", Payload: []byte("a"), MaxDeliveries: 1}, store.NewMessage{Queue: "jobs", Payload: []byte("b"), MaxDeliveries: 1})
+	for _, d := range f.claim("jobs", 2) {
+		if _, err := f.st.Fail(f.ctx, store.Failure{Lease: d.Lease, Error: "bad"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, page := f.get("/")
+	token := f.csrf(page)
+
+	// A forged token changes nothing.
+	if code, _, _ := f.post("/queues/jobs/pause", url.Values{"csrf": {"forged"}}); code != 403 {
+		t.Fatalf("pause with a forged token = %d, want 403", code)
+	}
+	if st, _ := f.st.Stats(f.ctx, "jobs"); st.Paused {
+		t.Fatal("a forged pause paused the queue")
+	}
+	code, loc, _ := f.post("/queues/jobs/pause", url.Values{"csrf": {token}, "back": {"/"}})
+	if st, _ := f.st.Stats(f.ctx, "jobs"); code != 303 || !st.Paused || !strings.Contains(loc, "done=paused+jobs") {
+		t.Fatalf("pause = %d %s, paused %v", code, loc, st.Paused)
+	}
+	for _, away := range []string{"https://evil.example/", "//evil.example/", "/\\evil.example/"} {
+		code, loc, _ := f.post("/queues/jobs/resume", url.Values{"csrf": {token}, "back": {away}})
+		if code != 303 || !strings.HasPrefix(loc, "/?done=") {
+			t.Fatalf("resume with back %q = %d %s; want a redirect to this server's /", away, code, loc)
+		}
+	}
+
+	// Redrive asks first: the confirmation lists the ids and changes
+	// nothing; applying it moves them.
+	code, _, page = f.post("/queues/jobs/confirm", url.Values{"csrf": {token}, "action": {"redrive"}, "id": {"1", "2"}, "back": {"/queues/jobs/dead"}})
+	if code != 200 || !strings.Contains(page, "Redrive 2 message(s)") || !strings.Contains(page, `name="id" value="2"`) {
+		t.Fatalf("confirmation: %d\n%s", code, page)
+	}
+	if st, _ := f.st.Stats(f.ctx, "jobs"); st.Dead != 2 {
+		t.Fatalf("the confirmation page redrove: %+v", st)
+	}
+	code, loc, _ = f.post("/queues/jobs/apply", url.Values{"csrf": {token}, "action": {"redrive"}, "id": {"1"}, "back": {"/queues/jobs/dead"}})
+	if st, _ := f.st.Stats(f.ctx, "jobs"); code != 303 || st.Dead != 1 || st.Pending != 1 || !strings.HasPrefix(loc, "/queues/jobs/dead?done=") {
+		t.Fatalf("apply = %d %s, stats %+v", code, loc, st)
+	}
+	code, _, _ = f.post("/queues/jobs/apply", url.Values{"csrf": {token}, "action": {"explode"}, "id": {"2"}})
+	if st, _ := f.st.Stats(f.ctx, "jobs"); code != 400 || st.Dead != 1 {
+		t.Fatalf("an unknown action = %d, stats %+v", code, st)
+	}
+	code, _, _ = f.post("/queues/jobs/apply", url.Values{"csrf": {token}, "action": {"purge"}, "id": {"2"}})
+	if st, _ := f.st.Stats(f.ctx, "jobs"); code != 303 || st.Dead != 0 {
+		t.Fatalf("purge = %d, stats %+v", code, st)
+	}
+}
+
+func TestBasicAuthWithCredentials(t *testing.T) {
+	f := setup(t, "AKID", "secret")
+	if code, _ := f.get("/"); code != 401 {
+		t.Fatalf("without credentials: %d, want 401", code)
+	}
+	req, _ := http.NewRequest(http.MethodGet, f.url+"/", nil)
+	req.SetBasicAuth("AKID", "wrong")
+	if resp, err := f.c.Do(req); err != nil || resp.StatusCode != 401 {
+		t.Fatalf("with a wrong password: %v, %v", resp, err)
+	}
+	req.SetBasicAuth("AKID", "secret")
+	if resp, err := f.c.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("with the credentials: %v, %v", resp, err)
+	}
+}
+
+func TestThroughputChart(t *testing.T) {
+	f := setup(t, "", "")
+	f.enqueue(store.NewMessage{Queue: "jobs"}, store.NewMessage{Queue: "jobs"}, store.NewMessage{Queue: "jobs"})
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan error, 1)
+	go func() { done <- f.d.Run(ctx) }()
+	if err := f.clk.BlockUntil(f.ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	ds := f.claim("jobs", 3)
+	cs := make([]store.Completion, len(ds))
+	for i, d := range ds {
+		cs[i] = store.Completion{Lease: d.Lease}
+	}
+	if _, err := f.st.Complete(f.ctx, cs); err != nil {
+		t.Fatal(err)
+	}
+	f.clk.Advance(dashboard.DefaultSampleInterval)
+	// The sample after the completions is taken on the ticker's goroutine:
+	// wait for the chart to show it.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, page := f.get("/api/queues")
+		if strings.Contains(page, `"Last":"0.6/s"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the chart never showed 3 completions in 5 s: %s", page)
+		}
+		if err := f.clk.BlockUntil(f.ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancel()
+	<-done
+}

@@ -1,0 +1,642 @@
+package dashboard
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/leasehold/leasehold/store"
+)
+
+// view is what a page's template gets.
+type view struct {
+	Title string
+	CSRF  string
+	// Flash says what the last action did.
+	Flash string
+	// Crumbs lead from the queues page to this one.
+	Crumbs []crumb
+	Data   any
+}
+
+type crumb struct{ Name, URL string }
+
+// handler makes a page: the template to render and its data, or an error.
+type handler func(w http.ResponseWriter, r *http.Request, v *view) (string, error)
+
+// page renders a page, or its error: bad input is 400 and names the
+// problem, a missing queue or message 404, anything else 500.
+func (d *Dashboard) page(h handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v := &view{CSRF: d.csrfToken(w, r), Flash: r.URL.Query().Get("done")}
+		name, err := h(w, r, v)
+		if errors.Is(err, errRedirected) {
+			return
+		}
+		if err != nil {
+			d.fail(w, r, v, err)
+			return
+		}
+		d.render(w, http.StatusOK, name, v)
+	}
+}
+
+func (d *Dashboard) render(w http.ResponseWriter, status int, name string, v *view) {
+	var b bytes.Buffer
+	if err := d.pages[name].ExecuteTemplate(&b, "layout", v); err != nil {
+		d.log.Error("dashboard: render", "page", name, "error", err)
+		http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(b.Bytes())
+}
+
+// badRequest is input the dashboard refuses.
+type badRequest struct{ msg string }
+
+func (e badRequest) Error() string { return e.msg }
+
+func bad(format string, args ...any) error { return badRequest{fmt.Sprintf(format, args...)} }
+
+func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, v *view, err error) {
+	status := http.StatusInternalServerError
+	var br badRequest
+	switch {
+	case errors.As(err, &br) || errors.Is(err, store.ErrInvalid):
+		status = http.StatusBadRequest
+	case errors.Is(err, store.ErrNotFound):
+		status = http.StatusNotFound
+	default:
+		d.log.Error("dashboard: request failed", "path", r.URL.Path, "error", err)
+	}
+	v.Title = http.StatusText(status)
+	v.Data = err.Error()
+	d.render(w, status, "error", v)
+}
+
+// write wraps an action: it checks the CSRF token, runs the action and
+// sends the browser back to where the form said, with what it did.
+func (d *Dashboard) write(act func(r *http.Request) (string, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v := &view{CSRF: d.csrfToken(w, r)}
+		if !d.checkCSRF(r) {
+			v.Title, v.Data = "Forbidden", "the form's CSRF token is missing or stale: reload the page and try again"
+			d.render(w, http.StatusForbidden, "error", v)
+			return
+		}
+		done, err := act(r)
+		if err != nil {
+			d.fail(w, r, v, err)
+			return
+		}
+		u, err := url.Parse(localPath(r.PostFormValue("back"), "/"))
+		if err != nil {
+			u = &url.URL{Path: "/"}
+		}
+		q := u.Query()
+		q.Set("done", done)
+		u.RawQuery = q.Encode()
+		http.Redirect(w, r, u.String(), http.StatusSeeOther)
+	}
+}
+
+func queueURL(q string) string { return "/queues/" + url.PathEscape(q) }
+
+func messageURL(q string, id int64) string {
+	return queueURL(q) + "/messages/" + strconv.FormatInt(id, 10)
+}
+
+// --- the queues page ---
+
+type queueRow struct {
+	Name   string
+	URL    string
+	Stats  store.Stats
+	Oldest string
+	Chart  chart
+}
+
+func (d *Dashboard) queueRows(r *http.Request) ([]queueRow, error) {
+	names, err := d.st.Queues(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]queueRow, 0, len(names))
+	for _, n := range names {
+		st, err := d.st.Stats(r.Context(), n)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, queueRow{Name: n, URL: queueURL(n), Stats: st, Oldest: age(st.OldestPendingAge), Chart: newChart(d.rates(n))})
+	}
+	return rows, nil
+}
+
+func (d *Dashboard) queuesPage(w http.ResponseWriter, r *http.Request, v *view) (string, error) {
+	rows, err := d.queueRows(r)
+	if err != nil {
+		return "", err
+	}
+	v.Title, v.Data = "Queues", rows
+	return "queues", nil
+}
+
+// apiQueues is the queues page's counts as JSON, for its live update.
+func (d *Dashboard) apiQueues(w http.ResponseWriter, r *http.Request) {
+	rows, err := d.queueRows(r)
+	if err != nil {
+		d.log.Error("dashboard: counts", "error", err)
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	type row struct {
+		Name                                                     string
+		Paused                                                   bool
+		Pending, Waiting, Processing, Completed, Dead, Cancelled int64
+		Oldest                                                   string
+		Chart                                                    chart
+	}
+	out := make([]row, len(rows))
+	for i, q := range rows {
+		s := q.Stats
+		out[i] = row{q.Name, s.Paused, s.Pending, s.Waiting, s.Processing, s.Completed, s.Dead, s.Cancelled, q.Oldest, q.Chart}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// --- a queue's messages ---
+
+type messageRow struct {
+	store.Info
+	URL          string
+	StateName    string
+	LeaseExpires string
+	Error        string
+}
+
+func (d *Dashboard) row(in store.Info) messageRow {
+	m := messageRow{Info: in, URL: messageURL(in.Queue, in.ID), StateName: in.State.String(), Error: truncate(in.LastError, 80)}
+	if in.State == store.Processing {
+		m.LeaseExpires = d.until(in.LeaseExpires)
+	}
+	return m
+}
+
+type queueData struct {
+	Name, URL        string
+	Stats            store.Stats
+	State, Key, Kind string
+	States           []string
+	Messages         []messageRow
+	Next             string
+	First            string
+}
+
+var listStates = []store.State{store.Pending, store.Waiting, store.Processing, store.Completed, store.Dead, store.Cancelled}
+
+func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request, v *view) (string, error) {
+	name := r.PathValue("queue")
+	q := r.URL.Query()
+	if id := strings.TrimSpace(q.Get("id")); id != "" {
+		n, err := strconv.ParseInt(id, 10, 64)
+		if err != nil || n <= 0 {
+			return "", bad("message id %q is not a positive whole number", id)
+		}
+		http.Redirect(w, r, messageURL(name, n), http.StatusSeeOther)
+		return "", errRedirected
+	}
+	st, err := d.st.Stats(r.Context(), name)
+	if err != nil {
+		return "", err
+	}
+	data := queueData{Name: name, URL: queueURL(name), Stats: st, State: q.Get("state"), Key: q.Get("key"), Kind: q.Get("kind")}
+	if data.State == "" {
+		data.State = "pending"
+	}
+	state, err := store.ParseState(data.State)
+	if err != nil {
+		return "", err
+	}
+	after, err := afterID(q.Get("after"))
+	if err != nil {
+		return "", err
+	}
+	infos, err := d.st.List(r.Context(), store.ListFilter{Queue: name, State: state, Key: data.Key, Kind: data.Kind, AfterID: after, Limit: pageSize})
+	if err != nil {
+		return "", err
+	}
+	for _, s := range listStates {
+		data.States = append(data.States, s.String())
+	}
+	for _, in := range infos {
+		data.Messages = append(data.Messages, d.row(in))
+	}
+	if after > 0 {
+		data.First = pageURL(data.URL, q, "")
+	}
+	if len(infos) == pageSize {
+		data.Next = pageURL(data.URL, q, strconv.FormatInt(infos[len(infos)-1].ID, 10))
+	}
+	v.Title, v.Data = "Queue "+name, data
+	v.Crumbs = []crumb{{"Queues", "/"}}
+	return "queue", nil
+}
+
+// errRedirected ends a page that redirected instead.
+var errRedirected = errors.New("redirected")
+
+func pageURL(base string, q url.Values, after string) string {
+	q = cloneValues(q)
+	if after == "" {
+		q.Del("after")
+	} else {
+		q.Set("after", after)
+	}
+	q.Del("done")
+	return base + "?" + q.Encode()
+}
+
+func cloneValues(q url.Values) url.Values {
+	out := url.Values{}
+	for k, v := range q {
+		out[k] = slices.Clone(v)
+	}
+	return out
+}
+
+func afterID(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, bad("page position %q is not a whole number", s)
+	}
+	return n, nil
+}
+
+// --- one message ---
+
+type messageData struct {
+	Info         messageRow
+	QueueURL     string
+	Payload      payloadView
+	Attributes   payloadView
+	EnqueuedAt   string
+	VisibleAt    string
+	FinishedAt   string
+	FirstClaimed string
+	Actions      []string
+}
+
+func (d *Dashboard) messagePage(w http.ResponseWriter, r *http.Request, v *view) (string, error) {
+	name := r.PathValue("queue")
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return "", bad("message id %q is not a positive whole number", r.PathValue("id"))
+	}
+	in, err := d.st.Get(r.Context(), id)
+	if err != nil {
+		return "", err
+	}
+	if in.Queue != name {
+		return "", fmt.Errorf("%w: message %d is not in queue %s", store.ErrNotFound, id, name)
+	}
+	data := messageData{Info: d.row(in), QueueURL: queueURL(name), Payload: showPayload(in.Payload),
+		EnqueuedAt: stamp(in.EnqueuedAt), VisibleAt: stamp(in.VisibleAt), FinishedAt: stamp(in.FinishedAt), FirstClaimed: stamp(in.FirstClaimedAt)}
+	if len(in.Attributes) > 0 {
+		data.Attributes = showPayload(in.Attributes)
+	}
+	switch in.State {
+	case store.Dead:
+		data.Actions = []string{"redrive", "purge"}
+	case store.Pending, store.Waiting, store.Processing:
+		data.Actions = []string{"cancel"}
+	}
+	v.Title, v.Data = fmt.Sprintf("Message %d", id), data
+	v.Crumbs = []crumb{{"Queues", "/"}, {name, queueURL(name)}}
+	return "message", nil
+}
+
+// payloadView shows bytes as text, as indented JSON, or in hex.
+type payloadView struct {
+	Format string
+	Text   string
+	Size   int
+	Cut    bool
+}
+
+// maxShown bounds how much of a payload a page shows.
+const maxShown = 64 << 10
+
+func showPayload(b []byte) payloadView {
+	p := payloadView{Size: len(b)}
+	if len(b) > maxShown {
+		b, p.Cut = b[:maxShown], true
+	}
+	var out bytes.Buffer
+	switch {
+	case !p.Cut && json.Valid(b) && json.Indent(&out, b, "", "  ") == nil:
+		p.Format, p.Text = "JSON", out.String()
+	case utf8.Valid(b) && printable(b):
+		p.Format, p.Text = "text", string(b)
+	default:
+		p.Format, p.Text = "hex", hexDump(b)
+	}
+	return p
+}
+
+func printable(b []byte) bool {
+	for _, r := range string(b) {
+		if r < 0x20 && r != '\n' && r != '\r' && r != '\t' || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func hexDump(b []byte) string {
+	var out strings.Builder
+	for i := 0; i < len(b); i += 16 {
+		line := b[i:min(i+16, len(b))]
+		fmt.Fprintf(&out, "%08x  % x\n", i, line)
+	}
+	return out.String()
+}
+
+// --- keys ---
+
+type keyRow struct {
+	store.BlockedKey
+	HeadURL   string
+	HeadState string
+	HeadWhen  string
+	Error     string
+}
+
+type keysData struct {
+	Name, URL string
+	Keys      []keyRow
+	Next      string
+}
+
+func (d *Dashboard) keysPage(w http.ResponseWriter, r *http.Request, v *view) (string, error) {
+	name := r.PathValue("queue")
+	after := r.URL.Query().Get("after")
+	keys, err := d.st.BlockedKeys(r.Context(), name, after, pageSize)
+	if err != nil {
+		return "", err
+	}
+	data := keysData{Name: name, URL: queueURL(name)}
+	for _, k := range keys {
+		row := keyRow{BlockedKey: k}
+		if k.Head.ID != 0 {
+			row.HeadURL = messageURL(name, k.Head.ID)
+			row.HeadState = k.Head.State.String()
+			row.Error = truncate(k.Head.LastError, 80)
+			if k.Head.State == store.Processing {
+				row.HeadWhen = "lease ends " + d.until(k.Head.LeaseExpires)
+			} else if k.Head.VisibleAt.After(d.clk.Now()) {
+				row.HeadWhen = "visible " + d.until(k.Head.VisibleAt)
+			}
+		}
+		data.Keys = append(data.Keys, row)
+	}
+	if len(keys) == pageSize {
+		data.Next = data.URL + "/keys?after=" + url.QueryEscape(keys[len(keys)-1].Key)
+	}
+	v.Title, v.Data = "Keys of "+name, data
+	v.Crumbs = []crumb{{"Queues", "/"}, {name, queueURL(name)}}
+	return "keys", nil
+}
+
+// --- dead letters ---
+
+var reasons = []store.DeadReason{store.ReasonMaxDeliveries, store.ReasonLeaseExpired, store.ReasonPermanent, store.ReasonMaxProcessingTime}
+
+type deadData struct {
+	Name, URL string
+	Reason    string
+	Reasons   []string
+	Messages  []messageRow
+	Next      string
+	Back      string
+}
+
+func (d *Dashboard) deadPage(w http.ResponseWriter, r *http.Request, v *view) (string, error) {
+	name := r.PathValue("queue")
+	q := r.URL.Query()
+	data := deadData{Name: name, URL: queueURL(name), Reason: q.Get("reason")}
+	for _, rs := range reasons {
+		data.Reasons = append(data.Reasons, string(rs))
+	}
+	if data.Reason != "" && !slices.Contains(data.Reasons, data.Reason) {
+		return "", bad("unknown dead reason %q", data.Reason)
+	}
+	after, err := afterID(q.Get("after"))
+	if err != nil {
+		return "", err
+	}
+	infos, err := d.st.List(r.Context(), store.ListFilter{Queue: name, State: store.Dead, Reason: store.DeadReason(data.Reason), AfterID: after, Limit: pageSize})
+	if err != nil {
+		return "", err
+	}
+	for _, in := range infos {
+		data.Messages = append(data.Messages, d.row(in))
+	}
+	if len(infos) == pageSize {
+		data.Next = pageURL(data.URL+"/dead", q, strconv.FormatInt(infos[len(infos)-1].ID, 10))
+	}
+	data.Back = r.URL.RequestURI()
+	v.Title, v.Data = "Dead letters of "+name, data
+	v.Crumbs = []crumb{{"Queues", "/"}, {name, queueURL(name)}}
+	return "dead", nil
+}
+
+// --- actions ---
+
+// actions are what the confirmation page can apply, and how each is said.
+var actions = map[string]string{"redrive": "Redrive", "purge": "Purge", "cancel": "Cancel"}
+
+type confirmData struct {
+	Name, URL string
+	Action    string
+	Verb      string
+	IDs       []int64
+	Back      string
+}
+
+// formIDs reads the ids a form selected: at least one, at most a page.
+func formIDs(r *http.Request) ([]int64, error) {
+	if err := r.ParseForm(); err != nil {
+		return nil, bad("the form cannot be read: %v", err)
+	}
+	var ids []int64
+	for _, s := range r.PostForm["id"] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n <= 0 {
+			return nil, bad("message id %q is not a positive whole number", s)
+		}
+		ids = append(ids, n)
+	}
+	if len(ids) == 0 {
+		return nil, bad("no message was selected")
+	}
+	if len(ids) > store.MaxBatch {
+		return nil, bad("%d messages were selected; at most %d at once", len(ids), store.MaxBatch)
+	}
+	return ids, nil
+}
+
+// formSelection reads a form's ids and the action to take on them.
+func formSelection(r *http.Request) ([]int64, string, error) {
+	ids, err := formIDs(r)
+	if err != nil {
+		return nil, "", err
+	}
+	a := r.PostFormValue("action")
+	if _, ok := actions[a]; !ok {
+		return nil, "", bad("unknown action %q: want redrive, purge or cancel", a)
+	}
+	return ids, a, nil
+}
+
+// localPath is back when it is a path on this server, else fallback: a
+// form cannot send the browser elsewhere.
+func localPath(back, fallback string) string {
+	if !strings.HasPrefix(back, "/") || strings.HasPrefix(back, "//") || strings.HasPrefix(back, "/\\") {
+		return fallback
+	}
+	return back
+}
+
+// confirmPage asks before an action on messages is applied.
+func (d *Dashboard) confirmPage(w http.ResponseWriter, r *http.Request, v *view) (string, error) {
+	if !d.checkCSRF(r) {
+		return "", bad("the form's CSRF token is missing or stale: reload the page and try again")
+	}
+	name := r.PathValue("queue")
+	ids, act, err := formSelection(r)
+	if err != nil {
+		return "", err
+	}
+	back := localPath(r.PostFormValue("back"), queueURL(name))
+	v.Title = fmt.Sprintf("%s %d message(s)?", actions[act], len(ids))
+	v.Data = confirmData{Name: name, URL: queueURL(name), Action: act, Verb: actions[act], IDs: ids, Back: back}
+	v.Crumbs = []crumb{{"Queues", "/"}, {name, queueURL(name)}}
+	return "confirm", nil
+}
+
+func (d *Dashboard) apply(r *http.Request) (string, error) {
+	name := r.PathValue("queue")
+	ids, act, err := formSelection(r)
+	if err != nil {
+		return "", err
+	}
+	ctx := r.Context()
+	var n int
+	switch act {
+	case "redrive":
+		n, err = d.st.Redrive(ctx, name, ids)
+	case "purge":
+		n, err = d.st.Purge(ctx, name, ids)
+	case "cancel":
+		var done []int64
+		done, err = d.st.Cancel(ctx, name, ids)
+		n = len(done)
+	}
+	if err != nil {
+		return "", err
+	}
+	past := map[string]string{"redrive": "redrove", "purge": "purged", "cancel": "cancelled"}[act]
+	return fmt.Sprintf("%s %d of %d message(s) in %s", past, n, len(ids), name), nil
+}
+
+func (d *Dashboard) pause(r *http.Request) (string, error) {
+	name := r.PathValue("queue")
+	if err := d.st.Pause(r.Context(), name); err != nil {
+		return "", err
+	}
+	return "paused " + name, nil
+}
+
+func (d *Dashboard) resume(r *http.Request) (string, error) {
+	name := r.PathValue("queue")
+	if err := d.st.Resume(r.Context(), name); err != nil {
+		return "", err
+	}
+	return "resumed " + name, nil
+}
+
+// --- formatting ---
+
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n]) + "…"
+}
+
+func age(d time.Duration) string {
+	if d <= 0 {
+		return "–"
+	}
+	return d.Round(time.Second).String()
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "–"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05.000 UTC")
+}
+
+// until says when t comes, from now.
+func (d *Dashboard) until(t time.Time) string {
+	if t.IsZero() {
+		return "–"
+	}
+	left := t.Sub(d.clk.Now()).Round(time.Second)
+	if left < 0 {
+		return "ended " + (-left).String() + " ago"
+	}
+	return "in " + left.String()
+}
+
+// pauseArgs are the pause or resume form's.
+type pauseArgs struct {
+	Name, URL string
+	Paused    bool
+	CSRF      string
+	Back      string
+}
+
+// parsePages parses each page with the layout.
+func parsePages() (map[string]*template.Template, error) {
+	funcs := template.FuncMap{"lower": strings.ToLower, "pauseArgs": func(name, url string, paused bool, csrf, back string) pauseArgs {
+		return pauseArgs{name, url, paused, csrf, back}
+	}}
+	out := map[string]*template.Template{}
+	for _, name := range []string{"queues", "queue", "message", "keys", "dead", "confirm", "error"} {
+		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+		if err != nil {
+			return nil, fmt.Errorf("dashboard: template %s: %w", name, err)
+		}
+		out[name] = t
+	}
+	return out, nil
+}
