@@ -193,9 +193,11 @@ func (d *Dashboard) Run(ctx context.Context) error {
 		return err
 	}
 	defer d.state.End()
+	// The first sample is taken before the ticker starts, so that a
+	// ticker that exists means the first sample is in.
+	d.sample(ctx)
 	t := d.clk.NewTicker(d.cfg.SampleInterval)
 	defer t.Stop()
-	d.sample(ctx)
 	for {
 		select {
 		case <-ctx.Done():

@@ -259,6 +259,7 @@ func TestThroughputChart(t *testing.T) {
 	ctx, cancel := context.WithCancel(f.ctx)
 	done := make(chan error, 1)
 	go func() { done <- f.d.Run(ctx) }()
+	// Its ticker exists once the first sample, of no completions, is in.
 	if err := f.clk.BlockUntil(f.ctx, 1); err != nil {
 		t.Fatal(err)
 	}
