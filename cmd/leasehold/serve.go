@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/leasehold/leasehold/internal/serve"
+	"github.com/leasehold/leasehold/internal/sqsapi"
 	"github.com/leasehold/leasehold/internal/worker"
 )
 
@@ -16,24 +17,27 @@ func (a *app) serveCommand() *cobra.Command {
 	retainCompleted, retainDead := retention{worker.DefaultCompletedRetention}, retention{worker.DefaultDeadRetention}
 	cmd := &cobra.Command{
 		Use:   "serve [--addr HOST:PORT]",
-		Short: "Serve the Amazon SQS API, Prometheus metrics and health checks over HTTP",
+		Short: "Serve the Amazon SQS API, the dashboard, Prometheus metrics and health checks over HTTP",
 		Long: `serve speaks the Amazon SQS API (its JSON protocol) on one listener, so
 that the AWS SDKs of any language send to and receive from leasehold
-queues: point the SDK's endpoint URL at http://HOST:PORT. Beside it:
-GET /metrics (Prometheus), GET /healthz (the process runs) and GET /readyz
-(the database answers).
+queues: point the SDK's endpoint URL at http://HOST:PORT. Beside it: the
+dashboard (open http://HOST:PORT/ in a browser), GET /metrics
+(Prometheus), GET /healthz (the process runs) and GET /readyz (the
+database answers).
 
-A receipt handle is the message's lease: a handle whose lease was lost (its
-visibility timeout ended and the message was received again, or it was
-deleted) gets ReceiptHandleIsInvalid and changes nothing. MessageGroupId
+A receipt handle is the message's lease: once its visibility timeout has
+run out, or the message was deleted or received again, the handle gets
+ReceiptHandleIsInvalid and changes nothing. MessageGroupId
 orders messages on any queue, one of a group in flight at a time. A
 redrive policy's maxReceiveCount dead-letters a message in its own queue
 after that many receives; "leasehold dead redrive" brings it back.
 
 With LEASEHOLD_ACCESS_KEY_ID and LEASEHOLD_SECRET_ACCESS_KEY set, every
-request must carry a valid AWS Signature Version 4 made with them, at most
-15 minutes old. Without them, requests are not checked, and serve listens
-only on a loopback address.
+SQS request must carry a valid AWS Signature Version 4 made with them, at
+most 15 minutes old, and the dashboard and /metrics ask for them by HTTP
+basic authentication. Without them, requests are not checked, serve
+listens only on a loopback address, and it answers only requests for
+localhost or a loopback address.
 
 The server reaps every --reap-interval, so that a message whose visibility
 timeout ended can be received again within it; and, while it is the
@@ -76,7 +80,7 @@ flight finish; a second signal stops at once.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&addr, "addr", serve.DefaultAddr, "address to listen on, HOST:PORT; without credentials it must be a loopback address")
-	fl.StringVar(&region, "region", "us-east-1", "region named in queue ARNs")
+	fl.StringVar(&region, "region", sqsapi.DefaultRegion, "region named in queue ARNs")
 	fl.DurationVar(&reapEvery, "reap-interval", serve.DefaultReapInterval, "how often the reaper gives back messages whose visibility timeout ended")
 	fl.DurationVar(&shutdownTimeout, "shutdown-timeout", serve.DefaultShutdownTimeout, "how long a graceful stop waits for requests in flight")
 	fl.Var(&retainCompleted, "retain-completed", "keep completed messages this long after they finish, then delete them (or forever)")

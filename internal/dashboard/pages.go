@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,7 +38,7 @@ type handler func(w http.ResponseWriter, r *http.Request, v *view) (string, erro
 // problem, a missing queue or message 404, anything else 500.
 func (d *Dashboard) page(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		v := &view{CSRF: d.csrfToken(w, r), Flash: r.URL.Query().Get("done")}
+		v := &view{CSRF: d.csrfToken(w, r), Flash: d.flash(r)}
 		name, err := h(w, r, v)
 		if errors.Is(err, errRedirected) {
 			return
@@ -62,6 +63,17 @@ func (d *Dashboard) render(w http.ResponseWriter, status int, name string, v *vi
 	_, _ = w.Write(b.Bytes())
 }
 
+// flash is what the last action did, as the redirect after it says,
+// signed so that a link from elsewhere cannot make the page say it.
+func (d *Dashboard) flash(r *http.Request) string {
+	q := r.URL.Query()
+	done := q.Get("done")
+	if done == "" || !hmac.Equal([]byte(q.Get("sig")), []byte(d.mac("done:"+done))) {
+		return ""
+	}
+	return done
+}
+
 // badRequest is input the dashboard refuses.
 type badRequest struct{ msg string }
 
@@ -79,6 +91,7 @@ func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, v *view, err er
 		status = http.StatusNotFound
 	default:
 		d.log.Error("dashboard: request failed", "path", r.URL.Path, "error", err)
+		err = errors.New("the server could not answer: the error is in its log")
 	}
 	v.Title = http.StatusText(status)
 	v.Data = err.Error()
@@ -106,6 +119,7 @@ func (d *Dashboard) write(act func(r *http.Request) (string, error)) http.Handle
 		}
 		q := u.Query()
 		q.Set("done", done)
+		q.Set("sig", d.mac("done:"+done))
 		u.RawQuery = q.Encode()
 		http.Redirect(w, r, u.String(), http.StatusSeeOther)
 	}
@@ -266,6 +280,7 @@ func pageURL(base string, q url.Values, after string) string {
 		q.Set("after", after)
 	}
 	q.Del("done")
+	q.Del("sig")
 	return base + "?" + q.Encode()
 }
 

@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// series is one queue's recent completion counts: a ring of samples.
+// series is one queue's recent completion counts, the oldest first; it
+// keeps the last samples+1 of them.
 type series struct {
 	at        []time.Duration // monotonic time of each sample
 	completed []int64

@@ -145,6 +145,10 @@ type ReceiveOptions struct {
 	Visibility time.Duration
 	// Wait is how long to wait for a first message. Zero returns at once.
 	Wait time.Duration
+	// Stop, when closed, ends the wait at once with no messages, as a
+	// passed Wait does. Unlike ctx, it never cuts a claim short, so a
+	// claim that took messages always returns them.
+	Stop <-chan struct{}
 }
 
 // Receive claims up to o.Max messages. With a positive o.Wait it long-polls:
@@ -186,6 +190,8 @@ func (m *Mailbox) Receive(ctx context.Context, o ReceiveOptions) ([]*Message, er
 		select {
 		case <-wake:
 		case <-timer.C():
+		case <-o.Stop:
+			return nil, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}

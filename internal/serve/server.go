@@ -10,6 +10,7 @@ package serve
 import (
 	"cmp"
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -82,8 +83,10 @@ type Server struct {
 	dash  *dashboard.Dashboard
 	maint *worker.Maintenance
 	mux   *http.ServeMux
-	http  *http.Server
-	state runstate.State
+	// handler is mux behind the check of the Host header.
+	handler http.Handler
+	http    *http.Server
+	state   runstate.State
 
 	mu sync.Mutex
 	ln net.Listener
@@ -153,8 +156,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
-	dash, err := dashboard.New(dashboard.Config{Store: cfg.Store, Username: cfg.AccessKeyID, Password: cfg.SecretAccessKey,
-		Clock: cfg.Clock, Logger: cfg.Logger})
+	dash, err := dashboard.New(dashboard.Config{Store: cfg.Store, Clock: cfg.Clock, Logger: cfg.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
@@ -165,15 +167,19 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, api: api, dash: dash, maint: maint, stopping: make(chan struct{}), unobserve: unobserve, meterClose: mp.Shutdown}
 	s.mux = http.NewServeMux()
 	s.mux.Handle("POST /{$}", api)
-	pages := dash.Handler()
+	pages := s.guard(dash.Handler())
 	s.mux.Handle("GET /{$}", pages)
 	s.mux.Handle("/queues/", pages)
 	s.mux.Handle("/api/", pages)
 	s.mux.Handle("GET /static/", pages)
-	s.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	s.mux.Handle("GET /metrics", s.guard(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	s.mux.Handle("GET /healthz", lifecycle.HealthHandler())
 	s.mux.Handle("GET /readyz", lifecycle.HealthHandler(s.ready))
-	s.http = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)}
+	s.handler = s.mux
+	if cfg.AccessKeyID == "" {
+		s.handler = localOnly(cfg.Addr, s.mux)
+	}
+	s.http = &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)}
 	return s, nil
 }
 
@@ -191,7 +197,48 @@ func loopback(addr string) bool {
 }
 
 // Handler is the server's handler, for tests that serve it themselves.
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// guard asks for the server's credentials, by HTTP basic authentication
+// (the access key id and the secret access key), when it has them: the
+// dashboard and the metrics are not signed as SQS requests are.
+func (s *Server) guard(h http.Handler) http.Handler {
+	if s.cfg.AccessKeyID == "" {
+		return h
+	}
+	user, pass := []byte(s.cfg.AccessKeyID), []byte(s.cfg.SecretAccessKey)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, p, ok := r.BasicAuth()
+		if !ok || subtle.ConstantTimeCompare([]byte(u), user) != 1 || subtle.ConstantTimeCompare([]byte(p), pass) != 1 {
+			w.Header().Set("WWW-Authenticate", `Basic realm="leasehold", charset="UTF-8"`)
+			http.Error(w, "this needs the server's access key id and secret access key (HTTP basic authentication)", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// localOnly answers only requests whose Host names this machine: a
+// loopback address, localhost, or the address listened on. A server
+// without credentials trusts whoever reaches it, and listens on loopback
+// for that reason; this keeps a web page elsewhere from reaching it
+// through a name of its own that resolves to 127.0.0.1 (DNS rebinding).
+func localOnly(listen string, h http.Handler) http.Handler {
+	listenHost, _, _ := net.SplitHostPort(listen)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.Host)
+		if err != nil {
+			host = r.Host
+		}
+		host = strings.Trim(host, "[]")
+		ip := net.ParseIP(host)
+		if !strings.EqualFold(host, "localhost") && host != listenHost && (ip == nil || !ip.IsLoopback()) {
+			http.Error(w, "this server takes requests for localhost or a loopback address only: it has no credentials set", http.StatusMisdirectedRequest)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
 
 // ready is the readiness check: the server is not stopping and its
 // database answers.

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/leasehold/leasehold/internal/serve"
+	"github.com/leasehold/leasehold/store"
 )
 
 func TestQueueActions(t *testing.T) {
@@ -454,4 +455,44 @@ func TestUnsignedOnlyOnLoopback(t *testing.T) {
 	if err := cfg.Check(); err != nil {
 		t.Errorf("with credentials, Check(0.0.0.0:9324) = %v", err)
 	}
+}
+
+// A redrive policy set after a message was sent holds when it is
+// received; a receive with visibility 0 can still delete its message.
+func TestLaterRedrivePolicyAndZeroVisibility(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		f := setup(t, b, options{})
+		url := f.createQueue("later", nil)
+		f.send(url, "early", "")
+		for range 2 {
+			got := f.receive(url, 1, 30)
+			if len(got) != 1 {
+				t.Fatalf("received %v", bodies(got))
+			}
+			if _, err := f.c.ChangeMessageVisibility(f.ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(url),
+				ReceiptHandle: aws.String(got[0].handle), VisibilityTimeout: 0}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := f.c.SetQueueAttributes(f.ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(url),
+			Attributes: map[string]string{"RedrivePolicy": `{"maxReceiveCount":"2"}`}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.receive(url, 1, 30); len(got) != 0 {
+			t.Fatalf("a third receive under maxReceiveCount 2 got %v", bodies(got))
+		}
+		dead, err := f.st.List(f.ctx, store.ListFilter{Queue: "later", State: store.Dead})
+		if err != nil || len(dead) != 1 || dead[0].DeadReason != store.ReasonMaxDeliveries {
+			t.Fatalf("dead letters %+v, %v", dead, err)
+		}
+
+		f.send(url, "quick", "")
+		got := f.receive(url, 1, 0)
+		if len(got) != 1 {
+			t.Fatalf("received %v", bodies(got))
+		}
+		if err := f.delete(url, got[0].handle); err != nil {
+			t.Fatalf("delete after a receive with visibility 0: %v", err)
+		}
+	})
 }

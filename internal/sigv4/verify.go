@@ -1,7 +1,11 @@
 // Package sigv4 checks AWS Signature Version 4 on incoming requests, for
 // one key pair. The signature is computed again with the AWS SDK's own
 // signer over the headers the client says it signed, and compared in
-// constant time; this package only takes the request apart.
+// constant time; this package only takes the request apart. That signer
+// never signs User-Agent, Expect, X-Amzn-Trace-Id or Transfer-Encoding,
+// so a request whose client signed one of them is refused, with an error
+// that says so; the SDKs of Go, Python, JavaScript and Java 2 sign none of
+// them.
 package sigv4
 
 import (
@@ -139,8 +143,10 @@ func (v *Verifier) Verify(r *http.Request, body []byte) error {
 
 	// Sign a copy of the request that holds exactly the headers the client
 	// signed, with the same scope and time, and compare.
+	// No scheme: the signer then keeps the Host header whole, port and
+	// all, as the client sent and signed it.
 	u := *r.URL
-	u.Scheme, u.Host = "http", r.Host
+	u.Scheme, u.Host = "", r.Host
 	c := &http.Request{Method: r.Method, URL: &u, Host: r.Host, Header: http.Header{}}
 	for _, name := range a.signedHeaders {
 		switch name {
@@ -165,7 +171,7 @@ func (v *Verifier) Verify(r *http.Request, body []byte) error {
 		return err
 	}
 	if strings.Join(want.signedHeaders, ";") != strings.Join(a.signedHeaders, ";") {
-		return refuse(CodeMismatch, "the signed headers %s are not the ones this server signs (%s)",
+		return refuse(CodeMismatch, "the signed headers %s are not the ones this server can check (%s): it cannot check a signature over user-agent, expect, x-amzn-trace-id, transfer-encoding or an empty content-length",
 			strings.Join(a.signedHeaders, ";"), strings.Join(want.signedHeaders, ";"))
 	}
 	if !hmac.Equal([]byte(want.signature), []byte(a.signature)) {

@@ -161,8 +161,9 @@ func New(cfg Config) (*API, error) {
 	return a, nil
 }
 
-// Drain makes every long poll, running or to come, return at once with
-// the messages it has: for a server that is stopping.
+// Drain makes every long poll, running or to come, return at once,
+// empty, once its claim in progress (if any) has answered: for a server
+// that is stopping.
 func (a *API) Drain() { a.stopDrain() }
 
 // action is one SQS action: it decodes its input from the request body

@@ -98,10 +98,8 @@ func checkAttrName(name string) *apiError {
 	case name[0] == '.' || name[len(name)-1] == '.' || strings.Contains(name, ".."):
 		return errInvalidParameter.f("message attribute name %q must not start or end with a period or hold two in a row", name)
 	}
-	for _, c := range name {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
-			return errInvalidParameter.f("message attribute name %q may hold only letters, digits, '_', '-' and '.'", name)
-		}
+	if !onlyNameChars(name, ".") {
+		return errInvalidParameter.f("message attribute name %q may hold only letters, digits, '_', '-' and '.'", name)
 	}
 	return nil
 }

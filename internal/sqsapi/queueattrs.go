@@ -55,7 +55,21 @@ var ranges = map[string][2]int{
 	attrMaxSize:    {1024, maxMessageSize},
 	attrRetention:  {60, 1_209_600},
 	attrWait:       {0, 20},
-	attrVisibility: {0, 43_200},
+	attrVisibility: {0, maxVisibility},
+}
+
+// maxVisibility is the longest visibility timeout, in seconds: 12 hours.
+const maxVisibility = 43_200
+
+// onlyNameChars reports whether s holds only ASCII letters, digits, '_',
+// '-' and the characters of extra: the alphabet of SQS's names and ids.
+func onlyNameChars(s, extra string) bool {
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || strings.ContainsRune(extra, c)) {
+			return false
+		}
+	}
+	return true
 }
 
 // maxReceiveCountLimit bounds a redrive policy's maxReceiveCount, as SQS
@@ -191,10 +205,8 @@ func checkQueueName(name string) *apiError {
 	if base == "" || len(name) > 80 {
 		return errInvalidParameter.f("queue name %q must be 1 to 80 characters", name)
 	}
-	for _, c := range base {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return errInvalidParameter.f("queue name %q can only include alphanumeric characters, hyphens or underscores, and .fifo at the end", name)
-		}
+	if !onlyNameChars(base, "") {
+		return errInvalidParameter.f("queue name %q can only include alphanumeric characters, hyphens or underscores, and .fifo at the end", name)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package sqsapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -10,6 +11,10 @@ import (
 
 	"github.com/leasehold/leasehold/store"
 )
+
+// unsetValues are what SQS takes an attribute that a queue does not show
+// to be, when CreateQueue compares a queue with the one it would make.
+var unsetValues = map[string]string{attrFifo: "false", attrContentDedup: "false", "KmsDataKeyReusePeriodSeconds": "300"}
 
 // tagPrefix marks a queue's tags among the attributes of its record.
 const tagPrefix = "tag:"
@@ -60,7 +65,8 @@ func (a *API) createQueue(ctx context.Context, c *call) (any, error) {
 	if !created {
 		have, _ := a.queueAttributes(q, store.Stats{}, "", []string{"All"})
 		for k, v := range in.Attributes {
-			if have[k] != v && !(v == "" && have[k] == defaults[k]) {
+			had := cmp.Or(have[k], unsetValues[k])
+			if v != had && !(v == "" && had == defaults[k]) {
 				return nil, errQueueNameExists.f("a queue already exists with the same name and a different value for attribute %s", k)
 			}
 		}
@@ -121,25 +127,21 @@ func (a *API) listQueues(ctx context.Context, c *call) (any, error) {
 		NextToken string   `json:"NextToken,omitempty"`
 	}
 	out.QueueUrls = []string{}
+	last := ""
 	for _, n := range names {
 		if n <= after || !strings.HasPrefix(n, in.QueueNamePrefix) {
 			continue
 		}
 		if len(out.QueueUrls) == limit {
 			if in.MaxResults != nil {
-				out.NextToken = base64.RawURLEncoding.EncodeToString([]byte(lastName(out.QueueUrls)))
+				out.NextToken = base64.RawURLEncoding.EncodeToString([]byte(last))
 			}
 			break
 		}
 		out.QueueUrls = append(out.QueueUrls, a.queueURL(c.r, n))
+		last = n
 	}
 	return out, nil
-}
-
-// lastName is the queue name of the last of urls.
-func lastName(urls []string) string {
-	n, _ := queueName(urls[len(urls)-1])
-	return n
 }
 
 // queueInput names the queue of an action; alone, it is the input of the
@@ -262,11 +264,14 @@ func asMissingQueue(err error, name string) error {
 	return err
 }
 
+// maxTags is how many tags a queue takes.
+const maxTags = 50
+
 // checkTags applies SQS's limits to tags: at most 50, keys 1 to 128
 // characters, values at most 256.
 func checkTags(tags map[string]string) *apiError {
-	if len(tags) > 50 {
-		return errInvalidParameter.f("a queue takes at most 50 tags, not %d", len(tags))
+	if len(tags) > maxTags {
+		return errInvalidParameter.f("a queue takes at most %d tags, not %d", maxTags, len(tags))
 	}
 	for k, v := range tags {
 		if k == "" || len(k) > 128 || len(v) > 256 {
@@ -295,8 +300,19 @@ func (a *API) tagQueue(ctx context.Context, c *call) (any, error) {
 		return nil, err
 	}
 	attrs := map[string]string{}
+	tags := len(in.Tags)
 	for k, v := range in.Tags {
 		attrs[tagPrefix+k] = v
+	}
+	for k := range q.rec.Attributes {
+		if t, ok := strings.CutPrefix(k, tagPrefix); ok {
+			if _, again := in.Tags[t]; !again {
+				tags++
+			}
+		}
+	}
+	if tags > maxTags {
+		return nil, errInvalidParameter.f("a queue takes at most %d tags; %s would have %d", maxTags, q.name(), tags)
 	}
 	return a.setAttrs(ctx, q.name(), attrs)
 }

@@ -3,6 +3,7 @@ package sqsapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"slices"
 	"strconv"
@@ -12,6 +13,10 @@ import (
 	"github.com/leasehold/leasehold/internal/mailbox"
 	"github.com/leasehold/leasehold/store"
 )
+
+// zeroVisibilityLease is the lease of a receive whose visibility timeout
+// is zero.
+const zeroVisibilityLease = time.Second
 
 // systemAttributeNames are the message system attributes a receive may
 // ask for.
@@ -50,11 +55,11 @@ func (a *API) receiveMessage(ctx context.Context, c *call) (any, error) {
 		}
 		n = *m
 	}
-	if v := in.VisibilityTimeout; v != nil {
-		if *v < 0 || *v > 43_200 {
-			return nil, errInvalidParameter.f("value %d for parameter VisibilityTimeout is invalid: it must be from 0 to 43200", *v)
+	if in.VisibilityTimeout != nil {
+		var aerr *apiError
+		if visibility, aerr = visibilityTimeout(in.VisibilityTimeout); aerr != nil {
+			return nil, aerr
 		}
-		visibility = time.Duration(*v) * time.Second
 	}
 	if w := in.WaitTimeSeconds; w != nil {
 		if *w < 0 || *w > 20 {
@@ -68,33 +73,49 @@ func (a *API) receiveMessage(ctx context.Context, c *call) (any, error) {
 			return nil, errInvalidAttributeName.f("unknown message system attribute %s", n)
 		}
 	}
-	// A visibility timeout of zero makes the message visible again at
-	// once: the shortest lease, which the reaper takes back at its next
-	// run.
-	visibility = max(visibility, store.MinLease)
+	// A visibility timeout of zero makes the message receivable again
+	// at once in SQS. A lease must last a while, or its own receiver could
+	// not delete the message: zeroVisibilityLease, after which the
+	// reaper takes it back at its next run.
+	if visibility == 0 {
+		visibility = zeroVisibilityLease
+	}
 
 	mb, err := mailbox.New(mailbox.Config{Store: a.st, Queue: q.name(), WorkerID: a.cfg.WorkerID, PollInterval: a.cfg.PollInterval, Clock: a.clk})
 	if err != nil {
 		return nil, err
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(a.drain, cancel)()
-	got, err := mb.Receive(rctx, mailbox.ReceiveOptions{Max: n, Visibility: visibility, Wait: wait})
+	got, err := mb.Receive(ctx, mailbox.ReceiveOptions{Max: n, Visibility: visibility, Wait: wait, Stop: a.drain.Done()})
 	if err != nil {
-		if a.drain.Err() != nil && ctx.Err() == nil && errors.Is(err, context.Canceled) {
-			err = nil
-		} else {
-			return nil, err
-		}
+		return nil, err
 	}
 	var out struct {
 		Messages []message `json:"Messages,omitempty"`
 	}
 	for _, m := range got {
+		if q.maxReceive > 0 && m.Attempt > q.maxReceive {
+			// Sent before its queue's redrive policy was set or lowered:
+			// the policy holds at receive time, as in SQS.
+			if err := a.overReceived(ctx, q, m); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		out.Messages = append(out.Messages, a.receivedMessage(q, m, sysNames, in.MessageAttributeNames))
 	}
 	return out, nil
+}
+
+// overReceived dead-letters a message received more often than its
+// queue's maxReceiveCount allows. Should that fail, the message is still
+// leased and comes back when the lease ends.
+func (a *API) overReceived(ctx context.Context, q *queue, m *mailbox.Message) error {
+	_, err := a.st.Fail(ctx, store.Failure{Lease: m.Lease, Permanent: true, Reason: store.ReasonMaxDeliveries,
+		Error: fmt.Sprintf("received %d times; the queue's maxReceiveCount is %d", m.Attempt, q.maxReceive)})
+	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
+		return err
+	}
+	return nil
 }
 
 func (a *API) receivedMessage(q *queue, m *mailbox.Message, sysNames, attrNames []string) message {
@@ -119,7 +140,7 @@ func (a *API) receivedMessage(q *queue, m *mailbox.Message, sysNames, attrNames 
 		all["MessageDeduplicationId"] = m.DedupID
 	}
 	if q.fifo {
-		all["SequenceNumber"] = strconv.FormatInt(m.MessageID, 10)
+		all["SequenceNumber"] = sequenceNumber(m.MessageID)
 	}
 	if t, ok := stored.System["AWSTraceHeader"]; ok && t.StringValue != nil {
 		all["AWSTraceHeader"] = *t.StringValue
@@ -161,7 +182,7 @@ func parseHandle(queue, h string) (store.Lease, *apiError) {
 
 // lost is the error of a receipt handle whose lease is no longer current.
 func lost(l store.Lease) *apiError {
-	return errReceiptHandleIsInvalid.f("the receipt handle has expired: the lease of message %d (fencing token %d) was lost, because its visibility timeout ended and it was received again, or it was deleted or released", l.MessageID, l.FencingToken)
+	return errReceiptHandleIsInvalid.f("the receipt handle has expired: the lease of message %d (fencing token %d) is over: its visibility timeout ended, or the message was deleted, released or received again", l.MessageID, l.FencingToken)
 }
 
 // settleErr turns the error of one settled lease into an SQS error.
@@ -184,13 +205,9 @@ type handleBatch struct {
 	Entries []handleEntry `json:"Entries"`
 }
 
-func (b *handleBatch) entryIDs() []string {
-	ids := make([]string, len(b.Entries))
-	for i, e := range b.Entries {
-		ids[i] = e.Id
-	}
-	return ids
-}
+func (b *handleBatch) entryIDs() []string { return entryIDs(b.Entries) }
+
+func (e handleEntry) entryID() string { return e.Id }
 
 type batchSuccess struct {
 	Id string `json:"Id"`
@@ -272,8 +289,8 @@ func visibilityTimeout(v *int) (time.Duration, *apiError) {
 	if v == nil {
 		return 0, errMissingParameter.f("the request must contain the parameter VisibilityTimeout")
 	}
-	if *v < 0 || *v > 43_200 {
-		return 0, errInvalidParameter.f("value %d for parameter VisibilityTimeout is invalid: it must be from 0 to 43200", *v)
+	if *v < 0 || *v > maxVisibility {
+		return 0, errInvalidParameter.f("value %d for parameter VisibilityTimeout is invalid: it must be from 0 to %d", *v, maxVisibility)
 	}
 	return time.Duration(*v) * time.Second, nil
 }

@@ -94,6 +94,10 @@ func prepare(q *queue, e *sendEntry) (store.NewMessage, sent, int, *apiError) {
 	return msg, out, size, nil
 }
 
+// sequenceNumber is a FIFO queue's sequence number of a message: its id,
+// zero-padded to 20 digits, so that the numbers sort as strings too.
+func sequenceNumber(id int64) string { return fmt.Sprintf("%020d", id) }
+
 // checkMessageID applies SQS's rules to a group or deduplication id: at
 // most 128 printable ASCII characters.
 func checkMessageID(what, v string) *apiError {
@@ -113,7 +117,7 @@ func checkMessageID(what, v string) *apiError {
 func (s *sent) finish(q *queue, e store.Enqueued) {
 	s.MessageId = strconv.FormatInt(e.ID, 10)
 	if q.fifo {
-		s.SequenceNumber = fmt.Sprintf("%020d", e.ID)
+		s.SequenceNumber = sequenceNumber(e.ID)
 	}
 }
 
@@ -145,10 +149,15 @@ type sendBatch struct {
 	Entries []sendEntry `json:"Entries"`
 }
 
-func (b *sendBatch) entryIDs() []string {
-	ids := make([]string, len(b.Entries))
-	for i, e := range b.Entries {
-		ids[i] = e.Id
+func (b *sendBatch) entryIDs() []string { return entryIDs(b.Entries) }
+
+func (e sendEntry) entryID() string { return e.Id }
+
+// entryIDs are the ids of a batch's entries.
+func entryIDs[E interface{ entryID() string }](entries []E) []string {
+	ids := make([]string, len(entries))
+	for i, e := range entries {
+		ids[i] = e.entryID()
 	}
 	return ids
 }
@@ -221,13 +230,8 @@ func checkBatchIDs(ids []string) *apiError {
 	}
 	seen := make(map[string]bool, n)
 	for _, s := range ids {
-		if s == "" || len(s) > 80 {
-			return errInvalidBatchEntryId(s)
-		}
-		for _, c := range s {
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-				return errInvalidBatchEntryId(s)
-			}
+		if s == "" || len(s) > 80 || !onlyNameChars(s, "") {
+			return errInvalidBatchEntryID.f("a batch entry id can only contain alphanumeric characters, hyphens and underscores, 1 to 80 of them; %q does not", s)
 		}
 		if seen[s] {
 			return errBatchIDsNotDistinct.f("id %s repeated", s)
@@ -235,8 +239,4 @@ func checkBatchIDs(ids []string) *apiError {
 		seen[s] = true
 	}
 	return nil
-}
-
-func errInvalidBatchEntryId(id string) *apiError {
-	return errInvalidBatchEntryID.f("a batch entry id can only contain alphanumeric characters, hyphens and underscores, 1 to 80 of them; %q does not", id)
 }

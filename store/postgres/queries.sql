@@ -277,10 +277,15 @@ counted AS (
 SELECT count(*) FROM gone
 
 -- name: deleteQueue
--- Every message of a queue, its completed count and its settings: its
--- pause and its record.
-WITH gone AS (DELETE FROM {s}.messages WHERE queue = $1 RETURNING 1),
-uncounted AS (DELETE FROM {s}.completed_counts WHERE queue = $1),
+-- Every message of a queue and its settings: its pause and its record.
+-- The completed ones are taken off the queue's count as purgeQueue takes
+-- them, and for the same reason: a stray count would list the deleted
+-- queue in queues.
+WITH gone AS (DELETE FROM {s}.messages WHERE queue = $1 RETURNING state),
+counted AS (
+	INSERT INTO {s}.completed_counts AS c (queue, shard, n)
+	SELECT $1, (pg_backend_pid() % 16)::smallint, -count(*) FROM gone WHERE state = {completed} HAVING count(*) > 0
+	ON CONFLICT (queue, shard) DO UPDATE SET n = c.n + excluded.n),
 forgotten AS (DELETE FROM {s}.queues WHERE queue = $1)
 SELECT count(*) FROM gone
 

@@ -1,0 +1,117 @@
+package sigv4_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+
+	"github.com/leasehold/leasehold/clock/clocktest"
+	"github.com/leasehold/leasehold/internal/sigv4"
+)
+
+var signedAt = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+
+// signed is a request as a server receives it, signed by the AWS SDK's
+// signer as a client would.
+func signed(t *testing.T, host, body, secret, token string, extra map[string]string) *http.Request {
+	t.Helper()
+	out := httptest.NewRequest(http.MethodPost, "http://"+host+"/", strings.NewReader(body))
+	out.Header.Set("Content-Type", "application/x-amz-json-1.0")
+	out.Header.Set("X-Amz-Target", "AmazonSQS.ListQueues")
+	for k, v := range extra {
+		out.Header.Set(k, v)
+	}
+	sum := sha256.Sum256([]byte(body))
+	if err := v4.NewSigner().SignHTTP(context.Background(), aws.Credentials{AccessKeyID: "AKID", SecretAccessKey: secret, SessionToken: token},
+		out, hex.EncodeToString(sum[:]), "sqs", "eu-west-1", signedAt); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func verifier(t *testing.T, now time.Time) *sigv4.Verifier {
+	t.Helper()
+	clk := clocktest.New()
+	if err := clk.SetWall(now); err != nil {
+		t.Fatal(err)
+	}
+	v, err := sigv4.New("AKID", "secret", clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func code(err error) string {
+	var e *sigv4.Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+func TestVerify(t *testing.T) {
+	v := verifier(t, signedAt.Add(time.Minute))
+	body := `{"QueueNamePrefix":"a"}`
+	for _, host := range []string{"127.0.0.1:9324", "sqs.example:80", "sqs.example"} {
+		if err := v.Verify(signed(t, host, body, "secret", "", nil), []byte(body)); err != nil {
+			t.Errorf("a good signature for host %s: %v", host, err)
+		}
+	}
+	if err := v.Verify(signed(t, "h:1", body, "secret", "session-token", nil), []byte(body)); err != nil {
+		t.Errorf("a good signature with a session token: %v", err)
+	}
+	for _, tc := range []struct {
+		what string
+		r    *http.Request
+		body string
+		want string
+	}{
+		{"another secret", signed(t, "h:1", body, "other", "", nil), body, sigv4.CodeMismatch},
+		{"a changed body", signed(t, "h:1", body, "secret", "", nil), `{"QueueNamePrefix":"b"}`, sigv4.CodeMismatch},
+		{"no signature", httptest.NewRequest(http.MethodPost, "http://h:1/", nil), body, sigv4.CodeMissing},
+	} {
+		if err := v.Verify(tc.r, []byte(tc.body)); code(err) != tc.want {
+			t.Errorf("%s: %v, want %s", tc.what, err, tc.want)
+		}
+	}
+	changed := signed(t, "h:1", body, "secret", "", nil)
+	changed.Header.Set("X-Amz-Target", "AmazonSQS.DeleteQueue")
+	if err := v.Verify(changed, []byte(body)); code(err) != sigv4.CodeMismatch {
+		t.Errorf("a changed signed header: %v", err)
+	}
+	other := signed(t, "h:1", body, "secret", "", nil)
+	other.Header.Set("Authorization", strings.Replace(other.Header.Get("Authorization"), "Credential=AKID/", "Credential=NOPE/", 1))
+	if err := v.Verify(other, []byte(body)); code(err) != sigv4.CodeUnknownKey {
+		t.Errorf("another key: %v", err)
+	}
+	for _, skew := range []time.Duration{16 * time.Minute, -16 * time.Minute} {
+		if err := verifier(t, signedAt.Add(skew)).Verify(signed(t, "h:1", body, "secret", "", nil), []byte(body)); code(err) != sigv4.CodeExpired {
+			t.Errorf("a signature %s away: %v, want %s", skew, err, sigv4.CodeExpired)
+		}
+	}
+}
+
+// A client that signs User-Agent is refused with an error that says why:
+// the SDK's signer cannot check such a signature.
+func TestSignedUserAgentIsRefusedAndNamed(t *testing.T) {
+	v := verifier(t, signedAt)
+	body := "{}"
+	r := signed(t, "h:1", body, "secret", "", nil)
+	auth := r.Header.Get("Authorization")
+	r.Header.Set("Authorization", strings.Replace(auth, "SignedHeaders=", "SignedHeaders=user-agent;", 1))
+	r.Header.Set("User-Agent", "old-sdk")
+	err := v.Verify(r, []byte(body))
+	if code(err) != sigv4.CodeMismatch || !strings.Contains(err.Error(), "user-agent") {
+		t.Fatalf("a signature over user-agent: %v", err)
+	}
+}
