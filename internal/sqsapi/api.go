@@ -106,9 +106,14 @@ type API struct {
 	mu    sync.Mutex
 	cache map[string]cached
 
-	acts     map[string]action
-	requests metric.Int64Counter
-	duration metric.Float64Histogram
+	acts map[string]action
+	// completions, enqueues and receives share store calls among
+	// requests.
+	completions *coalescer[store.Completion, error]
+	enqueues    *coalescer[store.NewMessage, store.Enqueued]
+	receives    *sharedClaims
+	requests    metric.Int64Counter
+	duration    metric.Float64Histogram
 }
 
 type cached struct {
@@ -158,6 +163,9 @@ func New(cfg Config) (*API, error) {
 		requests: requests, duration: duration}
 	a.drain, a.stopDrain = context.WithCancel(context.Background())
 	a.acts = a.actions()
+	a.completions = newCoalescer(a.st.Complete)
+	a.enqueues = newCoalescer(a.st.Enqueue)
+	a.receives = &sharedClaims{Store: a.st, claims: map[claimKey]*coalescer[struct{}, *store.Delivery]{}}
 	return a, nil
 }
 

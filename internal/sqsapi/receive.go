@@ -81,7 +81,7 @@ func (a *API) receiveMessage(ctx context.Context, c *call) (any, error) {
 		visibility = zeroVisibilityLease
 	}
 
-	mb, err := mailbox.New(mailbox.Config{Store: a.st, Queue: q.name(), WorkerID: a.cfg.WorkerID, PollInterval: a.cfg.PollInterval, Clock: a.clk})
+	mb, err := mailbox.New(mailbox.Config{Store: a.receives, Queue: q.name(), WorkerID: a.cfg.WorkerID, PollInterval: a.cfg.PollInterval, Clock: a.clk})
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +236,7 @@ func (a *API) deleteMessage(ctx context.Context, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	errs, err := a.st.Complete(ctx, []store.Completion{{Lease: l}})
+	errs, err := a.completions.do(ctx, []store.Completion{{Lease: l}})
 	if err != nil {
 		return nil, err
 	}
@@ -264,7 +264,7 @@ func (a *API) deleteMessageBatch(ctx context.Context, c *call) (any, error) {
 		cs, ids = append(cs, store.Completion{Lease: l}), append(ids, e.Id)
 	}
 	if len(cs) > 0 {
-		errs, err := a.st.Complete(ctx, cs)
+		errs, err := a.completions.do(ctx, cs)
 		if err != nil {
 			return nil, err
 		}

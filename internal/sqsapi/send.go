@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -94,6 +95,24 @@ func prepare(q *queue, e *sendEntry) (store.NewMessage, sent, int, *apiError) {
 	return msg, out, size, nil
 }
 
+// send enqueues msgs, sharing a store call with other requests when they
+// carry no deduplication id (a store call deduplicates against what is
+// stored, not within itself). Should a shared call refuse its input, each
+// request tries alone, so that none fails for another's messages: a
+// refused enqueue changed nothing.
+func (a *API) send(ctx context.Context, msgs []store.NewMessage) ([]store.Enqueued, error) {
+	for _, m := range msgs {
+		if m.DedupID != "" {
+			return a.st.Enqueue(ctx, msgs)
+		}
+	}
+	res, err := a.enqueues.do(ctx, msgs)
+	if errors.Is(err, store.ErrInvalid) {
+		return a.st.Enqueue(ctx, msgs)
+	}
+	return res, err
+}
+
 // sequenceNumber is a FIFO queue's sequence number of a message: its id,
 // zero-padded to 20 digits, so that the numbers sort as strings too.
 func sequenceNumber(id int64) string { return fmt.Sprintf("%020d", id) }
@@ -134,7 +153,7 @@ func (a *API) sendMessage(ctx context.Context, c *call) (any, error) {
 	if aerr != nil {
 		return nil, aerr
 	}
-	res, err := a.st.Enqueue(ctx, []store.NewMessage{msg})
+	res, err := a.send(ctx, []store.NewMessage{msg})
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +222,7 @@ func (a *API) sendMessageBatch(ctx context.Context, c *call) (any, error) {
 		return nil, errBatchTooLong.f("the batch's messages are %d bytes in all; at most %d are allowed", total, maxMessageSize)
 	}
 	if len(msgs) > 0 {
-		res, err := a.st.Enqueue(ctx, msgs)
+		res, err := a.send(ctx, msgs)
 		if err != nil {
 			return nil, err
 		}
