@@ -282,3 +282,52 @@ func TestThroughputChart(t *testing.T) {
 	cancel()
 	<-done
 }
+
+var nextLink = regexp.MustCompile(`<a href="([^"]+)" rel="next">`)
+var prevLink = regexp.MustCompile(`<a href="([^"]+)" rel="prev">`)
+var idLink = regexp.MustCompile(`<th scope="row"><a href="/queues/jobs/messages/(\d+)">`)
+
+// A listing pages by id both ways, in ascending ids on every page.
+func TestPaging(t *testing.T) {
+	f := setup(t)
+	msgs := make([]store.NewMessage, 120)
+	for i := range msgs {
+		msgs[i] = store.NewMessage{Queue: "jobs", Payload: []byte("m")}
+	}
+	ids := f.enqueue(msgs...)
+	page := func(path string) ([]string, string, string) {
+		t.Helper()
+		code, body := f.get(path)
+		if code != 200 {
+			t.Fatalf("GET %s = %d", path, code)
+		}
+		var got []string
+		for _, m := range idLink.FindAllStringSubmatch(body, -1) {
+			got = append(got, m[1])
+		}
+		link := func(re *regexp.Regexp) string {
+			if m := re.FindStringSubmatch(body); m != nil {
+				return strings.ReplaceAll(m[1], "&amp;", "&")
+			}
+			return ""
+		}
+		return got, link(prevLink), link(nextLink)
+	}
+	id := func(i int) string { return strconv.FormatInt(ids[i], 10) }
+	first, prev, next := page("/queues/jobs")
+	if len(first) != 50 || first[0] != id(0) || prev != "" || next == "" {
+		t.Fatalf("first page: %v, prev %q, next %q", first, prev, next)
+	}
+	second, prev, next := page(next)
+	if len(second) != 50 || second[0] != id(50) || prev == "" || next == "" {
+		t.Fatalf("second page: %v, prev %q, next %q", second, prev, next)
+	}
+	third, _, last := page(next)
+	if len(third) != 20 || third[19] != id(119) || last != "" {
+		t.Fatalf("third page: %v, next %q", third, last)
+	}
+	back, prev, _ := page(prev)
+	if len(back) != 50 || back[0] != id(0) || back[49] != id(49) || prev != "" {
+		t.Fatalf("back to the first page: %v, prev %q", back, prev)
+	}
+}

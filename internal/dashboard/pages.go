@@ -215,8 +215,7 @@ type queueData struct {
 	State, Key, Kind string
 	States           []string
 	Messages         []messageRow
-	Next             string
-	First            string
+	Pages            pages
 }
 
 var listStates = []store.State{store.Pending, store.Waiting, store.Processing, store.Completed, store.Dead, store.Cancelled}
@@ -244,11 +243,7 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request, v *view) (
 	if err != nil {
 		return "", err
 	}
-	after, err := afterID(q.Get("after"))
-	if err != nil {
-		return "", err
-	}
-	infos, err := d.st.List(r.Context(), store.ListFilter{Queue: name, State: state, Key: data.Key, Kind: data.Kind, AfterID: after, Limit: pageSize})
+	infos, pages, err := d.listPage(r, data.URL, store.ListFilter{Queue: name, State: state, Key: data.Key, Kind: data.Kind})
 	if err != nil {
 		return "", err
 	}
@@ -258,12 +253,7 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request, v *view) (
 	for _, in := range infos {
 		data.Messages = append(data.Messages, d.row(in))
 	}
-	if after > 0 {
-		data.First = pageURL(data.URL, q, "")
-	}
-	if len(infos) == pageSize {
-		data.Next = pageURL(data.URL, q, strconv.FormatInt(infos[len(infos)-1].ID, 10))
-	}
+	data.Pages = pages
 	v.Title, v.Data = "Queue "+name, data
 	v.Crumbs = []crumb{{"Queues", "/"}}
 	return "queue", nil
@@ -272,16 +262,57 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request, v *view) (
 // errRedirected ends a page that redirected instead.
 var errRedirected = errors.New("redirected")
 
-func pageURL(base string, q url.Values, after string) string {
-	q = cloneValues(q)
-	if after == "" {
-		q.Del("after")
-	} else {
-		q.Set("after", after)
+// pages are the links around a page of a listing by id; empty where
+// there is no such page.
+type pages struct{ First, Previous, Next string }
+
+// listPage lists one page of f, in ascending ids: the page after the
+// request's after= id, or the one before its before= id, or the first.
+func (d *Dashboard) listPage(r *http.Request, base string, f store.ListFilter) ([]store.Info, pages, error) {
+	q := r.URL.Query()
+	after, err := pageID(q.Get("after"))
+	if err != nil {
+		return nil, pages{}, err
 	}
-	q.Del("done")
-	q.Del("sig")
-	return base + "?" + q.Encode()
+	before, err := pageID(q.Get("before"))
+	if err != nil {
+		return nil, pages{}, err
+	}
+	// One more than a page says whether there is more beyond it.
+	f.AfterID, f.BeforeID, f.Limit = after, before, pageSize+1
+	infos, err := d.st.List(r.Context(), f)
+	if err != nil {
+		return nil, pages{}, err
+	}
+	more := len(infos) > pageSize
+	infos = infos[:min(len(infos), pageSize)]
+	if before > 0 {
+		slices.Reverse(infos) // a listing before an id comes newest first
+	}
+	var p pages
+	link := func(key string, id int64) string {
+		v := cloneValues(q)
+		v.Del("after")
+		v.Del("before")
+		v.Del("done")
+		v.Del("sig")
+		if key != "" {
+			v.Set(key, strconv.FormatInt(id, 10))
+		}
+		return base + "?" + v.Encode()
+	}
+	if after > 0 || before > 0 {
+		p.First = link("", 0)
+	}
+	if len(infos) > 0 {
+		if after > 0 || before > 0 && more {
+			p.Previous = link("before", infos[0].ID)
+		}
+		if before > 0 || more {
+			p.Next = link("after", infos[len(infos)-1].ID)
+		}
+	}
+	return infos, p, nil
 }
 
 func cloneValues(q url.Values) url.Values {
@@ -292,7 +323,7 @@ func cloneValues(q url.Values) url.Values {
 	return out
 }
 
-func afterID(s string) (int64, error) {
+func pageID(s string) (int64, error) {
 	if s == "" {
 		return 0, nil
 	}
@@ -447,7 +478,7 @@ type deadData struct {
 	Reason    string
 	Reasons   []string
 	Messages  []messageRow
-	Next      string
+	Pages     pages
 	Back      string
 }
 
@@ -461,20 +492,14 @@ func (d *Dashboard) deadPage(w http.ResponseWriter, r *http.Request, v *view) (s
 	if data.Reason != "" && !slices.Contains(data.Reasons, data.Reason) {
 		return "", bad("unknown dead reason %q", data.Reason)
 	}
-	after, err := afterID(q.Get("after"))
-	if err != nil {
-		return "", err
-	}
-	infos, err := d.st.List(r.Context(), store.ListFilter{Queue: name, State: store.Dead, Reason: store.DeadReason(data.Reason), AfterID: after, Limit: pageSize})
+	infos, pages, err := d.listPage(r, data.URL+"/dead", store.ListFilter{Queue: name, State: store.Dead, Reason: store.DeadReason(data.Reason)})
 	if err != nil {
 		return "", err
 	}
 	for _, in := range infos {
 		data.Messages = append(data.Messages, d.row(in))
 	}
-	if len(infos) == pageSize {
-		data.Next = pageURL(data.URL+"/dead", q, strconv.FormatInt(infos[len(infos)-1].ID, 10))
-	}
+	data.Pages = pages
 	data.Back = r.URL.RequestURI()
 	v.Title, v.Data = "Dead letters of "+name, data
 	v.Crumbs = []crumb{{"Queues", "/"}, {name, queueURL(name)}}
