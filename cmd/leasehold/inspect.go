@@ -151,16 +151,18 @@ func payloadJSON(p []byte) (text, b64 string) {
 var listStates = []store.State{store.Pending, store.Waiting, store.Processing, store.Completed, store.Dead, store.Cancelled}
 
 func (a *app) listCommand() *cobra.Command {
-	var queue, state string
+	var queue, state, key, kind string
 	var asJSON bool
 	var limit int
 	cmd := &cobra.Command{
-		Use:   "list --queue Q [--state pending|waiting|processing|completed|dead|cancelled] [--json]",
+		Use:   "list --queue Q [--state pending|waiting|processing|completed|dead|cancelled] [--key K] [--kind KIND] [--json]",
 		Short: "List a queue's messages",
-		Long: `list prints a queue's messages by id, in one state or in every state. For a
-completed message the fencing token is that of the lease that completed it.`,
+		Long: `list prints a queue's messages by id, in one state or in every state, of
+one key or one kind when --key or --kind says so. For a completed message
+the fencing token is that of the lease that completed it.`,
 		Example: `  leasehold list --queue emails
-  leasehold list --queue emails --state dead --json`,
+  leasehold list --queue emails --state dead --json
+  leasehold list --queue orders --key customer-7`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := requireQueue(queue); err != nil {
@@ -191,7 +193,7 @@ completed message the fencing token is that of the lease that completed it.`,
 			enc := json.NewEncoder(a.stdout)
 			left := limit
 			for _, s := range states {
-				n, err := eachMessage(ctx, st, store.ListFilter{Queue: queue, State: s, Limit: left}, tw, func(in store.Info) error {
+				n, err := eachMessage(ctx, st, store.ListFilter{Queue: queue, State: s, Key: key, Kind: kind, Limit: left}, tw, func(in store.Info) error {
 					if asJSON {
 						return enc.Encode(toInfoJSON(in))
 					}
@@ -218,6 +220,8 @@ completed message the fencing token is that of the lease that completed it.`,
 	f := cmd.Flags()
 	f.StringVar(&queue, "queue", "", "queue name (required)")
 	f.StringVar(&state, "state", "", "only messages in this state")
+	f.StringVar(&key, "key", "", "only messages with this key")
+	f.StringVar(&kind, "kind", "", "only messages of this kind")
 	f.BoolVar(&asJSON, "json", false, "one JSON object per message")
 	f.IntVar(&limit, "limit", 1000, "list at most this many messages")
 	return cmd

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -188,5 +189,32 @@ func TestEnqueueKind(t *testing.T) {
 	r := runBin(t, dir, "", "--db", db, "enqueue", "--queue", "k", "--kind", strings.Repeat("k", store.MaxNameLength+1), "x")
 	if r.code != 2 || !strings.Contains(r.stderr, "kind is") {
 		t.Fatalf("a kind over the limit: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// list --key and --kind narrow the listing, in every state.
+func TestListByKeyAndKind(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := "sqlite:" + filepath.Join(dir, "filter.db")
+	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "o", "--key", "a", "--kind", "email", "one").must(t)
+	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "o", "--key", "b", "--kind", "sms", "two").must(t)
+	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "o", "--key", "a", "--kind", "sms", "three").must(t)
+	ids := func(args ...string) []string {
+		t.Helper()
+		var out []string
+		for _, l := range jsonLines(t, runBin(t, dir, "", append([]string{"--db", db, "list", "--queue", "o", "--json"}, args...)...).must(t).stdout) {
+			out = append(out, fmt.Sprint(l["id"]))
+		}
+		return out
+	}
+	if got := ids("--key", "a"); !slices.Equal(got, []string{"1", "3"}) {
+		t.Errorf("--key a listed %v, want 1 and 3", got)
+	}
+	if got := ids("--kind", "sms"); !slices.Equal(got, []string{"2", "3"}) {
+		t.Errorf("--kind sms listed %v, want 2 and 3", got)
+	}
+	if got := ids("--key", "a", "--kind", "sms", "--state", "waiting"); !slices.Equal(got, []string{"3"}) {
+		t.Errorf("--key a --kind sms --state waiting listed %v, want 3", got)
 	}
 }
