@@ -304,13 +304,18 @@ func (d *Dashboard) listPage(r *http.Request, base string, f store.ListFilter) (
 	if after > 0 || before > 0 {
 		p.First = link("", 0)
 	}
-	if len(infos) > 0 {
+	switch {
+	case len(infos) > 0:
 		if after > 0 || before > 0 && more {
 			p.Previous = link("before", infos[0].ID)
 		}
 		if before > 0 || more {
 			p.Next = link("after", infos[len(infos)-1].ID)
 		}
+	case after > 0:
+		// The rows past this point went since the link was made: the
+		// page before it may still hold some.
+		p.Previous = link("before", after+1)
 	}
 	return infos, p, nil
 }

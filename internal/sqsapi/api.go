@@ -163,9 +163,9 @@ func New(cfg Config) (*API, error) {
 		requests: requests, duration: duration}
 	a.drain, a.stopDrain = context.WithCancel(context.Background())
 	a.acts = a.actions()
-	a.completions = newCoalescer(a.st.Complete)
-	a.enqueues = newCoalescer(a.st.Enqueue)
-	a.receives = &sharedClaims{Store: a.st, claims: map[claimKey]*coalescer[struct{}, *store.Delivery]{}}
+	a.completions = newCoalescer(a.clk, a.st.Complete)
+	a.enqueues = newCoalescer(a.clk, a.st.Enqueue)
+	a.receives = &sharedClaims{Store: a.st, clk: a.clk, claims: map[claimKey]*coalescer[struct{}, *store.Delivery]{}}
 	return a, nil
 }
 

@@ -2,23 +2,32 @@ package sqsapi
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/store"
 )
 
+// callTimeout bounds one shared store call: a database that hangs fails
+// the requests in it instead of holding them, and everyone behind them,
+// for ever.
+const callTimeout = 30 * time.Second
+
 // coalescer makes one store call of many requests' items: a request that
-// finds a call in flight waits, and the next call takes every request
-// waiting by then. The store's cost is mostly per call, so under load
-// requests share calls, and alone each makes its own at once.
+// finds a call in flight waits, and the next call takes the requests
+// waiting by then, up to store.MaxBatch items. The store's cost is mostly
+// per call, so under load requests share calls, and alone each makes its
+// own at once.
 type coalescer[In, Out any] struct {
 	// run makes the store call: one result per item, in order, or one
 	// error for all.
 	run func(ctx context.Context, items []In) ([]Out, error)
+	clk clock.Clock
 
 	mu      sync.Mutex
-	cond    *sync.Cond
 	busy    bool
 	waiting []*joined[In, Out]
 }
@@ -28,54 +37,118 @@ type joined[In, Out any] struct {
 	items []In
 	out   []Out
 	err   error
-	done  bool
+	// done is closed once out and err are set; lead, when this request
+	// is to make the next call for everyone waiting.
+	done, lead chan struct{}
 }
 
-func newCoalescer[In, Out any](run func(context.Context, []In) ([]Out, error)) *coalescer[In, Out] {
-	c := &coalescer[In, Out]{run: run}
-	c.cond = sync.NewCond(&c.mu)
-	return c
+func newCoalescer[In, Out any](clk clock.Clock, run func(context.Context, []In) ([]Out, error)) *coalescer[In, Out] {
+	return &coalescer[In, Out]{run: run, clk: clk}
 }
 
 // do runs items in a call, alone or with other requests' items, and
-// returns their results. The call outlives ctx, so that a request that
-// gives up does not fail the others sharing its call.
+// returns their results. A request that gives up (ctx ends) before a call
+// takes it leaves; once taken, its items are in the call, which is bounded
+// by callTimeout and not by ctx, so that one request that gives up does
+// not fail the others sharing its call.
 func (c *coalescer[In, Out]) do(ctx context.Context, items []In) ([]Out, error) {
-	j := &joined[In, Out]{items: items}
+	j := &joined[In, Out]{items: items, done: make(chan struct{}), lead: make(chan struct{})}
 	c.mu.Lock()
 	c.waiting = append(c.waiting, j)
-	for c.busy && !j.done {
-		c.cond.Wait()
-	}
-	if j.done {
+	if !c.busy {
+		c.busy = true
 		c.mu.Unlock()
-		return j.out, j.err
+		c.lead(ctx)
+	} else {
+		c.mu.Unlock()
+		select {
+		case <-j.done:
+		case <-j.lead:
+			c.lead(ctx)
+		case <-ctx.Done():
+			if c.leave(j) {
+				return nil, ctx.Err()
+			}
+			// Taken already, or chosen to lead: see it through.
+			select {
+			case <-j.done:
+			case <-j.lead:
+				c.lead(ctx)
+			}
+		}
 	}
-	// No call is in flight: this request makes the next one, for every
-	// request waiting, itself among them.
-	batch := c.waiting
-	c.waiting = nil
-	c.busy = true
+	<-j.done
+	return j.out, j.err
+}
+
+// leave takes j out of the waiting requests, unless a call has taken it
+// or it was chosen to lead; it reports whether it did.
+func (c *coalescer[In, Out]) leave(j *joined[In, Out]) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case <-j.lead:
+		return false
+	default:
+	}
+	i := slices.Index(c.waiting, j)
+	if i < 0 {
+		return false
+	}
+	c.waiting = slices.Delete(c.waiting, i, i+1)
+	return true
+}
+
+// lead makes one call for the requests waiting (the caller among them),
+// then hands the next call to the first request still waiting.
+func (c *coalescer[In, Out]) lead(ctx context.Context) {
+	c.mu.Lock()
+	n, total := 0, 0
+	for n < len(c.waiting) && (n == 0 || total+len(c.waiting[n].items) <= store.MaxBatch) {
+		total += len(c.waiting[n].items)
+		n++
+	}
+	batch := slices.Clone(c.waiting[:n])
+	c.waiting = slices.Delete(c.waiting, 0, n)
 	c.mu.Unlock()
 
-	var all []In
+	all := make([]In, 0, total)
 	for _, b := range batch {
 		all = append(all, b.items...)
 	}
-	out, err := c.run(context.WithoutCancel(ctx), all)
-
-	c.mu.Lock()
+	cctx, cancel := clock.WithTimeout(context.WithoutCancel(ctx), c.clk, callTimeout)
+	out, err := c.call(cctx, all)
+	cancel()
 	for _, b := range batch {
 		b.err = err
 		if err == nil {
 			b.out, out = out[:len(b.items):len(b.items)], out[len(b.items):]
 		}
-		b.done = true
+		close(b.done)
 	}
-	c.busy = false
-	c.cond.Broadcast()
+
+	c.mu.Lock()
+	if len(c.waiting) > 0 {
+		close(c.waiting[0].lead)
+	} else {
+		c.busy = false
+	}
 	c.mu.Unlock()
-	return j.out, j.err
+}
+
+// call runs one store call. A panic or a short answer becomes the error of
+// every request in the call, so that none waits for ever.
+func (c *coalescer[In, Out]) call(ctx context.Context, items []In) (out []Out, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, fmt.Errorf("store call panicked: %v", p)
+		}
+	}()
+	out, err = c.run(ctx, items)
+	if err == nil && len(out) != len(items) {
+		out, err = nil, fmt.Errorf("store call answered %d results for %d items", len(out), len(items))
+	}
+	return out, err
 }
 
 // claimKey names the claims that can share a store call: those of one
@@ -91,6 +164,7 @@ type claimKey struct {
 // receives in the order they joined, each getting at most its Max.
 type sharedClaims struct {
 	store.Store
+	clk    clock.Clock
 	mu     sync.Mutex
 	claims map[claimKey]*coalescer[struct{}, *store.Delivery]
 }
@@ -103,7 +177,7 @@ func (s *sharedClaims) Claim(ctx context.Context, c store.Claim) ([]store.Delive
 	s.mu.Lock()
 	co := s.claims[k]
 	if co == nil {
-		co = newCoalescer(func(ctx context.Context, slots []struct{}) ([]*store.Delivery, error) {
+		co = newCoalescer(s.clk, func(ctx context.Context, slots []struct{}) ([]*store.Delivery, error) {
 			shared := c
 			shared.Max = min(len(slots), store.MaxBatch)
 			ds, err := s.Store.Claim(ctx, shared)
@@ -128,6 +202,17 @@ func (s *sharedClaims) Claim(ctx context.Context, c store.Claim) ([]store.Delive
 		if d != nil {
 			out = append(out, *d)
 		}
+	}
+	if ctx.Err() != nil && len(out) > 0 {
+		// The receive gave up while its call ran: its messages go back at
+		// once, and their receive does not count.
+		rctx, cancel := clock.WithTimeout(context.WithoutCancel(ctx), s.clk, callTimeout)
+		defer cancel()
+		for _, d := range out {
+			// One that cannot be given back comes back when its lease ends.
+			_ = s.Store.Release(rctx, store.Release{Lease: d.Lease, Uncount: true})
+		}
+		return nil, ctx.Err()
 	}
 	return out, nil
 }
