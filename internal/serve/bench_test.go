@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,11 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/leasehold/leasehold/internal/mailbox"
-	"github.com/leasehold/leasehold/internal/pgtest"
 	"github.com/leasehold/leasehold/internal/serve"
 	"github.com/leasehold/leasehold/store"
-	"github.com/leasehold/leasehold/store/postgres"
-	"github.com/leasehold/leasehold/store/sqlite"
 )
 
 // The SQS benchmarks drive a real server (system clock, real listener,
@@ -54,32 +50,6 @@ const (
 	// benchBatch is SQS's largest batch.
 	benchBatch = 10
 )
-
-// benchStores opens each backend's store on the system clock: SQLite
-// with its defaults in a file, PostgreSQL in a schema of its own (skipped
-// when LEASEHOLD_TEST_POSTGRES_DSN is unset).
-var benchStores = []struct {
-	name string
-	open func(b *testing.B) store.Store
-}{
-	{"sqlite", func(b *testing.B) store.Store {
-		st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(b.TempDir(), "q.db")})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { st.Close() })
-		return st
-	}},
-	{"postgres", func(b *testing.B) store.Store {
-		pool := pgtest.Pool(b)
-		st, err := postgres.Open(context.Background(), postgres.Config{Pool: pool, Schema: pgtest.Schema(b, pool)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { st.Close() })
-		return st
-	}},
-}
 
 // benchServer runs a server on st and returns an SDK client of it that
 // keeps a connection per goroutine and does not retry, so that each call
@@ -405,9 +375,9 @@ func runThroughput(b *testing.B, ops benchOps) {
 // delete batch. Each of the b.N messages is sent, received and deleted
 // once within the timed stretch; the benchmark fails otherwise.
 func BenchmarkSQSThroughput(b *testing.B) {
-	for _, bs := range benchStores {
+	for _, bs := range backends() {
 		b.Run(bs.name, func(b *testing.B) {
-			c := benchServer(b, bs.open(b))
+			c := benchServer(b, bs.open(b, nil))
 			runThroughput(b, sqsOps{c: c, url: aws.String(benchQueue(b, c))})
 		})
 	}
@@ -418,9 +388,9 @@ func BenchmarkSQSThroughput(b *testing.B) {
 // does, in this process. The difference is what HTTP, JSON, the SDK and
 // the server cost.
 func BenchmarkStoreThroughputBatch10(b *testing.B) {
-	for _, bs := range benchStores {
+	for _, bs := range backends() {
 		b.Run(bs.name, func(b *testing.B) {
-			st := bs.open(b)
+			st := bs.open(b, nil)
 			mb, err := mailbox.New(mailbox.Config{Store: st, Queue: "bench"})
 			if err != nil {
 				b.Fatal(err)
@@ -435,9 +405,9 @@ func BenchmarkStoreThroughputBatch10(b *testing.B) {
 // up to 1 s) of that message, DeleteMessage. An op is a round trip; p50
 // and p99 are of the round trips' durations.
 func BenchmarkSQSRoundTrip(b *testing.B) {
-	for _, bs := range benchStores {
+	for _, bs := range backends() {
 		b.Run(bs.name, func(b *testing.B) {
-			c := benchServer(b, bs.open(b))
+			c := benchServer(b, bs.open(b, nil))
 			url := aws.String(benchQueue(b, c))
 			ctx := context.Background()
 			durations := make([]time.Duration, 0, b.N)

@@ -34,12 +34,12 @@ const (
 // clock.
 type backend struct {
 	name string
-	open func(t *testing.T, clk clock.Clock) store.Store
+	open func(t testing.TB, clk clock.Clock) store.Store
 }
 
 func backends() []backend {
 	return []backend{
-		{"sqlite", func(t *testing.T, clk clock.Clock) store.Store {
+		{"sqlite", func(t testing.TB, clk clock.Clock) store.Store {
 			st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "q.db"), Clock: clk})
 			if err != nil {
 				t.Fatal(err)
@@ -47,7 +47,7 @@ func backends() []backend {
 			t.Cleanup(func() { st.Close() })
 			return st
 		}},
-		{"postgres", func(t *testing.T, clk clock.Clock) store.Store {
+		{"postgres", func(t testing.TB, clk clock.Clock) store.Store {
 			pool := pgtest.Pool(t)
 			st, err := postgres.Open(context.Background(), postgres.Config{Pool: pool, Schema: pgtest.Schema(t, pool), Clock: clk})
 			if err != nil {

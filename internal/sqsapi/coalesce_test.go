@@ -3,6 +3,7 @@ package sqsapi
 import (
 	"context"
 	"errors"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -10,21 +11,27 @@ import (
 	"github.com/leasehold/leasehold/clock"
 )
 
-// Requests that arrive while a call is in flight share the next call, and
-// each gets the results of its own items.
-func TestCoalescerSharesCalls(t *testing.T) {
-	entered := make(chan struct{})
-	release := make(chan struct{})
-	var calls [][]int
-	var mu sync.Mutex
-	c := newCoalescer(clock.System(), func(_ context.Context, items []int) ([]int, error) {
-		mu.Lock()
-		calls = append(calls, slices.Clone(items))
-		first := len(calls) == 1
-		mu.Unlock()
+// held is a coalescer whose first call waits for release, so that a
+// test can line requests up behind it; each call's items are recorded,
+// and each item's result is ten times the item.
+type held struct {
+	c        *coalescer[int, int]
+	entered  chan struct{} // closed when the first call has begun
+	release  chan struct{} // close to let the first call end
+	mu       sync.Mutex
+	recorded [][]int
+}
+
+func newHeld() *held {
+	h := &held{entered: make(chan struct{}), release: make(chan struct{})}
+	h.c = newCoalescer(clock.System(), func(_ context.Context, items []int) ([]int, error) {
+		h.mu.Lock()
+		h.recorded = append(h.recorded, slices.Clone(items))
+		first := len(h.recorded) == 1
+		h.mu.Unlock()
 		if first {
-			close(entered)
-			<-release
+			close(h.entered)
+			<-h.release
 		}
 		out := make([]int, len(items))
 		for i, v := range items {
@@ -32,27 +39,44 @@ func TestCoalescerSharesCalls(t *testing.T) {
 		}
 		return out, nil
 	})
+	return h
+}
+
+// awaitWaiting waits until n requests wait behind the call in flight.
+func (h *held) awaitWaiting(n int) {
+	for {
+		h.c.mu.Lock()
+		w := len(h.c.waiting)
+		h.c.mu.Unlock()
+		if w == n {
+			return
+		}
+		runtime.Gosched()
+	}
+}
+
+func (h *held) calls() [][]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.recorded)
+}
+
+// Requests that arrive while a call is in flight share the next call, and
+// each gets the results of its own items.
+func TestCoalescerSharesCalls(t *testing.T) {
+	h := newHeld()
 	ctx := context.Background()
 	results := make([][]int, 4)
 	var wg sync.WaitGroup
-	wg.Go(func() { results[0], _ = c.do(ctx, []int{1}) })
-	<-entered
+	wg.Go(func() { results[0], _ = h.c.do(ctx, []int{1}) })
+	<-h.entered
 	for i, items := range [][]int{{2, 3}, {4}, {5, 6, 7}} {
-		wg.Go(func() { results[i+1], _ = c.do(ctx, items) })
+		wg.Go(func() { results[i+1], _ = h.c.do(ctx, items) })
 	}
-	// Wait until the three have joined the queue behind the call in
-	// flight.
-	for {
-		c.mu.Lock()
-		n := len(c.waiting)
-		c.mu.Unlock()
-		if n == 3 {
-			break
-		}
-	}
-	close(release)
+	h.awaitWaiting(3)
+	close(h.release)
 	wg.Wait()
-	if len(calls) != 2 || len(calls[1]) != 6 {
+	if calls := h.calls(); len(calls) != 2 || len(calls[1]) != 6 {
 		t.Fatalf("calls %v, want [1] and then the other six items in one", calls)
 	}
 	want := [][]int{{10}, {20, 30}, {40}, {50, 60, 70}}
@@ -99,47 +123,26 @@ func TestCoalescerSurvivesBadCalls(t *testing.T) {
 
 // A request that gives up while it waits leaves: its items are in no call.
 func TestCoalescerWaiterLeaves(t *testing.T) {
-	entered := make(chan struct{})
-	release := make(chan struct{})
-	var mu sync.Mutex
-	var calls [][]int
-	c := newCoalescer(clock.System(), func(_ context.Context, items []int) ([]int, error) {
-		mu.Lock()
-		calls = append(calls, slices.Clone(items))
-		first := len(calls) == 1
-		mu.Unlock()
-		if first {
-			close(entered)
-			<-release
-		}
-		return items, nil
-	})
+	h := newHeld()
 	var wg sync.WaitGroup
-	wg.Go(func() { _, _ = c.do(context.Background(), []int{1}) })
-	<-entered
+	wg.Go(func() { _, _ = h.c.do(context.Background(), []int{1}) })
+	<-h.entered
 	ctx, cancel := context.WithCancel(context.Background())
 	left := make(chan error, 1)
-	go func() { _, err := c.do(ctx, []int{2}); left <- err }()
+	go func() { _, err := h.c.do(ctx, []int{2}); left <- err }()
 	stays := make(chan []int, 1)
-	wg.Go(func() { out, _ := c.do(context.Background(), []int{3}); stays <- out })
-	for {
-		c.mu.Lock()
-		n := len(c.waiting)
-		c.mu.Unlock()
-		if n == 2 {
-			break
-		}
-	}
+	wg.Go(func() { out, _ := h.c.do(context.Background(), []int{3}); stays <- out })
+	h.awaitWaiting(2)
 	cancel()
 	if err := <-left; !errors.Is(err, context.Canceled) {
 		t.Fatalf("the request that gave up got %v", err)
 	}
-	close(release)
+	close(h.release)
 	wg.Wait()
-	if out := <-stays; !slices.Equal(out, []int{3}) {
+	if out := <-stays; !slices.Equal(out, []int{30}) {
 		t.Fatalf("the request that stayed got %v", out)
 	}
-	if len(calls) != 2 || !slices.Equal(calls[1], []int{3}) {
+	if calls := h.calls(); len(calls) != 2 || !slices.Equal(calls[1], []int{3}) {
 		t.Fatalf("calls %v, want [1] then [3]", calls)
 	}
 }

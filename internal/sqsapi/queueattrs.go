@@ -58,6 +58,13 @@ var ranges = map[string][2]int{
 	attrVisibility: {0, maxVisibility},
 }
 
+// knownAttr reports whether name is a queue attribute this API knows:
+// one it acts on, keeps or computes.
+func knownAttr(name string) bool {
+	_, numeric := ranges[name]
+	return numeric || name == attrRedrive || name == attrFifo || name == attrContentDedup || kept[name] || computed[name]
+}
+
 // maxVisibility is the longest visibility timeout, in seconds: 12 hours.
 const maxVisibility = 43_200
 
@@ -243,7 +250,7 @@ func (a *API) queueAttributes(q *queue, st store.Stats, arn string, names []stri
 			out[n] = v
 			continue
 		}
-		if ranges[n] == [2]int{} && n != attrRedrive && n != attrFifo && n != attrContentDedup && !kept[n] && !computed[n] {
+		if !knownAttr(n) {
 			return nil, errInvalidAttributeName.f("unknown attribute %s", n)
 		}
 	}

@@ -350,6 +350,7 @@ func CheckQueueAttributes(attrs map[string]string) error {
 		if err := checkName("queue attribute key", k); err != nil {
 			return err
 		}
+		// A value may be long: the error names its key, not the value.
 		if !utf8.ValidString(v) {
 			return invalid("queue attribute %q has a value that is not valid UTF-8", k)
 		}
@@ -357,8 +358,14 @@ func CheckQueueAttributes(attrs map[string]string) error {
 			return invalid("queue attribute %q has a value that contains a NUL byte", k)
 		}
 	}
+	return checkAttributesSize("queue attributes are", attrs)
+}
+
+// checkAttributesSize reports attributes over store.MaxQueueAttributesSize,
+// in a sentence that what begins.
+func checkAttributesSize(what string, attrs map[string]string) error {
 	if n := AttributesSize(attrs); n > store.MaxQueueAttributesSize {
-		return invalid("queue attributes are %d bytes, the limit is %d", n, store.MaxQueueAttributesSize)
+		return invalid("%s %d bytes, the limit is %d", what, n, store.MaxQueueAttributesSize)
 	}
 	return nil
 }
@@ -404,10 +411,7 @@ func MergeQueueAttributes(old, changes map[string]string) map[string]string {
 // store.MaxQueueAttributesSize bytes. A backend checks them inside the
 // transaction that reads the record, before it writes anything.
 func CheckMergedAttributes(queue string, merged map[string]string) error {
-	if n := AttributesSize(merged); n > store.MaxQueueAttributesSize {
-		return invalid("queue %q would have %d bytes of attributes, the limit is %d", queue, n, store.MaxQueueAttributesSize)
-	}
-	return nil
+	return checkAttributesSize(fmt.Sprintf("the attributes of queue %q would be", queue), merged)
 }
 
 // MergeEncoded is what a SQL backend's SetQueueAttributes writes: the
