@@ -33,20 +33,21 @@ import (
 //
 // Errors are returned as they come: Store names the backend and the
 // operation. A backend wakes this process's receivers (Wakeups.Notify)
-// after Complete, Fail, Requeue and Cancel commit, since only it knows which
-// queues they touched; Store wakes them after Enqueue, Reap, Redrive and
-// Resume. A backend shared by several processes wakes theirs too.
+// after Requeue commits, since only it knows the queue; Store wakes them
+// after Enqueue, Redrive, Resume and what it settles. A backend shared by
+// several processes wakes theirs too.
 type Backend interface {
 	Enqueue(ctx context.Context, msgs []store.NewMessage) ([]store.Enqueued, error)
 	Claim(ctx context.Context, c store.Claim) ([]store.Delivery, error)
 	Extend(ctx context.Context, leases []store.Lease, extension time.Duration) (store.Extended, error)
-	Complete(ctx context.Context, cs []store.Completion) ([]error, error)
-	Fail(ctx context.Context, f store.Failure) (dead bool, err error)
+	// Settle runs fn in one transaction (or under one lock) and commits
+	// what it did when it returns nil; nothing when it returns an error.
+	// Complete, Fail, Reap and Cancel are written once over it (see
+	// settle.go).
+	Settle(ctx context.Context, fn func(SettleTx) error) error
 	// Requeue gives a claimed message back without counting its delivery
 	// (store.Release with Uncount).
 	Requeue(ctx context.Context, r store.Release) error
-	// Reap returns the recovered messages in any order.
-	Reap(ctx context.Context) ([]store.Recovered, error)
 	Redrive(ctx context.Context, queue string, ids []int64) (int, error)
 	Purge(ctx context.Context, queue string, ids []int64) (int, error)
 	Stats(ctx context.Context, queue string) (store.Stats, error)
@@ -72,8 +73,6 @@ type Backend interface {
 	// BlockedKeys gets its limit set.
 	BlockedKeys(ctx context.Context, queue, afterKey string, limit int) ([]store.BlockedKey, error)
 	Prune(ctx context.Context, p store.Prune) (int, error)
-	// Cancel gets a queue of "" for any queue.
-	Cancel(ctx context.Context, queue string, ids []int64) ([]int64, error)
 	Pause(ctx context.Context, queue string) error
 	Resume(ctx context.Context, queue string) error
 	HoldMaintainer(ctx context.Context, holder string, d time.Duration) (store.Maintainer, error)
@@ -166,68 +165,72 @@ func (s *Store) begin() error {
 
 func (s *Store) end() { s.mu.RUnlock() }
 
-// beginOn checks a queue's name and lets an operation on it in.
-func (s *Store) beginOn(queue string) error {
-	if err := CheckQueue(queue); err != nil {
-		return err
+// run runs one operation of the backend, whose input the caller has
+// checked (check's error, when not nil, is returned first and nothing
+// runs): it lets the operation in (see begin) and applies the error rule
+// (see Failed) with op naming it.
+func run[T any](s *Store, op string, check error, fn func() (T, error)) (T, error) {
+	var zero T
+	if check != nil {
+		return zero, check
 	}
-	return s.begin()
+	if err := s.begin(); err != nil {
+		return zero, err
+	}
+	defer s.end()
+	v, err := fn()
+	if err != nil {
+		return zero, s.Failed(op, err)
+	}
+	return v, nil
+}
+
+// settle runs fn in one of the backend's settling transactions, as run
+// runs an operation, and wakes the queues fn noted once it has committed.
+func settle[T any](ctx context.Context, s *Store, op string, check error, fn func(*settled, SettleTx) (T, error)) (T, error) {
+	var w settled
+	v, err := run(s, op, check, func() (T, error) {
+		var v T
+		err := s.b.Settle(ctx, func(tx SettleTx) error {
+			var err error
+			v, err = fn(&w, tx)
+			return err
+		})
+		return v, err
+	})
+	if err == nil {
+		for _, q := range distinct(w.wake) {
+			s.wake.Notify(q)
+		}
+	}
+	return v, err
 }
 
 // Enqueue implements store.Store.
 func (s *Store) Enqueue(ctx context.Context, msgs []store.NewMessage) ([]store.Enqueued, error) {
 	msgs, err := CheckNewMessages(msgs, s.opts)
-	if err != nil {
-		return nil, err
+	out, err := run(s, "enqueue", err, func() ([]store.Enqueued, error) { return s.b.Enqueue(ctx, msgs) })
+	if err == nil {
+		s.wake.NotifyMessages(msgs)
 	}
-	if err := s.begin(); err != nil {
-		return nil, err
-	}
-	defer s.end()
-	out, err := s.b.Enqueue(ctx, msgs)
-	if err != nil {
-		return nil, s.Failed("enqueue", err)
-	}
-	s.wake.NotifyMessages(msgs)
-	return out, nil
+	return out, err
 }
 
 // Claim implements store.Store.
 func (s *Store) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, error) {
-	if err := CheckClaim(c); err != nil {
-		return nil, err
-	}
-	if err := s.begin(); err != nil {
-		return nil, err
-	}
-	defer s.end()
-	out, err := s.b.Claim(ctx, c)
-	return out, s.Failed("claim", err)
+	return run(s, "claim", CheckClaim(c), func() ([]store.Delivery, error) { return s.b.Claim(ctx, c) })
 }
 
 // Extend implements store.Store.
 func (s *Store) Extend(ctx context.Context, leases []store.Lease, extension time.Duration) (store.Extended, error) {
-	if err := CheckExtend(leases, extension); err != nil {
-		return store.Extended{}, err
-	}
-	if err := s.begin(); err != nil {
-		return store.Extended{}, err
-	}
-	defer s.end()
-	res, err := s.b.Extend(ctx, leases, extension)
-	return res, s.Failed("extend", err)
+	return run(s, "extend", CheckExtend(leases, extension), func() (store.Extended, error) {
+		return s.b.Extend(ctx, leases, extension)
+	})
 }
 
 // Complete implements store.Store.
 func (s *Store) Complete(ctx context.Context, cs []store.Completion) ([]error, error) {
 	replies, err := CheckCompletions(cs, s.opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.begin(); err != nil {
-		return nil, err
-	}
-	defer s.end()
 	if replies != nil {
 		// The backend sees the replies as checked, defaulted copies; the
 		// caller's completions are left as they were.
@@ -236,25 +239,19 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) ([]error, e
 			cs[i].Reply = replies[i]
 		}
 	}
-	results, err := s.b.Complete(ctx, cs)
-	if err != nil {
-		return nil, s.Failed("complete", err)
-	}
-	return results, nil
+	return settle(ctx, s, "complete", err, func(w *settled, tx SettleTx) ([]error, error) {
+		results := make([]error, len(cs))
+		if len(cs) == 0 {
+			return results, nil
+		}
+		return results, w.settleComplete(ctx, tx, cs, results)
+	})
 }
 
 // Fail implements store.Store.
 func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
 	f, err := CheckFailure(f, s.opts)
-	if err != nil {
-		return false, err
-	}
-	if err := s.begin(); err != nil {
-		return false, err
-	}
-	defer s.end()
-	dead, err := s.b.Fail(ctx, f)
-	return dead, s.Failed("fail", err)
+	return settle(ctx, s, "fail", err, func(w *settled, tx SettleTx) (bool, error) { return w.settleFail(ctx, tx, f) })
 }
 
 // Release implements store.Store. A counted release is a failure with
@@ -269,289 +266,151 @@ func (s *Store) Release(ctx context.Context, r store.Release) error {
 			Reason: store.ReasonMaxDeliveries})
 		return err
 	}
-	if err := s.begin(); err != nil {
-		return err
-	}
-	defer s.end()
-	return s.Failed("release", s.b.Requeue(ctx, r))
+	return only(run(s, "release", nil, func() (struct{}, error) { return struct{}{}, s.b.Requeue(ctx, r) }))
 }
 
 // Reap implements store.Store: the recovered messages come back by id.
 func (s *Store) Reap(ctx context.Context) ([]store.Recovered, error) {
-	if err := s.begin(); err != nil {
-		return nil, err
-	}
-	defer s.end()
-	out, err := s.b.Reap(ctx)
-	if err != nil {
-		return nil, s.Failed("reap", err)
-	}
+	out, err := settle(ctx, s, "reap", nil, func(w *settled, tx SettleTx) ([]store.Recovered, error) {
+		return w.settleReap(ctx, tx)
+	})
 	slices.SortFunc(out, func(a, b store.Recovered) int { return cmp.Compare(a.ID, b.ID) })
-	for i, r := range out {
-		if i == 0 || out[i-1].Queue != r.Queue {
-			s.wake.Notify(r.Queue)
-		}
-	}
-	return out, nil
+	return out, err
 }
 
-// deadLetters checks the arguments of Redrive and Purge and lets the
-// operation in (see begin).
-func (s *Store) deadLetters(queue string, ids []int64) error {
-	if err := CheckIDs(ids); err != nil {
-		return err
-	}
-	return s.beginOn(queue)
+// checkDeadLetters checks the arguments of Redrive and Purge.
+func checkDeadLetters(queue string, ids []int64) error {
+	return cmp.Or(CheckIDs(ids), CheckQueue(queue))
 }
 
 // Redrive implements store.Store.
 func (s *Store) Redrive(ctx context.Context, queue string, ids []int64) (int, error) {
-	if err := s.deadLetters(queue, ids); err != nil {
-		return 0, err
+	n, err := run(s, "redrive", checkDeadLetters(queue, ids), func() (int, error) { return s.b.Redrive(ctx, queue, ids) })
+	if err == nil {
+		s.wake.Notify(queue)
 	}
-	defer s.end()
-	n, err := s.b.Redrive(ctx, queue, ids)
-	if err != nil {
-		return 0, s.Failed("redrive", err)
-	}
-	s.wake.Notify(queue)
-	return n, nil
+	return n, err
 }
 
 // Purge implements store.Store.
 func (s *Store) Purge(ctx context.Context, queue string, ids []int64) (int, error) {
-	if err := s.deadLetters(queue, ids); err != nil {
-		return 0, err
-	}
-	defer s.end()
-	n, err := s.b.Purge(ctx, queue, ids)
-	return n, s.Failed("purge", err)
+	return run(s, "purge", checkDeadLetters(queue, ids), func() (int, error) { return s.b.Purge(ctx, queue, ids) })
 }
 
 // Stats implements store.Store.
 func (s *Store) Stats(ctx context.Context, queue string) (store.Stats, error) {
-	if err := s.beginOn(queue); err != nil {
-		return store.Stats{}, err
-	}
-	defer s.end()
-	st, err := s.b.Stats(ctx, queue)
-	return st, s.Failed("stats", err)
+	return run(s, "stats", CheckQueue(queue), func() (store.Stats, error) { return s.b.Stats(ctx, queue) })
 }
 
 // Queues implements store.Store.
 func (s *Store) Queues(ctx context.Context) ([]string, error) {
-	if err := s.begin(); err != nil {
-		return nil, err
-	}
-	defer s.end()
-	out, err := s.b.Queues(ctx)
-	return out, s.Failed("queues", err)
+	return run(s, "queues", nil, func() ([]string, error) { return s.b.Queues(ctx) })
 }
 
 // DeleteQueue implements store.Store.
 func (s *Store) DeleteQueue(ctx context.Context, queue string) (int, error) {
-	if err := s.beginOn(queue); err != nil {
-		return 0, err
-	}
-	defer s.end()
-	n, err := s.b.DeleteQueue(ctx, queue)
-	return n, s.Failed("delete queue", err)
+	return run(s, "delete queue", CheckQueue(queue), func() (int, error) { return s.b.DeleteQueue(ctx, queue) })
 }
 
 // CreateQueue implements store.Store.
 func (s *Store) CreateQueue(ctx context.Context, queue string, attrs map[string]string) (store.QueueInfo, bool, error) {
-	if err := CheckQueue(queue); err != nil {
-		return store.QueueInfo{}, false, err
+	type created struct {
+		info store.QueueInfo
+		made bool
 	}
-	if err := CheckQueueAttributes(attrs); err != nil {
-		return store.QueueInfo{}, false, err
-	}
-	if err := s.begin(); err != nil {
-		return store.QueueInfo{}, false, err
-	}
-	defer s.end()
-	info, created, err := s.b.CreateQueue(ctx, queue, NewQueueAttributes(attrs))
-	if err != nil {
-		return store.QueueInfo{}, false, s.Failed("create queue", err)
-	}
-	return info, created, nil
+	c, err := run(s, "create queue", cmp.Or(CheckQueue(queue), CheckQueueAttributes(attrs)), func() (created, error) {
+		info, made, err := s.b.CreateQueue(ctx, queue, NewQueueAttributes(attrs))
+		return created{info, made}, err
+	})
+	return c.info, c.made, err
 }
 
 // QueueInfo implements store.Store.
 func (s *Store) QueueInfo(ctx context.Context, queue string) (store.QueueInfo, error) {
-	if err := s.beginOn(queue); err != nil {
-		return store.QueueInfo{}, err
-	}
-	defer s.end()
-	info, err := s.b.QueueInfo(ctx, queue)
-	if err != nil {
-		return store.QueueInfo{}, s.Failed("queue info", err)
-	}
-	return info, nil
+	return run(s, "queue info", CheckQueue(queue), func() (store.QueueInfo, error) { return s.b.QueueInfo(ctx, queue) })
 }
 
 // SetQueueAttributes implements store.Store.
 func (s *Store) SetQueueAttributes(ctx context.Context, queue string, attrs map[string]string) (store.QueueInfo, error) {
-	if err := CheckQueue(queue); err != nil {
-		return store.QueueInfo{}, err
-	}
-	if err := CheckQueueAttributes(attrs); err != nil {
-		return store.QueueInfo{}, err
-	}
-	if err := s.begin(); err != nil {
-		return store.QueueInfo{}, err
-	}
-	defer s.end()
-	info, err := s.b.SetQueueAttributes(ctx, queue, maps.Clone(attrs))
-	if err != nil {
-		return store.QueueInfo{}, s.Failed("set queue attributes", err)
-	}
-	return info, nil
+	return run(s, "set queue attributes", cmp.Or(CheckQueue(queue), CheckQueueAttributes(attrs)), func() (store.QueueInfo, error) {
+		return s.b.SetQueueAttributes(ctx, queue, maps.Clone(attrs))
+	})
 }
 
 // PurgeQueue implements store.Store.
 func (s *Store) PurgeQueue(ctx context.Context, queue string) (int, error) {
-	if err := s.beginOn(queue); err != nil {
-		return 0, err
-	}
-	defer s.end()
-	n, err := s.b.PurgeQueue(ctx, queue)
-	return n, s.Failed("purge queue", err)
+	return run(s, "purge queue", CheckQueue(queue), func() (int, error) { return s.b.PurgeQueue(ctx, queue) })
 }
 
 // List implements store.Store.
 func (s *Store) List(ctx context.Context, f store.ListFilter) ([]store.Info, error) {
-	f, err := s.CheckList(f)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.begin(); err != nil {
-		return nil, err
-	}
-	defer s.end()
-	out, err := s.b.List(ctx, f)
-	return out, s.Failed("list", err)
+	limit, err := CheckListFilter(f)
+	f.Limit = limit
+	return run(s, "list", err, func() ([]store.Info, error) { return s.b.List(ctx, f) })
 }
 
 // Get implements store.Store.
 func (s *Store) Get(ctx context.Context, id int64) (store.Info, error) {
-	if err := s.begin(); err != nil {
-		return store.Info{}, err
-	}
-	defer s.end()
-	in, err := s.b.Get(ctx, id)
-	if err != nil {
-		return store.Info{}, s.Failed("get", err)
-	}
-	return in, nil
+	return run(s, "get", nil, func() (store.Info, error) { return s.b.Get(ctx, id) })
 }
 
 // BlockedKeys implements store.Store.
 func (s *Store) BlockedKeys(ctx context.Context, queue, afterKey string, limit int) ([]store.BlockedKey, error) {
 	limit, err := CheckBlockedKeys(queue, afterKey, limit)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.begin(); err != nil {
-		return nil, err
-	}
-	defer s.end()
-	out, err := s.b.BlockedKeys(ctx, queue, afterKey, limit)
-	if err != nil {
-		return nil, s.Failed("blocked keys", err)
-	}
-	return out, nil
+	return run(s, "blocked keys", err, func() ([]store.BlockedKey, error) { return s.b.BlockedKeys(ctx, queue, afterKey, limit) })
 }
 
 // Prune implements store.Store.
 func (s *Store) Prune(ctx context.Context, p store.Prune) (int, error) {
-	if err := CheckPrune(p); err != nil {
-		return 0, err
-	}
-	if err := s.begin(); err != nil {
-		return 0, err
-	}
-	defer s.end()
-	n, err := s.b.Prune(ctx, p)
-	return n, s.Failed("prune", err)
+	return run(s, "prune", CheckPrune(p), func() (int, error) { return s.b.Prune(ctx, p) })
 }
 
 // Cancel implements store.Store.
 func (s *Store) Cancel(ctx context.Context, queue string, ids []int64) ([]int64, error) {
+	check := CheckIDs(ids)
 	if len(ids) == 0 {
-		return nil, invalid("no message ids to cancel")
-	}
-	if err := CheckIDs(ids); err != nil {
-		return nil, err
+		check = invalid("no message ids to cancel")
 	}
 	if queue != "" {
-		if err := CheckQueue(queue); err != nil {
-			return nil, err
-		}
+		check = cmp.Or(check, CheckQueue(queue))
 	}
-	if err := s.begin(); err != nil {
-		return nil, err
-	}
-	defer s.end()
-	out, err := s.b.Cancel(ctx, queue, ids)
-	if err != nil {
-		return nil, s.Failed("cancel", err)
-	}
-	return out, nil
+	return settle(ctx, s, "cancel", check, func(w *settled, tx SettleTx) ([]int64, error) {
+		return w.settleCancel(ctx, tx, queue, ids)
+	})
 }
 
 // HoldMaintainer implements store.Store.
 func (s *Store) HoldMaintainer(ctx context.Context, holder string, d time.Duration) (store.Maintainer, error) {
+	check := cmp.Or(CheckWorkerID(holder), CheckLease(d))
 	if holder == "" {
-		return store.Maintainer{}, invalid("the maintainer's holder is empty")
+		check = invalid("the maintainer's holder is empty")
 	}
-	if err := CheckWorkerID(holder); err != nil {
-		return store.Maintainer{}, err
-	}
-	if err := CheckLease(d); err != nil {
-		return store.Maintainer{}, err
-	}
-	if err := s.begin(); err != nil {
-		return store.Maintainer{}, err
-	}
-	defer s.end()
-	m, err := s.b.HoldMaintainer(ctx, holder, d)
-	return m, s.Failed("hold the maintainer lease", err)
+	return run(s, "hold the maintainer lease", check, func() (store.Maintainer, error) { return s.b.HoldMaintainer(ctx, holder, d) })
 }
 
 // ReleaseMaintainer implements store.Store.
 func (s *Store) ReleaseMaintainer(ctx context.Context, holder string, token int64) error {
-	if err := CheckWorkerID(holder); err != nil {
-		return err
-	}
-	if err := s.begin(); err != nil {
-		return err
-	}
-	defer s.end()
-	return s.Failed("release the maintainer lease", s.b.ReleaseMaintainer(ctx, holder, token))
+	return only(run(s, "release the maintainer lease", CheckWorkerID(holder), func() (struct{}, error) {
+		return struct{}{}, s.b.ReleaseMaintainer(ctx, holder, token)
+	}))
 }
 
 // Pause implements store.Store.
 func (s *Store) Pause(ctx context.Context, queue string) error {
-	if err := s.beginOn(queue); err != nil {
-		return err
-	}
-	defer s.end()
-	return s.Failed("pause", s.b.Pause(ctx, queue))
+	return only(run(s, "pause", CheckQueue(queue), func() (struct{}, error) { return struct{}{}, s.b.Pause(ctx, queue) }))
 }
 
 // Resume implements store.Store.
 func (s *Store) Resume(ctx context.Context, queue string) error {
-	if err := s.beginOn(queue); err != nil {
-		return err
+	err := only(run(s, "resume", CheckQueue(queue), func() (struct{}, error) { return struct{}{}, s.b.Resume(ctx, queue) }))
+	if err == nil {
+		s.wake.Notify(queue)
 	}
-	defer s.end()
-	if err := s.b.Resume(ctx, queue); err != nil {
-		return s.Failed("resume", err)
-	}
-	s.wake.Notify(queue)
-	return nil
+	return err
 }
+
+// only returns the error of an operation that has no result.
+func only(_ struct{}, err error) error { return err }
 
 // Wakeup implements store.Store.
 func (s *Store) Wakeup(queue string) <-chan struct{} { return s.wake.Wakeup(queue) }
@@ -562,7 +421,7 @@ func (s *Store) Ping(ctx context.Context) error {
 		return err
 	}
 	defer s.end()
-	return s.b.Ping(ctx)
+	return s.b.Ping(ctx) // the connection's own error, as it comes
 }
 
 // Close waits for the operations in flight, closes the backend once and

@@ -398,8 +398,8 @@ func (s *backend) lineUpLocked(m *message, now int64) {
 	q.pushPending(m, now)
 }
 
-// finishLocked moves a claimed or pending message to a terminal state and
-// lets the next message of its key go.
+// finishLocked moves a claimed or pending message to a terminal state. A
+// key's head leaves its line headless; Promote lets the next one go.
 func (s *backend) finishLocked(m *message, st store.State, now int64) {
 	q := m.queue
 	delete(q.processing, m.id)
@@ -410,22 +410,12 @@ func (s *backend) finishLocked(m *message, st store.State, now int64) {
 	if st == store.Completed {
 		q.completed = append(q.completed, m)
 	}
-	if m.key == "" {
-		return
+	if line := q.keys[m.key]; m.key != "" && line != nil && line.head == m {
+		line.head = nil
+		if len(line.waiting) == 0 {
+			delete(q.keys, m.key)
+		}
 	}
-	line := q.keys[m.key]
-	if line == nil || line.head != m {
-		return
-	}
-	if len(line.waiting) == 0 {
-		delete(q.keys, m.key)
-		return
-	}
-	next := line.waiting[0]
-	line.waiting = line.waiting[1:]
-	line.head = next
-	q.setState(next, store.Pending)
-	q.pushPending(next, now)
 }
 
 // EnqueueTx enqueues msgs at once: the memory store has no transactions.
@@ -514,93 +504,6 @@ func (s *backend) Extend(ctx context.Context, leases []store.Lease, extension ti
 	return res, nil
 }
 
-func (s *backend) Cancel(ctx context.Context, queue string, ids []int64) ([]int64, error) {
-	s.mu.Lock()
-	ms := make([]*message, len(ids))
-	for i, id := range ids {
-		m := s.byIDLocked(id)
-		if m == nil || queue != "" && m.queue.name != queue {
-			s.mu.Unlock()
-			return nil, storecore.NoMessage(queue, id)
-		}
-		ms[i] = m
-	}
-	now := s.clk.Now().UnixNano()
-	var out []int64
-	var woken []store.NewMessage
-	for _, m := range ms {
-		switch m.state {
-		case store.Completed, store.Dead, store.Cancelled:
-			continue
-		case store.Waiting:
-			line := m.queue.keys[m.key]
-			line.waiting = slices.DeleteFunc(line.waiting, func(w *message) bool { return w == m })
-			m.queue.setState(m, store.Cancelled)
-			m.finishedAt = now
-		default:
-			s.finishLocked(m, store.Cancelled, now)
-			if m.key != "" {
-				woken = append(woken, store.NewMessage{Queue: m.queue.name})
-			}
-		}
-		out = append(out, m.id)
-	}
-	s.mu.Unlock()
-	s.wake.NotifyMessages(woken)
-	return out, nil
-}
-
-func (s *backend) Complete(ctx context.Context, cs []store.Completion) ([]error, error) {
-	s.mu.Lock()
-	now := s.clk.Now().UnixNano()
-	results := make([]error, len(cs))
-	var woken []store.NewMessage
-	for i, c := range cs {
-		m, err := s.currentLocked(c.Lease, now)
-		if err != nil {
-			results[i] = err
-			continue
-		}
-		s.finishLocked(m, store.Completed, now)
-		if m.key != "" {
-			woken = append(woken, store.NewMessage{Queue: m.queue.name})
-		}
-		if c.Reply != nil {
-			s.enqueueLocked(c.Reply, now)
-			woken = append(woken, *c.Reply)
-		}
-	}
-	s.mu.Unlock()
-	s.wake.NotifyMessages(woken)
-	return results, nil
-}
-
-func (s *backend) Fail(ctx context.Context, f store.Failure) (bool, error) {
-	s.mu.Lock()
-	now := s.clk.Now().UnixNano()
-	m, err := s.currentLocked(f.Lease, now)
-	if err != nil {
-		s.mu.Unlock()
-		return false, err
-	}
-	m.lastError = f.Error
-	dead := f.Permanent || m.deliveries >= m.maxDeliv
-	woken := []store.NewMessage{{Queue: m.queue.name}}
-	if dead {
-		m.deadReason = f.Reason
-		s.finishLocked(m, store.Dead, now)
-		if f.Reply != nil {
-			s.enqueueLocked(f.Reply, now)
-			woken = append(woken, *f.Reply)
-		}
-	} else {
-		s.requeueLocked(m, now+int64(f.RetryDelay), now)
-	}
-	s.mu.Unlock()
-	s.wake.NotifyMessages(woken)
-	return dead, nil
-}
-
 // requeueLocked returns a processing message to pending, keeping its place
 // as its key's head.
 func (s *backend) requeueLocked(m *message, visibleAt, now int64) {
@@ -627,32 +530,6 @@ func (s *backend) Requeue(ctx context.Context, r store.Release) error {
 	s.mu.Unlock()
 	s.wake.Notify(q)
 	return nil
-}
-
-func (s *backend) Reap(ctx context.Context) ([]store.Recovered, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.clk.Now().UnixNano()
-	var out []store.Recovered
-	for _, q := range s.queues {
-		for _, m := range q.processing {
-			if now < m.lockedUntil {
-				continue
-			}
-			r := store.Recovered{ID: m.id, Queue: q.name, StuckFor: time.Duration(now - m.lockedUntil)}
-			if m.deliveries >= m.maxDeliv {
-				r.Dead = true
-				m.deadReason = store.ReasonLeaseExpired
-				m.lastError = "lease expired"
-				m.visibleAt = now
-				s.finishLocked(m, store.Dead, now)
-			} else {
-				s.requeueLocked(m, now, now)
-			}
-			out = append(out, r)
-		}
-	}
-	return out, nil
 }
 
 // byIDLocked returns the message with the id, or nil.

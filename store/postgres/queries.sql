@@ -166,12 +166,15 @@ WHERE m.id = $2 AND m.fencing_token = $3 AND m.state + 0 = {processing} AND m.lo
 FOR UPDATE
 
 -- name: retry
-UPDATE {s}.messages SET state = {pending}, visible_at = COALESCE($1::timestamptz, now()) + $3 * interval '1 microsecond', last_error = $4
-WHERE id = $2
+-- Makes the messages in $2 pending again, visible after $3 microseconds;
+-- with $5, $4 becomes their last error.
+UPDATE {s}.messages SET state = {pending}, visible_at = COALESCE($1::timestamptz, now()) + $3 * interval '1 microsecond',
+	last_error = CASE WHEN $5 THEN $4 ELSE last_error END
+WHERE id = ANY($2::bigint[])
 
 -- name: kill
 UPDATE {s}.messages SET state = {dead}, dead_reason = $3, last_error = $4, finished_at = COALESCE($1::timestamptz, now())
-WHERE id = $2
+WHERE id = ANY($2::bigint[])
 
 -- name: release
 -- Gives a message back under its current lease ($2, $3) without counting
@@ -187,22 +190,17 @@ RETURNING m.queue
 -- ordered index scan marks the entries of leases that have ended since, so
 -- each reap does not read them again. Finished leases leave such entries
 -- at a rate of thousands a second until a VACUUM. A sequential scan would
--- read the whole table.
+-- read the whole table. The settings hold for the rest of the reaper's
+-- transaction, whose updates find the expired rows by id.
 SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off
 
--- name: reap
--- Takes back expired leases: pending again, or dead when their deliveries
--- are used up. The ids reach the update as one array, as the claim's do.
-UPDATE {s}.messages m SET
-	state = CASE WHEN m.deliveries >= m.max_deliveries THEN {dead} ELSE {pending} END,
-	visible_at = COALESCE($1::timestamptz, now()),
-	dead_reason = CASE WHEN m.deliveries >= m.max_deliveries THEN 'lease_expired' ELSE m.dead_reason END,
-	last_error = CASE WHEN m.deliveries >= m.max_deliveries THEN 'lease expired' ELSE m.last_error END,
-	finished_at = CASE WHEN m.deliveries >= m.max_deliveries THEN COALESCE($1::timestamptz, now()) END
-WHERE m.id = ANY(ARRAY(
-	SELECT id FROM {s}.messages WHERE state = {processing} AND locked_until <= COALESCE($1::timestamptz, now())
-	FOR UPDATE SKIP LOCKED))
-RETURNING m.id, m.queue, m.key, m.state, COALESCE($1::timestamptz, now()) - m.locked_until
+-- name: expired
+-- The processing messages whose leases have expired, locked; those that
+-- another transaction holds are passed over, so that reapers running at
+-- once never wait on each other.
+SELECT id, fencing_token, queue, key, deliveries, max_deliveries, COALESCE($1::timestamptz, now()) - locked_until
+FROM {s}.messages WHERE state = {processing} AND locked_until <= COALESCE($1::timestamptz, now())
+FOR UPDATE SKIP LOCKED
 
 -- name: deadRows
 -- A queue's dead messages, locked: those in $2, or all when $3.

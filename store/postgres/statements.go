@@ -20,7 +20,7 @@ var queriesSQL string
 // states' codes written in.
 type statements struct {
 	lockKeys, notify, isolation, insertBulk, insertOne, dedupGet, dedupClear, claim, extend, complete, promote,
-	current, retry, kill, release, reapScan, reap, deadRows, redrive, purge, stats, countCompleted,
+	current, retry, kill, release, reapScan, expired, deadRows, redrive, purge, stats, countCompleted,
 	deleteQueue, queues, pause, resume, cancelledOf, keysOf, cancelRows, cancel, holdMaintainer, releaseMaintainer,
 	purgeQueue, createQueue, queueRecord, lockQueueRecord, setQueueAttributes, get, blockedKeys string
 	list, listBefore, prune [store.States]string
@@ -66,7 +66,7 @@ func newStatements(schema string) statements {
 		insertBulk: q("insertBulk"), insertOne: q("insertOne"), dedupGet: q("dedupGet"), dedupClear: q("dedupClear"),
 		claim: q("claim"), extend: q("extend"), complete: q("complete"), promote: q("promote"),
 		current: q("current"), retry: q("retry"), kill: q("kill"), release: q("release"),
-		reapScan: q("reapScan"), reap: q("reap"), deadRows: q("deadRows"), redrive: q("redrive"), purge: q("purge"),
+		reapScan: q("reapScan"), expired: q("expired"), deadRows: q("deadRows"), redrive: q("redrive"), purge: q("purge"),
 		stats: q("stats"), countCompleted: q("countCompleted"),
 		deleteQueue: q("deleteQueue"), queues: q("queues"), pause: q("pause"), resume: q("resume"),
 		cancelledOf: q("cancelledOf"), keysOf: q("keysOf"), cancelRows: q("cancelRows"), cancel: q("cancel"),

@@ -110,20 +110,16 @@ FROM (SELECT count(*) AS n, coalesce(sum(visible_at > ?2), 0) AS delayed
 var (
 	// sqlKill dead-letters a message that failed for good.
 	sqlKill = sqlstate.Expand(`UPDATE leasehold_messages SET state = {dead}, dead_reason = ?, last_error = ?, finished_at = ? WHERE id = ?`)
-	// sqlRetry makes a failed message pending again after its delay.
-	sqlRetry = sqlstate.Expand(`UPDATE leasehold_messages SET state = {pending}, visible_at = ?, last_error = ? WHERE id = ?`)
+	// sqlRetry makes a message pending again, visible from ?1; with ?3,
+	// ?2 becomes its last error.
+	sqlRetry = sqlstate.Expand(`UPDATE leasehold_messages SET state = {pending}, visible_at = ?1,
+		last_error = CASE WHEN ?3 THEN ?2 ELSE last_error END WHERE id = ?4`)
 	// sqlRelease gives a message back under its lease, uncounted.
 	sqlRelease = sqlstate.Expand(`UPDATE leasehold_messages SET state = {pending}, visible_at = ?, deliveries = deliveries - 1
 			WHERE id = ? AND fencing_token = ? AND state = {processing} AND locked_until > ? RETURNING queue`)
-	// sqlReap takes back expired leases: pending again, or dead when their deliveries are used up.
-	sqlReap = sqlstate.Expand(`UPDATE leasehold_messages SET
-				state = CASE WHEN deliveries >= max_deliveries THEN {dead} ELSE {pending} END,
-				visible_at = ?1,
-				dead_reason = CASE WHEN deliveries >= max_deliveries THEN 'lease_expired' ELSE dead_reason END,
-				last_error = CASE WHEN deliveries >= max_deliveries THEN 'lease expired' ELSE last_error END,
-				finished_at = CASE WHEN deliveries >= max_deliveries THEN ?1 ELSE NULL END
-			WHERE state = {processing} AND locked_until <= ?1
-			RETURNING id, queue, key, state, locked_until`)
+	// sqlExpired lists the processing messages whose leases expired by ?1.
+	sqlExpired = sqlstate.Expand(`SELECT id, fencing_token, queue, key, deliveries, max_deliveries, locked_until FROM leasehold_messages
+		WHERE state = {processing} AND locked_until <= ?1`)
 	// sqlDeadIDs lists a queue's dead messages.
 	sqlDeadIDs = sqlstate.Expand(`SELECT id FROM leasehold_messages WHERE queue = ? AND state = {dead} ORDER BY id`)
 	// sqlIsDead tells whether a message of the queue is dead.

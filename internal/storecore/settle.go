@@ -1,0 +1,298 @@
+package storecore
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+
+	"github.com/leasehold/leasehold/store"
+)
+
+// This file holds the state machine of a message once it is claimed or
+// cancelled: which state each outcome leads to, which key's next message
+// goes, which replies are sent and which queues are woken. The backends
+// supply the primitives, as a SettleTx, each inside one transaction (or
+// under one lock); the rules are written here once.
+//
+//	pending ──claim──▶ processing ──complete──▶ completed
+//	   ▲                  │  │ └──fail, last delivery or permanent──▶ dead
+//	   └──fail, retries───┘  └──lease expired (reap)──▶ pending, or dead on the last delivery
+//	waiting ──its key's head finished──▶ pending
+//	pending, waiting, processing ──cancel──▶ cancelled
+
+// Held is a claimed message as a settling transaction found it: under its
+// current lease, and locked until the transaction ends.
+type Held struct {
+	store.Lease
+	Queue string
+	// Key is the message's key; empty for none.
+	Key           string
+	Deliveries    int
+	MaxDeliveries int
+	// StuckFor is how long the lease has been expired; set by Expired only.
+	StuckFor time.Duration
+}
+
+// Line names a key's line of messages: its head runs, the rest wait.
+type Line struct{ Queue, Key string }
+
+// Found is a message that Cancel found by id, locked.
+type Found struct {
+	ID    int64
+	Queue string
+	Key   string
+	State store.State
+}
+
+// SettleTx is what a backend does inside one settling transaction. The
+// transaction's time is the backend's time authority's now, read once.
+// Ids passed to the methods that change messages are of messages the
+// transaction has found and locked (through CompleteCurrent, Current,
+// Expired or Find).
+type SettleTx interface {
+	// CompleteCurrent completes the messages of those of leases that are
+	// current and returns them, each message once, in any order. It is
+	// one step so that a backend can fence and finish a batch in one
+	// statement.
+	CompleteCurrent(ctx context.Context, leases []store.Lease) ([]Held, error)
+	// Current returns the message of a lease if the lease is current.
+	Current(ctx context.Context, l store.Lease) (Held, bool, error)
+	// Expired returns the processing messages whose leases have run out,
+	// passing over those another transaction holds locked.
+	Expired(ctx context.Context) ([]Held, error)
+	// Find returns the messages with the ids, in any order, leaving out
+	// ids that name none; a backend that locks keys takes the locks of
+	// their keys before it locks them.
+	Find(ctx context.Context, ids []int64) ([]Found, error)
+	// Kill dead-letters messages with a reason and an error.
+	Kill(ctx context.Context, ids []int64, reason store.DeadReason, errText string) error
+	// Retry makes messages pending again, visible after delay. When
+	// setError, errText becomes their last error; else it is kept.
+	Retry(ctx context.Context, ids []int64, delay time.Duration, errText string, setError bool) error
+	// Cancel cancels messages: pending, waiting or processing ones.
+	Cancel(ctx context.Context, ids []int64) error
+	// Lock takes the locks that promoting lines and inserting msgs need,
+	// all in one call, so that two transactions never wait on each other.
+	Lock(ctx context.Context, lines []Line, msgs []store.NewMessage) error
+	// Promote lets the oldest waiting message of each line go, where the
+	// line's head was finished in this transaction.
+	Promote(ctx context.Context, lines []Line) error
+	// Insert enqueues messages (replies), already checked, and tells other
+	// processes of their queues.
+	Insert(ctx context.Context, msgs []store.NewMessage) error
+	// Notify tells other processes that messages of the queues may have
+	// become claimable, once the transaction commits.
+	Notify(ctx context.Context, queues []string) error
+}
+
+// settled is what a settling transaction leaves to do after its commit:
+// the queues whose receivers in this process to wake.
+type settled struct{ wake []string }
+
+func (w *settled) add(queues ...string) { w.wake = append(w.wake, queues...) }
+
+// Dies reports whether a failure dead-letters the message it fails: when
+// the failure is permanent, or the delivery it ends was the last allowed.
+func Dies(f store.Failure, h Held) bool {
+	return f.Permanent || h.Deliveries >= h.MaxDeliveries
+}
+
+// LeaseExpiredError is recorded on a message dead-lettered because the
+// lease of its last delivery expired.
+const LeaseExpiredError = "lease expired"
+
+// after lets the next message of each line whose head this transaction
+// finished go and sends the replies, taking every lock first; then it
+// tells other processes of the queues where messages may have become
+// claimable (the lines', and those given), and notes them and the replies'
+// queues for this process's receivers.
+func (w *settled) after(ctx context.Context, tx SettleTx, lines []Line, replies []store.NewMessage, queues []string) error {
+	if len(lines) > 0 || len(replies) > 0 {
+		if err := tx.Lock(ctx, lines, replies); err != nil {
+			return err
+		}
+	}
+	if len(lines) > 0 {
+		if err := tx.Promote(ctx, lines); err != nil {
+			return err
+		}
+		for _, l := range lines {
+			queues = append(queues, l.Queue)
+		}
+	}
+	if len(queues) > 0 {
+		queues = distinct(queues)
+		if err := tx.Notify(ctx, queues); err != nil {
+			return err
+		}
+		w.add(queues...)
+	}
+	if len(replies) > 0 {
+		if err := tx.Insert(ctx, replies); err != nil {
+			return err
+		}
+		for _, m := range replies {
+			w.add(m.Queue)
+		}
+	}
+	return nil
+}
+
+// settleComplete completes each completion whose lease is current, once
+// however often the batch lists it, and sends its reply.
+func (w *settled) settleComplete(ctx context.Context, tx SettleTx, cs []store.Completion, results []error) error {
+	leases := make([]store.Lease, len(cs))
+	for i, c := range cs {
+		leases[i] = c.Lease
+	}
+	done, err := tx.CompleteCurrent(ctx, leases)
+	if err != nil {
+		return err
+	}
+	finished := make(map[store.Lease]Held, len(done))
+	for _, h := range done {
+		finished[h.Lease] = h
+	}
+	var lines []Line
+	var replies []store.NewMessage
+	for i, c := range cs {
+		h, ok := finished[c.Lease]
+		if !ok {
+			results[i] = store.LeaseLost(c.Lease)
+			continue
+		}
+		delete(finished, c.Lease) // a lease listed twice completes once
+		results[i] = nil
+		if h.Key != "" {
+			lines = append(lines, Line{h.Queue, h.Key})
+		}
+		if c.Reply != nil {
+			replies = append(replies, *c.Reply)
+		}
+	}
+	return w.after(ctx, tx, lines, replies, nil)
+}
+
+// settleFail retries a failed message or dead-letters it, and sends the
+// reply of a failure that dead-letters.
+func (w *settled) settleFail(ctx context.Context, tx SettleTx, f store.Failure) (dead bool, err error) {
+	h, ok, err := tx.Current(ctx, f.Lease)
+	if err != nil {
+		return false, err
+	}
+	if !ok {
+		return false, store.LeaseLost(f.Lease)
+	}
+	if !Dies(f, h) {
+		if err := tx.Retry(ctx, []int64{h.MessageID}, f.RetryDelay, f.Error, true); err != nil {
+			return false, err
+		}
+		return false, w.after(ctx, tx, nil, nil, []string{h.Queue})
+	}
+	if err := tx.Kill(ctx, []int64{h.MessageID}, f.Reason, f.Error); err != nil {
+		return true, err
+	}
+	var lines []Line
+	if h.Key != "" {
+		lines = []Line{{h.Queue, h.Key}}
+	}
+	var replies []store.NewMessage
+	if f.Reply != nil {
+		replies = []store.NewMessage{*f.Reply}
+	}
+	// The failed message's queue is woken in this process even without a
+	// key: its receivers learn at once that the lease is gone.
+	w.add(h.Queue)
+	return true, w.after(ctx, tx, lines, replies, nil)
+}
+
+// settleReap takes back the messages whose leases expired: pending again,
+// at once, or dead on their last delivery, as a failure would leave them.
+func (w *settled) settleReap(ctx context.Context, tx SettleTx) ([]store.Recovered, error) {
+	expired, err := tx.Expired(ctx)
+	if err != nil || len(expired) == 0 {
+		return nil, err
+	}
+	out := make([]store.Recovered, len(expired))
+	var back, dead []int64
+	var lines []Line
+	queues := make([]string, 0, len(expired))
+	for i, h := range expired {
+		r := store.Recovered{ID: h.MessageID, Queue: h.Queue, StuckFor: h.StuckFor}
+		r.Dead = Dies(store.Failure{}, h)
+		if r.Dead {
+			dead = append(dead, h.MessageID)
+			if h.Key != "" {
+				lines = append(lines, Line{h.Queue, h.Key})
+			}
+		} else {
+			back = append(back, h.MessageID)
+		}
+		out[i] = r
+		queues = append(queues, h.Queue)
+	}
+	if len(back) > 0 {
+		if err := tx.Retry(ctx, back, 0, "", false); err != nil {
+			return nil, err
+		}
+	}
+	if len(dead) > 0 {
+		if err := tx.Kill(ctx, dead, store.ReasonLeaseExpired, LeaseExpiredError); err != nil {
+			return nil, err
+		}
+	}
+	return out, w.after(ctx, tx, lines, nil, queues)
+}
+
+// settleCancel cancels the messages of the ids that have not finished,
+// and lets the next message of each cancelled head's line go. Every id must
+// name a message of the queue (any queue when it is empty).
+func (w *settled) settleCancel(ctx context.Context, tx SettleTx, queue string, ids []int64) ([]int64, error) {
+	found, err := tx.Find(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[int64]Found, len(found))
+	for _, f := range found {
+		byID[f.ID] = f
+	}
+	var out []int64
+	var lines []Line
+	for _, id := range ids { // each once: the ids are checked
+		f, ok := byID[id]
+		if !ok || queue != "" && f.Queue != queue {
+			return nil, NoMessage(queue, id)
+		}
+		switch f.State {
+		case store.Pending, store.Processing:
+			if f.Key != "" {
+				lines = append(lines, Line{f.Queue, f.Key})
+			}
+		case store.Waiting:
+		default:
+			continue // finished already: left as it is
+		}
+		out = append(out, id)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	if err := tx.Cancel(ctx, out); err != nil {
+		return nil, err
+	}
+	// Every cancel first, then the lines' next messages: one cancelled
+	// here too must not become a head.
+	return out, w.after(ctx, tx, distinctLines(lines), nil, nil)
+}
+
+// distinct sorts names and drops repeats, in place.
+func distinct(names []string) []string {
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+func distinctLines(lines []Line) []Line {
+	slices.SortFunc(lines, func(a, b Line) int { return cmp.Or(cmp.Compare(a.Queue, b.Queue), cmp.Compare(a.Key, b.Key)) })
+	return slices.Compact(lines)
+}

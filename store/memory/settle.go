@@ -1,0 +1,142 @@
+package memory
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/storecore"
+	"github.com/leasehold/leasehold/store"
+)
+
+// Settle runs fn under the store's lock. The memory store has no
+// rollback: its primitives never fail, and the rules check every message
+// before they change one, so an error leaves nothing half done.
+func (s *backend) Settle(_ context.Context, fn func(storecore.SettleTx) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fn(settleTx{s, s.clk.Now().UnixNano()})
+}
+
+// settleTx is one settling step under the store's lock, at one time.
+type settleTx struct {
+	s   *backend
+	now int64
+}
+
+func held(m *message) storecore.Held {
+	return storecore.Held{Lease: store.Lease{MessageID: m.id, FencingToken: m.fence}, Queue: m.queue.name, Key: m.key,
+		Deliveries: m.deliveries, MaxDeliveries: m.maxDeliv}
+}
+
+func (t settleTx) CompleteCurrent(_ context.Context, leases []store.Lease) ([]storecore.Held, error) {
+	out := make([]storecore.Held, 0, len(leases))
+	for _, l := range leases {
+		// A lease listed twice finds its message completed the second time.
+		if m, err := t.s.currentLocked(l, t.now); err == nil {
+			t.s.finishLocked(m, store.Completed, t.now)
+			out = append(out, held(m))
+		}
+	}
+	return out, nil
+}
+
+func (t settleTx) Current(_ context.Context, l store.Lease) (storecore.Held, bool, error) {
+	m, err := t.s.currentLocked(l, t.now)
+	if err != nil {
+		return storecore.Held{}, false, nil
+	}
+	return held(m), true, nil
+}
+
+func (t settleTx) Expired(context.Context) ([]storecore.Held, error) {
+	var out []storecore.Held
+	for _, q := range t.s.queues {
+		for _, m := range q.processing {
+			if t.now >= m.lockedUntil {
+				h := held(m)
+				h.StuckFor = time.Duration(t.now - m.lockedUntil)
+				out = append(out, h)
+			}
+		}
+	}
+	return out, nil
+}
+
+func (t settleTx) Find(_ context.Context, ids []int64) ([]storecore.Found, error) {
+	out := make([]storecore.Found, 0, len(ids))
+	for _, id := range ids {
+		if m := t.s.byIDLocked(id); m != nil {
+			out = append(out, storecore.Found{ID: id, Queue: m.queue.name, Key: m.key, State: m.state})
+		}
+	}
+	return out, nil
+}
+
+func (t settleTx) Kill(_ context.Context, ids []int64, reason store.DeadReason, errText string) error {
+	for _, id := range ids {
+		m := t.s.byIDLocked(id)
+		m.lastError, m.deadReason = errText, reason
+		t.s.finishLocked(m, store.Dead, t.now)
+	}
+	return nil
+}
+
+func (t settleTx) Retry(_ context.Context, ids []int64, delay time.Duration, errText string, setError bool) error {
+	for _, id := range ids {
+		m := t.s.byIDLocked(id)
+		if setError {
+			m.lastError = errText
+		}
+		t.s.requeueLocked(m, t.now+int64(delay), t.now)
+	}
+	return nil
+}
+
+func (t settleTx) Cancel(_ context.Context, ids []int64) error {
+	for _, id := range ids {
+		m := t.s.byIDLocked(id)
+		if m.state != store.Waiting {
+			t.s.finishLocked(m, store.Cancelled, t.now)
+			continue
+		}
+		line := m.queue.keys[m.key]
+		line.waiting = slices.DeleteFunc(line.waiting, func(w *message) bool { return w == m })
+		if line.head == nil && len(line.waiting) == 0 {
+			delete(m.queue.keys, m.key)
+		}
+		m.queue.setState(m, store.Cancelled)
+		m.finishedAt = t.now
+	}
+	return nil
+}
+
+// Lock takes nothing: the store's lock is held.
+func (settleTx) Lock(context.Context, []storecore.Line, []store.NewMessage) error { return nil }
+
+func (t settleTx) Promote(_ context.Context, lines []storecore.Line) error {
+	for _, l := range lines {
+		q := t.s.queues[l.Queue]
+		line := q.keys[l.Key]
+		if line == nil || line.head != nil {
+			continue
+		}
+		next := line.waiting[0]
+		line.waiting = line.waiting[1:]
+		line.head = next
+		q.setState(next, store.Pending)
+		q.pushPending(next, t.now)
+	}
+	return nil
+}
+
+func (t settleTx) Insert(_ context.Context, msgs []store.NewMessage) error {
+	for i := range msgs {
+		t.s.enqueueLocked(&msgs[i], t.now)
+	}
+	return nil
+}
+
+// Notify tells no one: the memory store has one process, which the caller
+// wakes.
+func (settleTx) Notify(context.Context, []string) error { return nil }

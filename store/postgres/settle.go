@@ -1,0 +1,173 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/leasehold/leasehold/internal/storecore"
+	"github.com/leasehold/leasehold/store"
+)
+
+// Settle runs fn in one READ COMMITTED transaction.
+func (s *backend) Settle(ctx context.Context, fn func(storecore.SettleTx) error) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error { return fn(settleTx{s, tx}) })
+}
+
+// settleTx is one settling transaction.
+type settleTx struct {
+	s  *backend
+	tx pgx.Tx
+}
+
+func (t settleTx) CompleteCurrent(ctx context.Context, leases []store.Lease) ([]storecore.Held, error) {
+	ids, fences := leaseArrays(len(leases), func(i int) store.Lease { return leases[i] })
+	rows, err := t.tx.Query(ctx, t.s.sql.complete, replan, t.s.now(), ids, fences)
+	if err != nil {
+		return nil, err
+	}
+	var out []storecore.Held
+	var h storecore.Held
+	var key *string
+	completed := map[string]int64{}
+	if _, err := pgx.ForEachRow(rows, []any{&h.MessageID, &h.FencingToken, &h.Queue, &key}, func() error {
+		h.Key = deref(key)
+		out = append(out, h)
+		completed[h.Queue]++
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if len(completed) == 0 {
+		return out, nil
+	}
+	// No trigger counts completions (see the migrations): the count of
+	// each queue grows here, in this connection's shard.
+	qs, ns := make([]string, 0, len(completed)), make([]int64, 0, len(completed))
+	for q, n := range completed {
+		qs, ns = append(qs, q), append(ns, n)
+	}
+	_, err = t.tx.Exec(ctx, t.s.sql.countCompleted, replan, qs, ns)
+	return out, err
+}
+
+func (t settleTx) Current(ctx context.Context, l store.Lease) (storecore.Held, bool, error) {
+	h := storecore.Held{Lease: l}
+	var deliveries, max int32
+	var key *string
+	err := t.tx.QueryRow(ctx, t.s.sql.current, replan, t.s.now(), l.MessageID, l.FencingToken).Scan(&deliveries, &max, &h.Queue, &key)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return storecore.Held{}, false, nil
+	}
+	if err != nil {
+		return storecore.Held{}, false, err
+	}
+	h.Key, h.Deliveries, h.MaxDeliveries = deref(key), int(deliveries), int(max)
+	return h, true, nil
+}
+
+func (t settleTx) Expired(ctx context.Context) ([]storecore.Held, error) {
+	// Read messages_processing in order (see reapScan in queries.sql).
+	if _, err := t.tx.Exec(ctx, t.s.sql.reapScan); err != nil {
+		return nil, err
+	}
+	rows, err := t.tx.Query(ctx, t.s.sql.expired, replan, t.s.now())
+	if err != nil {
+		return nil, err
+	}
+	var out []storecore.Held
+	var h storecore.Held
+	var key *string
+	var deliveries, max int32
+	_, err = pgx.ForEachRow(rows, []any{&h.MessageID, &h.FencingToken, &h.Queue, &key, &deliveries, &max, &h.StuckFor}, func() error {
+		h.Key, h.Deliveries, h.MaxDeliveries = deref(key), int(deliveries), int(max)
+		out = append(out, h)
+		return nil
+	})
+	return out, err
+}
+
+func (t settleTx) Find(ctx context.Context, ids []int64) ([]storecore.Found, error) {
+	// The keys' locks first, waiting messages' too, as every change to a
+	// key's line takes them: a promotion running meanwhile must not make a
+	// message this changes its key's head again. A message's key never
+	// changes, so reading them unlocked is safe.
+	keyRows, err := t.tx.Query(ctx, t.s.sql.keysOf, replan, ids)
+	if err != nil {
+		return nil, err
+	}
+	var locks []string
+	var q string
+	var k *string
+	if _, err := pgx.ForEachRow(keyRows, []any{&q, &k}, func() error {
+		if k != nil {
+			locks = append(locks, keyLock(q, *k))
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := t.s.lockKeys(ctx, t.runner(), locks); err != nil {
+		return nil, err
+	}
+	rows, err := t.tx.Query(ctx, t.s.sql.cancelRows, replan, ids)
+	if err != nil {
+		return nil, err
+	}
+	var out []storecore.Found
+	var f storecore.Found
+	var state int16
+	_, err = pgx.ForEachRow(rows, []any{&f.ID, &f.Queue, &state, &k}, func() error {
+		f.State, f.Key = store.State(state), deref(k)
+		out = append(out, f)
+		return nil
+	})
+	return out, err
+}
+
+func (t settleTx) Kill(ctx context.Context, ids []int64, reason store.DeadReason, errText string) error {
+	_, err := t.tx.Exec(ctx, t.s.sql.kill, replan, t.s.now(), ids, string(reason), errText)
+	return err
+}
+
+func (t settleTx) Retry(ctx context.Context, ids []int64, delay time.Duration, errText string, setError bool) error {
+	_, err := t.tx.Exec(ctx, t.s.sql.retry, replan, t.s.now(), ids, micros(delay), errText, setError)
+	return err
+}
+
+func (t settleTx) Cancel(ctx context.Context, ids []int64) error {
+	_, err := t.tx.Exec(ctx, t.s.sql.cancel, replan, t.s.now(), ids)
+	return err
+}
+
+// Lock takes the advisory locks of the lines' keys and of the messages'
+// keys and dedup ids in one sorted call. Advisory locks are re-entrant, so
+// Promote and Insert taking them again never wait.
+func (t settleTx) Lock(ctx context.Context, lines []storecore.Line, msgs []store.NewMessage) error {
+	locks := enqueueLocks(nil, msgs)
+	for _, l := range lines {
+		locks = append(locks, keyLock(l.Queue, l.Key))
+	}
+	return t.s.lockKeys(ctx, t.runner(), locks)
+}
+
+func (t settleTx) Promote(ctx context.Context, lines []storecore.Line) error {
+	for _, l := range lines {
+		if _, err := t.tx.Exec(ctx, t.s.sql.promote, replan, l.Queue, l.Key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t settleTx) Insert(ctx context.Context, msgs []store.NewMessage) error {
+	_, err := t.s.enqueueTx(ctx, t.runner(), msgs, nil)
+	return err
+}
+
+func (t settleTx) Notify(ctx context.Context, queues []string) error {
+	return t.s.notify(ctx, t.runner(), queues, nil)
+}
+
+func (t settleTx) runner() runner { return t.s.pgxRunner(t.tx) }

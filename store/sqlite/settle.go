@@ -1,0 +1,157 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/storecore"
+	"github.com/leasehold/leasehold/store"
+)
+
+// Settle runs fn in one IMMEDIATE transaction.
+func (s *backend) Settle(ctx context.Context, fn func(storecore.SettleTx) error) error {
+	return s.write(ctx, func(tx *sql.Tx, now int64) error { return fn(settleTx{s, tx, now}) })
+}
+
+// settleTx is one settling transaction, at one time.
+type settleTx struct {
+	s   *backend
+	tx  *sql.Tx
+	now int64
+}
+
+func (t settleTx) CompleteCurrent(ctx context.Context, leases []store.Lease) ([]storecore.Held, error) {
+	rows, err := t.tx.StmtContext(ctx, t.s.st.complete).QueryContext(ctx, t.now, leasesJSON(leases, func(l store.Lease) store.Lease { return l }))
+	if err != nil {
+		return nil, err
+	}
+	var out []storecore.Held
+	err = eachRow(rows, func(scan func(...any) error) error {
+		h, err := scanHeld(scan)
+		out = append(out, h)
+		return err
+	})
+	return out, err
+}
+
+// scanHeld reads a row's id, fencing token, queue and key, then the
+// extra columns into their destinations.
+func scanHeld(scan func(...any) error, extra ...any) (storecore.Held, error) {
+	var h storecore.Held
+	var key sql.NullString
+	err := scan(append([]any{&h.MessageID, &h.FencingToken, &h.Queue, &key}, extra...)...)
+	h.Key = key.String
+	return h, err
+}
+
+// eachRow calls fn for each of rows, with the row's Scan, and closes rows.
+func eachRow(rows *sql.Rows, fn func(scan func(...any) error) error) error {
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows.Scan); err != nil {
+			return err
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	return rows.Err()
+}
+
+func (t settleTx) Current(ctx context.Context, l store.Lease) (storecore.Held, bool, error) {
+	h := storecore.Held{Lease: l}
+	var key sql.NullString
+	err := t.tx.StmtContext(ctx, t.s.st.current).QueryRowContext(ctx, l.MessageID, l.FencingToken, t.now).
+		Scan(&h.Deliveries, &h.MaxDeliveries, &h.Queue, &key)
+	if errors.Is(err, sql.ErrNoRows) {
+		return storecore.Held{}, false, nil
+	}
+	if err != nil {
+		return storecore.Held{}, false, err
+	}
+	h.Key = key.String
+	return h, true, nil
+}
+
+func (t settleTx) Expired(ctx context.Context) ([]storecore.Held, error) {
+	rows, err := t.tx.QueryContext(ctx, sqlExpired, t.now)
+	if err != nil {
+		return nil, err
+	}
+	var out []storecore.Held
+	err = eachRow(rows, func(scan func(...any) error) error {
+		var deliveries, max int
+		var lockedUntil int64
+		h, err := scanHeld(scan, &deliveries, &max, &lockedUntil)
+		h.Deliveries, h.MaxDeliveries = deliveries, max
+		h.StuckFor = time.Duration(t.now-lockedUntil) * time.Microsecond
+		out = append(out, h)
+		return err
+	})
+	return out, err
+}
+
+func (t settleTx) Find(ctx context.Context, ids []int64) ([]storecore.Found, error) {
+	out := make([]storecore.Found, 0, len(ids))
+	for _, id := range ids {
+		f := storecore.Found{ID: id}
+		var key sql.NullString
+		err := t.tx.QueryRowContext(ctx, sqlMessageOf, id).Scan(&f.Queue, &f.State, &key)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		f.Key = key.String
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// each runs a statement once per id, with args before the id.
+func (t settleTx) each(ctx context.Context, query string, ids []int64, args ...any) error {
+	for _, id := range ids {
+		if _, err := t.tx.ExecContext(ctx, query, append(args, id)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t settleTx) Kill(ctx context.Context, ids []int64, reason store.DeadReason, errText string) error {
+	return t.each(ctx, sqlKill, ids, string(reason), errText, t.now)
+}
+
+func (t settleTx) Retry(ctx context.Context, ids []int64, delay time.Duration, errText string, setError bool) error {
+	return t.each(ctx, sqlRetry, ids, t.now+delay.Microseconds(), errText, setError)
+}
+
+func (t settleTx) Cancel(ctx context.Context, ids []int64) error {
+	return t.each(ctx, sqlCancel, ids, t.now)
+}
+
+// Lock takes nothing: the IMMEDIATE transaction holds the database's write
+// lock.
+func (settleTx) Lock(context.Context, []storecore.Line, []store.NewMessage) error { return nil }
+
+func (t settleTx) Promote(ctx context.Context, lines []storecore.Line) error {
+	promote := t.tx.StmtContext(ctx, t.s.st.promote)
+	for _, l := range lines {
+		if _, err := promote.ExecContext(ctx, l.Queue, l.Key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t settleTx) Insert(ctx context.Context, msgs []store.NewMessage) error {
+	_, err := t.s.enqueueTx(ctx, t.tx, msgs, t.now)
+	return err
+}
+
+// Notify tells no one: other processes on the file learn of new work at
+// their next poll.
+func (settleTx) Notify(context.Context, []string) error { return nil }
