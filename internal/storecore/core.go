@@ -1,8 +1,10 @@
 // Package storecore is what every backend of store.Store shares: the
 // checks on input, the limits and defaults, the closed store, the error
-// rule, counted releases, the order of reaped messages and this process's
-// wake-ups. A backend writes only its transaction bodies, as a Backend, and
-// New makes a store.Store of them.
+// rule, this process's wake-ups, and the state machine of a claimed
+// message (settle.go): what completing, failing, reaping and cancelling
+// do, written once over the primitives each backend runs inside its own
+// transaction. A backend writes only its transaction bodies, as a Backend,
+// and New makes a store.Store of them.
 //
 // The package is internal: the three backends are the ones the module
 // supports, and these rules change with them (a new state, a new column).
