@@ -22,7 +22,7 @@ var statementConst = regexp.MustCompile(`^q[A-Z]`)
 // in queryNames (Load reads those) and used outside its declaration and
 // that list, and queryNames holds the file's names and no others.
 func TestBackendsRunEveryStatement(t *testing.T) {
-	for _, backend := range []string{"postgres"} {
+	for _, backend := range []string{"postgres", "sqlite"} {
 		t.Run(backend, func(t *testing.T) {
 			dir := filepath.Join("..", "..", "store", backend)
 			b, err := os.ReadFile(filepath.Join(dir, "queries.sql"))
