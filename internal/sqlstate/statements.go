@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"iter"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/leasehold/leasehold/store"
@@ -81,16 +80,19 @@ func Load[N ~int](file string, names []string, expand func(string) string) (*Sta
 	var problems []string
 	asked := map[string]bool{}
 	for n, name := range names {
-		asked[name] = true
 		sql, ok := parsed[name]
 		switch {
 		case name == "":
 			problems = append(problems, fmt.Sprintf("statement %d has no name", n))
 			continue
+		case asked[name]:
+			problems = append(problems, fmt.Sprintf("statement %q is asked for twice", name))
+			continue
 		case !ok:
 			problems = append(problems, fmt.Sprintf("no statement %q", name))
 			continue
 		}
+		asked[name] = true
 		if expand != nil {
 			sql = expand(sql)
 		}
@@ -99,7 +101,7 @@ func Load[N ~int](file string, names []string, expand func(string) string) (*Sta
 			continue
 		}
 		for s := range st.byState[n] {
-			st.byState[n][s] = Expand(strings.ReplaceAll(sql, "{state}", strconv.Itoa(s)))
+			st.byState[n][s] = Expand(strings.ReplaceAll(sql, "{state}", code(store.State(s))))
 		}
 	}
 	for _, name := range statementNames(file) {

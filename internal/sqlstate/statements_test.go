@@ -62,6 +62,7 @@ func TestLoadRefusesDisagreement(t *testing.T) {
 		{file, []string{"claim"}, `statement "list" is never run`},
 		{file, []string{"claim", "list", "extend"}, `no statement "extend"`},
 		{file, []string{"claim", "", "list"}, `statement 1 has no name`},
+		{file, []string{"claim", "list", "claim"}, `statement "claim" is asked for twice`},
 		{file + "\n-- name: claim\nSELECT 1\n", []string{"claim", "list"}, `statement "claim" is named twice`},
 		{file + "\n-- name: extend\n-- Nothing but a comment.\n", []string{"claim", "list", "extend"}, `statement "extend" is empty`},
 	} {
