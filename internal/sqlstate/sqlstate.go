@@ -1,8 +1,13 @@
-// Package sqlstate writes message states into the SQL of the backends by
-// name, so that the codes stored in their state columns come from one
-// definition, store.State: {pending}, {waiting}, {processing},
-// {completed}, {dead} and {cancelled} in a statement become those states'
-// numbers.
+// Package sqlstate reads the SQL backends' statements, by name, from the
+// file each keeps them in, and writes message states into them by name, so
+// that the codes stored in their state columns come from one definition,
+// store.State: {pending}, {waiting}, {processing}, {completed}, {dead} and
+// {cancelled} in a statement become those states' numbers.
+//
+// In a file of statements, a "-- name: X" line starts the statement X; the
+// comment lines under it say why it is written so, and are not sent to the
+// database. The code names each statement with a constant, and the store
+// fails to open when the file and the constants disagree.
 package sqlstate
 
 import (

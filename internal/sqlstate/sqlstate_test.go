@@ -22,7 +22,7 @@ var stateLiteral = regexp.MustCompile(`(?i)state( \+ 0)? *(=|<>|IN \(|<|>) *[0-9
 // The backends' SQL names states; it never writes their codes.
 func TestBackendsNameStates(t *testing.T) {
 	root := filepath.Join("..", "..", "store")
-	for _, pattern := range []string{"postgres/*.go", "postgres/*.sql", "postgres/migrations/*.sql", "sqlite/*.go", "sqlite/migrations/*.sql"} {
+	for _, pattern := range []string{"postgres/*.go", "postgres/*.sql", "postgres/migrations/*.sql", "sqlite/*.go", "sqlite/*.sql", "sqlite/migrations/*.sql"} {
 		files, err := filepath.Glob(filepath.Join(root, pattern))
 		if err != nil {
 			t.Fatal(err)

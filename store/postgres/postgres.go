@@ -27,6 +27,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/internal/sqlstate"
 	"github.com/leasehold/leasehold/internal/storecore"
 	"github.com/leasehold/leasehold/store"
 )
@@ -72,7 +73,7 @@ type backend struct {
 	channel string
 	clk     clock.Clock // nil: the database's clock
 	opts    store.Options
-	sql     statements
+	sql     *sqlstate.Statements[query]
 
 	stopListen context.CancelFunc
 	listenDone chan struct{}
@@ -158,7 +159,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.closePool()
 		return nil, err
 	}
-	s.sql = newStatements(s.schema)
+	var err error
+	if s.sql, err = loadQueries(s.schema); err != nil {
+		s.closePool()
+		return nil, fmt.Errorf("postgres store: queries.sql: %w", err)
+	}
 	lctx, cancel := context.WithCancel(context.Background())
 	s.stopListen, s.listenDone, s.listening = cancel, make(chan struct{}), make(chan struct{})
 	if cfg.PollOnly {
@@ -186,7 +191,7 @@ func (s *Store) Listening() <-chan struct{} { return s.b.listening }
 
 func (s *backend) DeleteQueue(ctx context.Context, queue string) (int, error) {
 	var n int
-	if err := s.pool.QueryRow(ctx, s.sql.deleteQueue, replan, queue).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, s.sql.Text(qDeleteQueue), replan, queue).Scan(&n); err != nil {
 		return 0, err
 	}
 	return n, nil
@@ -194,7 +199,7 @@ func (s *backend) DeleteQueue(ctx context.Context, queue string) (int, error) {
 
 func (s *backend) PurgeQueue(ctx context.Context, queue string) (int, error) {
 	var n int
-	if err := s.pool.QueryRow(ctx, s.sql.purgeQueue, replan, queue).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, s.sql.Text(qPurgeQueue), replan, queue).Scan(&n); err != nil {
 		return 0, err
 	}
 	return n, nil
@@ -208,7 +213,7 @@ func (s *backend) CreateQueue(ctx context.Context, queue string, attrs map[strin
 	var info store.QueueInfo
 	var created bool
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, s.sql.createQueue, replan, s.now(), queue, text)
+		rows, err := tx.Query(ctx, s.sql.Text(qCreateQueue), replan, s.now(), queue, text)
 		if err != nil {
 			return err
 		}
@@ -219,7 +224,7 @@ func (s *backend) CreateQueue(ctx context.Context, queue string, attrs map[strin
 		created = len(made) == 1
 		// A statement of its own, so that it sees a record another
 		// transaction made while the insert waited for it.
-		info, err = s.queueRecord(ctx, tx, s.sql.queueRecord, queue)
+		info, err = s.queueRecord(ctx, tx, s.sql.Text(qQueueRecord), queue)
 		return err
 	})
 	if err != nil {
@@ -229,13 +234,13 @@ func (s *backend) CreateQueue(ctx context.Context, queue string, attrs map[strin
 }
 
 func (s *backend) QueueInfo(ctx context.Context, queue string) (store.QueueInfo, error) {
-	return s.queueRecord(ctx, s.pool, s.sql.queueRecord, queue)
+	return s.queueRecord(ctx, s.pool, s.sql.Text(qQueueRecord), queue)
 }
 
 func (s *backend) SetQueueAttributes(ctx context.Context, queue string, attrs map[string]string) (store.QueueInfo, error) {
 	var info store.QueueInfo
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		old, err := s.queueRecord(ctx, tx, s.sql.lockQueueRecord, queue)
+		old, err := s.queueRecord(ctx, tx, s.sql.Text(qLockQueueRecord), queue)
 		if err != nil {
 			return err
 		}
@@ -245,7 +250,7 @@ func (s *backend) SetQueueAttributes(ctx context.Context, queue string, attrs ma
 		}
 		info = old
 		info.Attributes = merged
-		if err := tx.QueryRow(ctx, s.sql.setQueueAttributes, replan, s.now(), queue, text).Scan(&info.UpdatedAt); err != nil {
+		if err := tx.QueryRow(ctx, s.sql.Text(qSetQueueAttributes), replan, s.now(), queue, text).Scan(&info.UpdatedAt); err != nil {
 			return err
 		}
 		info.UpdatedAt = info.UpdatedAt.UTC()
@@ -279,7 +284,7 @@ func (s *backend) queueRecord(ctx context.Context, q interface {
 }
 
 func (s *backend) Queues(ctx context.Context) ([]string, error) {
-	rows, err := s.pool.Query(ctx, s.sql.queues, replan)
+	rows, err := s.pool.Query(ctx, s.sql.Text(qQueues), replan)
 	if err != nil {
 		return nil, err
 	}
@@ -404,7 +409,7 @@ func (s *backend) lockKeys(ctx context.Context, r runner, names []string) error 
 	return r.lock(ctx, slices.Compact(names))
 }
 
-func (s *backend) pgxRunner(tx pgx.Tx) runner { return pgxRunner{tx: tx, st: &s.sql} }
+func (s *backend) pgxRunner(tx pgx.Tx) runner { return pgxRunner{tx: tx, st: s.sql} }
 
 func keyLock(queue, key string) string { return "k\x1f" + queue + "\x1f" + key }
 
@@ -517,7 +522,7 @@ func (s *backend) enqueueIn(ctx context.Context, r runner, msgs []store.NewMessa
 		// committed before the key's lock was granted: a snapshot taken
 		// earlier could line a message up behind a head already gone.
 		var level string
-		if err := r.queryRow(ctx, s.sql.isolation, nil, &level); err != nil {
+		if err := r.queryRow(ctx, s.sql.Text(qIsolation), nil, &level); err != nil {
 			return nil, err
 		}
 		if level != "read committed" {
@@ -576,9 +581,9 @@ func (s *backend) insertBulk(ctx context.Context, to batcher, msgs []store.NewMe
 		}
 	}
 	b := &pgx.Batch{}
-	b.Queue(s.sql.insertBulk, s.now(), queues, replies, payloads, maxes, delays, kinds, priorities, attributes)
+	b.Queue(s.sql.Text(qInsertBulk), s.now(), queues, replies, payloads, maxes, delays, kinds, priorities, attributes)
 	woken := distinct(slices.Clone(queues))
-	b.Queue(s.sql.notify, s.channel, woken)
+	b.Queue(s.sql.Text(qNotify), s.channel, woken)
 	br := to.SendBatch(ctx, b)
 	var ids []int64
 	rows, err := br.Query()
@@ -612,12 +617,12 @@ func (s *backend) insertOne(ctx context.Context, r runner, m *store.NewMessage) 
 	if m.DedupID != "" {
 		var id int64
 		var fresh bool
-		err := r.queryRow(ctx, s.sql.dedupGet, []any{s.now(), m.Queue, m.DedupID, micros(s.opts.DedupWindow)}, &id, &fresh)
+		err := r.queryRow(ctx, s.sql.Text(qDedupGet), []any{s.now(), m.Queue, m.DedupID, micros(s.opts.DedupWindow)}, &id, &fresh)
 		switch {
 		case err == nil && fresh:
 			return store.Enqueued{ID: id, Duplicate: true}, nil
 		case err == nil:
-			if err := r.exec(ctx, s.sql.dedupClear, id); err != nil {
+			if err := r.exec(ctx, s.sql.Text(qDedupClear), id); err != nil {
 				return store.Enqueued{}, err
 			}
 		case !errors.Is(err, pgx.ErrNoRows):
@@ -629,7 +634,7 @@ func (s *backend) insertOne(ctx context.Context, r runner, m *store.NewMessage) 
 		payload = []byte{}
 	}
 	var id int64
-	err := r.queryRow(ctx, s.sql.insertOne, []any{s.now(), m.Queue, nullable(m.Key), nullable(m.DedupID), nullable(m.ReplyTo),
+	err := r.queryRow(ctx, s.sql.Text(qInsertOne), []any{s.now(), m.Queue, nullable(m.Key), nullable(m.DedupID), nullable(m.ReplyTo),
 		payload, int32(m.MaxDeliveries), micros(m.Delay), nullable(m.Kind), int16(m.Priority), nullBytes(m.Attributes)}, &id)
 	return store.Enqueued{ID: id}, err
 }
@@ -650,7 +655,7 @@ func nullBytes(b []byte) any {
 }
 
 func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, error) {
-	rows, err := s.pool.Query(ctx, s.sql.claim, replan, s.now(), c.Queue, c.Max, c.WorkerID, micros(c.LeaseDuration))
+	rows, err := s.pool.Query(ctx, s.sql.Text(qClaim), replan, s.now(), c.Queue, c.Max, c.WorkerID, micros(c.LeaseDuration))
 	if err != nil {
 		return nil, err
 	}
@@ -705,7 +710,7 @@ func (s *backend) Extend(ctx context.Context, leases []store.Lease, extension ti
 	res.Lost = storecore.LostLeases(leases, extended)
 	if len(res.Lost) > 0 {
 		ids, fences := leaseArrays(len(res.Lost), func(i int) store.Lease { return res.Lost[i] })
-		rows, err := s.pool.Query(ctx, s.sql.cancelledOf, replan, ids, fences)
+		rows, err := s.pool.Query(ctx, s.sql.Text(qCancelledOf), replan, ids, fences)
 		if err != nil {
 			return store.Extended{}, err
 		}
@@ -732,7 +737,7 @@ const extendRows = 500
 // extended and returns their new expiry.
 func (s *backend) extendChunk(ctx context.Context, leases []store.Lease, extension time.Duration, extended map[store.Lease]bool) (time.Time, error) {
 	ids, fences := leaseArrays(len(leases), func(i int) store.Lease { return leases[i] })
-	rows, err := s.pool.Query(ctx, s.sql.extend, replan, s.now(), ids, fences, micros(extension))
+	rows, err := s.pool.Query(ctx, s.sql.Text(qExtend), replan, s.now(), ids, fences, micros(extension))
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -753,7 +758,7 @@ func (s *backend) Requeue(ctx context.Context, r store.Release) error {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		wake = wake[:0]
 		var queue string
-		err := tx.QueryRow(ctx, s.sql.release, replan, s.now(), r.MessageID, r.FencingToken, micros(r.Delay)).Scan(&queue)
+		err := tx.QueryRow(ctx, s.sql.Text(qRelease), replan, s.now(), r.MessageID, r.FencingToken, micros(r.Delay)).Scan(&queue)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.LeaseLost(r.Lease)
 		}
@@ -769,7 +774,7 @@ func (s *backend) Requeue(ctx context.Context, r store.Release) error {
 // deadIDs returns the ids to redrive or purge, locked: the given ones, each
 // checked to be a dead message of the queue, or all of the queue's.
 func (s *backend) deadIDs(ctx context.Context, tx pgx.Tx, queue string, ids []int64) ([]int64, []*string, error) {
-	rows, err := tx.Query(ctx, s.sql.deadRows, replan, queue, ids, len(ids) == 0)
+	rows, err := tx.Query(ctx, s.sql.Text(qDeadRows), replan, queue, ids, len(ids) == 0)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -815,7 +820,7 @@ func (s *backend) Redrive(ctx context.Context, queue string, ids []int64) (int, 
 			return err
 		}
 		for _, id := range got {
-			if _, err := tx.Exec(ctx, s.sql.redrive, replan, s.now(), id); err != nil {
+			if _, err := tx.Exec(ctx, s.sql.Text(qRedrive), replan, s.now(), id); err != nil {
 				return err
 			}
 		}
@@ -832,7 +837,7 @@ func (s *backend) Purge(ctx context.Context, queue string, ids []int64) (int, er
 		if err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, s.sql.purge, replan, got)
+		tag, err := tx.Exec(ctx, s.sql.Text(qPurge), replan, got)
 		n = int(tag.RowsAffected())
 		return err
 	})
@@ -841,7 +846,7 @@ func (s *backend) Purge(ctx context.Context, queue string, ids []int64) (int, er
 
 func (s *backend) Stats(ctx context.Context, queue string) (store.Stats, error) {
 	st := store.Stats{Queue: queue}
-	err := s.pool.QueryRow(ctx, s.sql.stats, replan, s.now(), queue).Scan(
+	err := s.pool.QueryRow(ctx, s.sql.Text(qStats), replan, s.now(), queue).Scan(
 		&st.Pending, &st.Waiting, &st.Processing, &st.Completed, &st.Dead, &st.BlockedKeys, &st.OldestPendingAge, &st.Paused, &st.Cancelled,
 		&st.Delayed)
 	if err != nil {
@@ -852,25 +857,25 @@ func (s *backend) Stats(ctx context.Context, queue string) (store.Stats, error) 
 
 func (s *backend) HoldMaintainer(ctx context.Context, holder string, d time.Duration) (store.Maintainer, error) {
 	var m store.Maintainer
-	err := s.pool.QueryRow(ctx, s.sql.holdMaintainer, replan, s.now(), holder, micros(d)).Scan(&m.Holder, &m.Token, &m.Expires)
+	err := s.pool.QueryRow(ctx, s.sql.Text(qHoldMaintainer), replan, s.now(), holder, micros(d)).Scan(&m.Holder, &m.Token, &m.Expires)
 	m.Expires = m.Expires.UTC()
 	return m, err
 }
 
 func (s *backend) ReleaseMaintainer(ctx context.Context, holder string, token int64) error {
-	_, err := s.pool.Exec(ctx, s.sql.releaseMaintainer, replan, holder, token)
+	_, err := s.pool.Exec(ctx, s.sql.Text(qReleaseMaintainer), replan, holder, token)
 	return err
 }
 
 func (s *backend) Pause(ctx context.Context, queue string) error {
-	_, err := s.pool.Exec(ctx, s.sql.pause, replan, queue)
+	_, err := s.pool.Exec(ctx, s.sql.Text(qPause), replan, queue)
 	return err
 }
 
 // Resume lets the queue run and wakes its receivers in every process.
 func (s *backend) Resume(ctx context.Context, queue string) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, s.sql.resume, replan, queue); err != nil {
+		if _, err := tx.Exec(ctx, s.sql.Text(qResume), replan, queue); err != nil {
 			return err
 		}
 		return s.notify(ctx, s.pgxRunner(tx), []string{queue}, nil)
@@ -942,16 +947,16 @@ func (s *backend) listPgx(ctx context.Context, q interface {
 // listQuery returns the statement that lists f, list or listBefore, and
 // its arguments; a filter that is not set is NULL.
 func (s *backend) listQuery(f store.ListFilter) (string, []any) {
-	query := s.sql.list[f.State]
+	query := s.sql.InState(qList, f.State)
 	var before any
 	if f.BeforeID > 0 {
-		query, before = s.sql.listBefore[f.State], f.BeforeID
+		query, before = s.sql.InState(qListBefore, f.State), f.BeforeID
 	}
 	return query, []any{f.Queue, f.AfterID, f.Limit, before, nullable(f.Key), nullable(f.Kind), nullable(string(f.Reason))}
 }
 
 func (s *backend) Get(ctx context.Context, id int64) (store.Info, error) {
-	in, err := scanInfo(s.pool.QueryRow(ctx, s.sql.get, replan, id))
+	in, err := scanInfo(s.pool.QueryRow(ctx, s.sql.Text(qGet), replan, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Info{}, storecore.NoMessage("", id)
 	}
@@ -962,7 +967,7 @@ func (s *backend) Get(ctx context.Context, id int64) (store.Info, error) {
 }
 
 func (s *backend) BlockedKeys(ctx context.Context, queue, afterKey string, limit int) ([]store.BlockedKey, error) {
-	rows, err := s.pool.Query(ctx, s.sql.blockedKeys, replan, queue, afterKey, limit)
+	rows, err := s.pool.Query(ctx, s.sql.Text(qBlockedKeys), replan, queue, afterKey, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -1016,7 +1021,7 @@ func scanInfo(r interface{ Scan(...any) error }, leading ...any) (store.Info, er
 
 func (s *backend) Prune(ctx context.Context, p store.Prune) (int, error) {
 	var n int
-	err := s.pool.QueryRow(ctx, s.sql.prune[p.State], replan, s.now(), micros(p.OlderThan), micros(s.opts.DedupWindow), p.Limit,
+	err := s.pool.QueryRow(ctx, s.sql.InState(qPrune, p.State), replan, s.now(), micros(p.OlderThan), micros(s.opts.DedupWindow), p.Limit,
 		nullable(p.Queue)).Scan(&n)
 	return n, err
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/leasehold/leasehold/internal/sqlstate"
 )
 
 // runner is the part of a transaction that enqueueing needs. Enqueue runs on
@@ -25,7 +27,7 @@ type runner interface {
 
 type pgxRunner struct {
 	tx pgx.Tx
-	st *statements
+	st *sqlstate.Statements[query]
 }
 
 func (r pgxRunner) exec(ctx context.Context, sql string, args ...any) error {
@@ -40,12 +42,12 @@ func (r pgxRunner) queryRow(ctx context.Context, sql string, args []any, dest ..
 // lock and notify do not read the messages table: their statements keep
 // the cached plan.
 func (r pgxRunner) lock(ctx context.Context, names []string) error {
-	_, err := r.tx.Exec(ctx, r.st.lockKeys, names)
+	_, err := r.tx.Exec(ctx, r.st.Text(qLockKeys), names)
 	return err
 }
 
 func (r pgxRunner) notify(ctx context.Context, channel string, queues []string) error {
-	_, err := r.tx.Exec(ctx, r.st.notify, channel, queues)
+	_, err := r.tx.Exec(ctx, r.st.Text(qNotify), channel, queues)
 	return err
 }
 

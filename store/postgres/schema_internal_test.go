@@ -82,7 +82,11 @@ func TestStatsPlanReadsNoHistory(t *testing.T) {
 		ANALYZE {s}.messages`, schema)); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := pool.Query(ctx, "EXPLAIN "+newStatements(schema).stats, nil, "q")
+	st, err := loadQueries(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := pool.Query(ctx, "EXPLAIN "+st.Text(qStats), nil, "q")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ type settleTx struct {
 
 func (t settleTx) CompleteCurrent(ctx context.Context, leases []store.Lease) ([]storecore.Held, error) {
 	ids, fences := leaseArrays(len(leases), func(i int) store.Lease { return leases[i] })
-	rows, err := t.tx.Query(ctx, t.s.sql.complete, replan, t.s.now(), ids, fences)
+	rows, err := t.tx.Query(ctx, t.s.sql.Text(qComplete), replan, t.s.now(), ids, fences)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +48,7 @@ func (t settleTx) CompleteCurrent(ctx context.Context, leases []store.Lease) ([]
 	for q, n := range completed {
 		qs, ns = append(qs, q), append(ns, n)
 	}
-	_, err = t.tx.Exec(ctx, t.s.sql.countCompleted, replan, qs, ns)
+	_, err = t.tx.Exec(ctx, t.s.sql.Text(qCountCompleted), replan, qs, ns)
 	return out, err
 }
 
@@ -56,7 +56,7 @@ func (t settleTx) Current(ctx context.Context, l store.Lease) (storecore.Held, b
 	h := storecore.Held{Lease: l}
 	var deliveries, max int32
 	var key *string
-	err := t.tx.QueryRow(ctx, t.s.sql.current, replan, t.s.now(), l.MessageID, l.FencingToken).Scan(&deliveries, &max, &h.Queue, &key)
+	err := t.tx.QueryRow(ctx, t.s.sql.Text(qCurrent), replan, t.s.now(), l.MessageID, l.FencingToken).Scan(&deliveries, &max, &h.Queue, &key)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return storecore.Held{}, false, nil
 	}
@@ -69,10 +69,10 @@ func (t settleTx) Current(ctx context.Context, l store.Lease) (storecore.Held, b
 
 func (t settleTx) Expired(ctx context.Context) ([]storecore.Held, error) {
 	// Read messages_processing in order (see reapScan in queries.sql).
-	if _, err := t.tx.Exec(ctx, t.s.sql.reapScan); err != nil {
+	if _, err := t.tx.Exec(ctx, t.s.sql.Text(qReapScan)); err != nil {
 		return nil, err
 	}
-	rows, err := t.tx.Query(ctx, t.s.sql.expired, replan, t.s.now())
+	rows, err := t.tx.Query(ctx, t.s.sql.Text(qExpired), replan, t.s.now())
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +93,7 @@ func (t settleTx) Find(ctx context.Context, ids []int64) ([]storecore.Found, err
 	// key's line takes them: a promotion running meanwhile must not make a
 	// message this changes its key's head again. A message's key never
 	// changes, so reading them unlocked is safe.
-	keyRows, err := t.tx.Query(ctx, t.s.sql.keysOf, replan, ids)
+	keyRows, err := t.tx.Query(ctx, t.s.sql.Text(qKeysOf), replan, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +111,7 @@ func (t settleTx) Find(ctx context.Context, ids []int64) ([]storecore.Found, err
 	if err := t.s.lockKeys(ctx, t.runner(), locks); err != nil {
 		return nil, err
 	}
-	rows, err := t.tx.Query(ctx, t.s.sql.cancelRows, replan, ids)
+	rows, err := t.tx.Query(ctx, t.s.sql.Text(qCancelRows), replan, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -127,17 +127,17 @@ func (t settleTx) Find(ctx context.Context, ids []int64) ([]storecore.Found, err
 }
 
 func (t settleTx) Kill(ctx context.Context, ids []int64, reason store.DeadReason, errText string) error {
-	_, err := t.tx.Exec(ctx, t.s.sql.kill, replan, t.s.now(), ids, string(reason), errText)
+	_, err := t.tx.Exec(ctx, t.s.sql.Text(qKill), replan, t.s.now(), ids, string(reason), errText)
 	return err
 }
 
 func (t settleTx) Retry(ctx context.Context, ids []int64, delay time.Duration, errText string, setError bool) error {
-	_, err := t.tx.Exec(ctx, t.s.sql.retry, replan, t.s.now(), ids, micros(delay), errText, setError)
+	_, err := t.tx.Exec(ctx, t.s.sql.Text(qRetry), replan, t.s.now(), ids, micros(delay), errText, setError)
 	return err
 }
 
 func (t settleTx) Cancel(ctx context.Context, ids []int64) error {
-	_, err := t.tx.Exec(ctx, t.s.sql.cancel, replan, t.s.now(), ids)
+	_, err := t.tx.Exec(ctx, t.s.sql.Text(qCancel), replan, t.s.now(), ids)
 	return err
 }
 
@@ -154,7 +154,7 @@ func (t settleTx) Lock(ctx context.Context, lines []storecore.Line, msgs []store
 
 func (t settleTx) Promote(ctx context.Context, lines []storecore.Line) error {
 	for _, l := range lines {
-		if _, err := t.tx.Exec(ctx, t.s.sql.promote, replan, l.Queue, l.Key); err != nil {
+		if _, err := t.tx.Exec(ctx, t.s.sql.Text(qPromote), replan, l.Queue, l.Key); err != nil {
 			return err
 		}
 	}

@@ -23,7 +23,7 @@ type settleTx struct {
 }
 
 func (t settleTx) CompleteCurrent(ctx context.Context, leases []store.Lease) ([]storecore.Held, error) {
-	rows, err := t.tx.StmtContext(ctx, t.s.st.complete).QueryContext(ctx, t.now, leasesJSON(leases, func(l store.Lease) store.Lease { return l }))
+	rows, err := t.tx.StmtContext(ctx, t.s.st.prepared[qComplete]).QueryContext(ctx, t.now, leasesJSON(leases, func(l store.Lease) store.Lease { return l }))
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +63,7 @@ func eachRow(rows *sql.Rows, fn func(scan func(...any) error) error) error {
 func (t settleTx) Current(ctx context.Context, l store.Lease) (storecore.Held, bool, error) {
 	h := storecore.Held{Lease: l}
 	var key sql.NullString
-	err := t.tx.StmtContext(ctx, t.s.st.current).QueryRowContext(ctx, l.MessageID, l.FencingToken, t.now).
+	err := t.tx.StmtContext(ctx, t.s.st.prepared[qCurrent]).QueryRowContext(ctx, l.MessageID, l.FencingToken, t.now).
 		Scan(&h.Deliveries, &h.MaxDeliveries, &h.Queue, &key)
 	if errors.Is(err, sql.ErrNoRows) {
 		return storecore.Held{}, false, nil
@@ -76,7 +76,7 @@ func (t settleTx) Current(ctx context.Context, l store.Lease) (storecore.Held, b
 }
 
 func (t settleTx) Expired(ctx context.Context) ([]storecore.Held, error) {
-	rows, err := t.tx.QueryContext(ctx, sqlExpired, t.now)
+	rows, err := t.tx.QueryContext(ctx, t.s.st.Text(qExpired), t.now)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func (t settleTx) Find(ctx context.Context, ids []int64) ([]storecore.Found, err
 	for _, id := range ids {
 		f := storecore.Found{ID: id}
 		var key sql.NullString
-		err := t.tx.QueryRowContext(ctx, sqlMessageOf, id).Scan(&f.Queue, &f.State, &key)
+		err := t.tx.QueryRowContext(ctx, t.s.st.Text(qMessageOf), id).Scan(&f.Queue, &f.State, &key)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
@@ -122,15 +122,15 @@ func (t settleTx) each(ctx context.Context, query string, ids []int64, args ...a
 }
 
 func (t settleTx) Kill(ctx context.Context, ids []int64, reason store.DeadReason, errText string) error {
-	return t.each(ctx, sqlKill, ids, string(reason), errText, t.now)
+	return t.each(ctx, t.s.st.Text(qKill), ids, string(reason), errText, t.now)
 }
 
 func (t settleTx) Retry(ctx context.Context, ids []int64, delay time.Duration, errText string, setError bool) error {
-	return t.each(ctx, sqlRetry, ids, t.now+delay.Microseconds(), errText, setError)
+	return t.each(ctx, t.s.st.Text(qRetry), ids, t.now+delay.Microseconds(), errText, setError)
 }
 
 func (t settleTx) Cancel(ctx context.Context, ids []int64) error {
-	return t.each(ctx, sqlCancel, ids, t.now)
+	return t.each(ctx, t.s.st.Text(qCancel), ids, t.now)
 }
 
 // Lock takes nothing: the IMMEDIATE transaction holds the database's write
@@ -138,7 +138,7 @@ func (t settleTx) Cancel(ctx context.Context, ids []int64) error {
 func (settleTx) Lock(context.Context, []storecore.Line, []store.NewMessage) error { return nil }
 
 func (t settleTx) Promote(ctx context.Context, lines []storecore.Line) error {
-	promote := t.tx.StmtContext(ctx, t.s.st.promote)
+	promote := t.tx.StmtContext(ctx, t.s.st.prepared[qPromote])
 	for _, l := range lines {
 		if _, err := promote.ExecContext(ctx, l.Queue, l.Key); err != nil {
 			return err

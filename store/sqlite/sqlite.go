@@ -273,10 +273,10 @@ func (s *backend) DeleteQueue(ctx context.Context, queue string) (int, error) {
 	var n int
 	err := s.write(ctx, func(tx *sql.Tx, _ int64) error {
 		var err error
-		if n, err = purge(ctx, tx, queue); err != nil {
+		if n, err = s.purge(ctx, tx, queue); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, sqlForgetQueue, queue)
+		_, err = tx.ExecContext(ctx, s.st.Text(qForgetQueue), queue)
 		return err
 	})
 	return n, err
@@ -288,7 +288,7 @@ func (s *backend) PurgeQueue(ctx context.Context, queue string) (int, error) {
 	var n int
 	err := s.write(ctx, func(tx *sql.Tx, _ int64) error {
 		var err error
-		n, err = purge(ctx, tx, queue)
+		n, err = s.purge(ctx, tx, queue)
 		return err
 	})
 	return n, err
@@ -296,8 +296,8 @@ func (s *backend) PurgeQueue(ctx context.Context, queue string) (int, error) {
 
 // purge deletes every message of a queue and its completed count, which
 // no trigger takes back (see migration 8), and returns how many messages.
-func purge(ctx context.Context, tx *sql.Tx, queue string) (int, error) {
-	res, err := tx.ExecContext(ctx, sqlDeleteQueue, queue)
+func (s *backend) purge(ctx context.Context, tx *sql.Tx, queue string) (int, error) {
+	res, err := tx.ExecContext(ctx, s.st.Text(qDeleteQueue), queue)
 	if err != nil {
 		return 0, err
 	}
@@ -305,7 +305,7 @@ func purge(ctx context.Context, tx *sql.Tx, queue string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if _, err := tx.ExecContext(ctx, sqlForgetCounts, queue); err != nil {
+	if _, err := tx.ExecContext(ctx, s.st.Text(qForgetCounts), queue); err != nil {
 		return 0, err
 	}
 	return int(n), nil
@@ -319,7 +319,7 @@ func (s *backend) CreateQueue(ctx context.Context, queue string, attrs map[strin
 		if err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, sqlCreateQueue, queue, text, now)
+		res, err := tx.ExecContext(ctx, s.st.Text(qCreateQueue), queue, text, now)
 		if err != nil {
 			return err
 		}
@@ -328,7 +328,7 @@ func (s *backend) CreateQueue(ctx context.Context, queue string, attrs map[strin
 			return err
 		}
 		created = n == 1
-		info, err = queueRecord(ctx, tx, queue)
+		info, err = s.queueRecord(ctx, tx, queue)
 		return err
 	})
 	if err != nil {
@@ -338,13 +338,13 @@ func (s *backend) CreateQueue(ctx context.Context, queue string, attrs map[strin
 }
 
 func (s *backend) QueueInfo(ctx context.Context, queue string) (store.QueueInfo, error) {
-	return queueRecord(ctx, s.db, queue)
+	return s.queueRecord(ctx, s.db, queue)
 }
 
 func (s *backend) SetQueueAttributes(ctx context.Context, queue string, attrs map[string]string) (store.QueueInfo, error) {
 	var info store.QueueInfo
 	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
-		old, err := queueRecord(ctx, tx, queue)
+		old, err := s.queueRecord(ctx, tx, queue)
 		if err != nil {
 			return err
 		}
@@ -352,7 +352,7 @@ func (s *backend) SetQueueAttributes(ctx context.Context, queue string, attrs ma
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, sqlSetQueueAttributes, queue, text, now); err != nil {
+		if _, err := tx.ExecContext(ctx, s.st.Text(qSetQueueAttributes), queue, text, now); err != nil {
 			return err
 		}
 		info = old
@@ -367,13 +367,13 @@ func (s *backend) SetQueueAttributes(ctx context.Context, queue string, attrs ma
 
 // queueRecord reads a queue's record through q, the database or a
 // transaction.
-func queueRecord(ctx context.Context, q interface {
+func (s *backend) queueRecord(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }, queue string) (store.QueueInfo, error) {
 	info := store.QueueInfo{Queue: queue}
 	var text sql.NullString
 	var created, updated int64
-	err := q.QueryRowContext(ctx, sqlQueueRecord, queue).Scan(&info.Paused, &text, &created, &updated)
+	err := q.QueryRowContext(ctx, s.st.Text(qQueueRecord), queue).Scan(&info.Paused, &text, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.QueueInfo{}, storecore.NoQueue(queue)
 	}
@@ -390,11 +390,11 @@ func queueRecord(ctx context.Context, q interface {
 func (s *backend) HoldMaintainer(ctx context.Context, holder string, d time.Duration) (store.Maintainer, error) {
 	var m store.Maintainer
 	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
-		if _, err := tx.ExecContext(ctx, sqlHoldMaintainer, holder, now, now+d.Microseconds()); err != nil {
+		if _, err := tx.ExecContext(ctx, s.st.Text(qHoldMaintainer), holder, now, now+d.Microseconds()); err != nil {
 			return err
 		}
 		var expires int64
-		if err := tx.QueryRowContext(ctx, sqlMaintainer).Scan(&m.Holder, &m.Token, &expires); err != nil {
+		if err := tx.QueryRowContext(ctx, s.st.Text(qMaintainer)).Scan(&m.Holder, &m.Token, &expires); err != nil {
 			return err
 		}
 		m.Expires = fromMicros(expires)
@@ -405,18 +405,18 @@ func (s *backend) HoldMaintainer(ctx context.Context, holder string, d time.Dura
 
 func (s *backend) ReleaseMaintainer(ctx context.Context, holder string, token int64) error {
 	return s.write(ctx, func(tx *sql.Tx, _ int64) error {
-		_, err := tx.ExecContext(ctx, sqlReleaseMaintainer, holder, token)
+		_, err := tx.ExecContext(ctx, s.st.Text(qReleaseMaintainer), holder, token)
 		return err
 	})
 }
 
 func (s *backend) Pause(ctx context.Context, queue string) error {
-	_, err := s.affected(ctx, sqlPause, func(int64) []any { return []any{queue} })
+	_, err := s.affected(ctx, s.st.Text(qPause), func(int64) []any { return []any{queue} })
 	return err
 }
 
 func (s *backend) Resume(ctx context.Context, queue string) error {
-	_, err := s.affected(ctx, sqlResume, func(int64) []any { return []any{queue} })
+	_, err := s.affected(ctx, s.st.Text(qResume), func(int64) []any { return []any{queue} })
 	return err
 }
 
@@ -436,7 +436,7 @@ func (s *backend) affected(ctx context.Context, query string, args func(now int6
 }
 
 func (s *backend) Queues(ctx context.Context) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, sqlQueues)
+	rows, err := s.db.QueryContext(ctx, s.st.Text(qQueues))
 	if err != nil {
 		return nil, err
 	}
@@ -541,7 +541,7 @@ func (s *Store) EnqueueTx(ctx context.Context, tx *sql.Tx, msgs []store.NewMessa
 
 func (s *backend) enqueueTx(ctx context.Context, tx *sql.Tx, msgs []store.NewMessage, now int64) ([]store.Enqueued, error) {
 	var err error
-	insert := tx.StmtContext(ctx, s.st.insert)
+	insert := tx.StmtContext(ctx, s.st.prepared[qInsert])
 	out := make([]store.Enqueued, len(msgs))
 	for i := range msgs {
 		if out[i], err = s.enqueueOne(ctx, tx, insert, &msgs[i], now); err != nil {
@@ -554,12 +554,12 @@ func (s *backend) enqueueTx(ctx context.Context, tx *sql.Tx, msgs []store.NewMes
 func (s *backend) enqueueOne(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, m *store.NewMessage, now int64) (store.Enqueued, error) {
 	if m.DedupID != "" {
 		var id, at int64
-		err := tx.StmtContext(ctx, s.st.dedupGet).QueryRowContext(ctx, m.Queue, m.DedupID).Scan(&id, &at)
+		err := tx.StmtContext(ctx, s.st.prepared[qDedupGet]).QueryRowContext(ctx, m.Queue, m.DedupID).Scan(&id, &at)
 		switch {
 		case err == nil && now-at < s.opts.DedupWindow.Microseconds():
 			return store.Enqueued{ID: id, Duplicate: true}, nil
 		case err == nil:
-			if _, err := tx.StmtContext(ctx, s.st.dedupClear).ExecContext(ctx, id); err != nil {
+			if _, err := tx.StmtContext(ctx, s.st.prepared[qDedupClear]).ExecContext(ctx, id); err != nil {
 				return store.Enqueued{}, err
 			}
 		case !errors.Is(err, sql.ErrNoRows):
@@ -583,11 +583,11 @@ func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, e
 	var out []store.Delivery
 	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
 		var base int64
-		if err := tx.StmtContext(ctx, s.st.fenceGet).QueryRowContext(ctx).Scan(&base); err != nil {
+		if err := tx.StmtContext(ctx, s.st.prepared[qFenceGet]).QueryRowContext(ctx).Scan(&base); err != nil {
 			return err
 		}
 		until := now + c.LeaseDuration.Microseconds()
-		rows, err := tx.StmtContext(ctx, s.st.claim).QueryContext(ctx, base, c.WorkerID, until, c.Queue, now, c.Max)
+		rows, err := tx.StmtContext(ctx, s.st.prepared[qClaim]).QueryContext(ctx, base, c.WorkerID, until, c.Queue, now, c.Max)
 		if err != nil {
 			return err
 		}
@@ -613,7 +613,7 @@ func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, e
 		if len(out) == 0 {
 			return nil
 		}
-		_, err = tx.StmtContext(ctx, s.st.fenceAdd).ExecContext(ctx, len(out))
+		_, err = tx.StmtContext(ctx, s.st.prepared[qFenceAdd]).ExecContext(ctx, len(out))
 		return err
 	})
 	if err != nil {
@@ -632,7 +632,7 @@ func (s *backend) Extend(ctx context.Context, leases []store.Lease, extension ti
 		if len(leases) == 0 {
 			return nil
 		}
-		rows, err := tx.StmtContext(ctx, s.st.extend).QueryContext(ctx, until, now, leasesJSON(leases, func(l store.Lease) store.Lease { return l }))
+		rows, err := tx.StmtContext(ctx, s.st.prepared[qExtend]).QueryContext(ctx, until, now, leasesJSON(leases, func(l store.Lease) store.Lease { return l }))
 		if err != nil {
 			return err
 		}
@@ -663,7 +663,7 @@ func (s *backend) Extend(ctx context.Context, leases []store.Lease, extension ti
 // cancelledOf returns those of leases whose message was cancelled under
 // them.
 func (s *backend) cancelledOf(ctx context.Context, tx *sql.Tx, leases []store.Lease) ([]store.Lease, error) {
-	rows, err := tx.QueryContext(ctx, sqlCancelledOf, leasesJSON(leases, func(l store.Lease) store.Lease { return l }))
+	rows, err := tx.QueryContext(ctx, s.st.Text(qCancelledOf), leasesJSON(leases, func(l store.Lease) store.Lease { return l }))
 	if err != nil {
 		return nil, err
 	}
@@ -701,7 +701,7 @@ func leasesJSON[T any](items []T, lease func(T) store.Lease) string {
 func (s *backend) Requeue(ctx context.Context, r store.Release) error {
 	var queue string
 	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
-		err := tx.QueryRowContext(ctx, sqlRelease,
+		err := tx.QueryRowContext(ctx, s.st.Text(qRelease),
 			now+r.Delay.Microseconds(), r.MessageID, r.FencingToken, now).Scan(&queue)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.LeaseLost(r.Lease)
@@ -720,9 +720,9 @@ func (s *backend) Requeue(ctx context.Context, r store.Release) error {
 
 // deadIDs returns the ids to redrive or purge: the given ones, each checked
 // to be a dead message of the queue, or all of the queue's dead messages.
-func deadIDs(ctx context.Context, tx *sql.Tx, queue string, ids []int64) ([]int64, error) {
+func (s *backend) deadIDs(ctx context.Context, tx *sql.Tx, queue string, ids []int64) ([]int64, error) {
 	if len(ids) == 0 {
-		rows, err := tx.QueryContext(ctx, sqlDeadIDs, queue)
+		rows, err := tx.QueryContext(ctx, s.st.Text(qDeadIDs), queue)
 		if err != nil {
 			return nil, err
 		}
@@ -738,7 +738,7 @@ func deadIDs(ctx context.Context, tx *sql.Tx, queue string, ids []int64) ([]int6
 	}
 	for _, id := range ids {
 		var one int
-		err := tx.QueryRowContext(ctx, sqlIsDead, id, queue).Scan(&one)
+		err := tx.QueryRowContext(ctx, s.st.Text(qIsDead), id, queue).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("%w: message %d is not a dead letter of queue %q", store.ErrNotFound, id, queue)
 		}
@@ -750,11 +750,11 @@ func deadIDs(ctx context.Context, tx *sql.Tx, queue string, ids []int64) ([]int6
 }
 
 func (s *backend) Redrive(ctx context.Context, queue string, ids []int64) (int, error) {
-	return s.eachDead(ctx, queue, ids, sqlRedrive)
+	return s.eachDead(ctx, queue, ids, s.st.Text(qRedrive))
 }
 
 func (s *backend) Purge(ctx context.Context, queue string, ids []int64) (int, error) {
-	return s.eachDead(ctx, queue, ids, sqlPurge)
+	return s.eachDead(ctx, queue, ids, s.st.Text(qPurge))
 }
 
 // eachDead runs stmt (?1 the time, ?2 a message id) on each dead message
@@ -762,7 +762,7 @@ func (s *backend) Purge(ctx context.Context, queue string, ids []int64) (int, er
 func (s *backend) eachDead(ctx context.Context, queue string, ids []int64, stmt string) (int, error) {
 	n := 0
 	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
-		ids, err := deadIDs(ctx, tx, queue, ids)
+		ids, err := s.deadIDs(ctx, tx, queue, ids)
 		if err != nil {
 			return err
 		}
@@ -781,7 +781,7 @@ func (s *backend) Stats(ctx context.Context, queue string) (store.Stats, error) 
 	st := store.Stats{Queue: queue}
 	now := micros(s.clk.Now())
 	var oldest sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, statsSQL, queue, now).Scan(&st.Pending, &st.Waiting, &st.Processing, &st.Completed, &st.Dead,
+	if err := s.db.QueryRowContext(ctx, s.st.Text(qStats), queue, now).Scan(&st.Pending, &st.Waiting, &st.Processing, &st.Completed, &st.Dead,
 		&st.BlockedKeys, &oldest, &st.Paused, &st.Cancelled, &st.Delayed); err != nil {
 		return st, err
 	}
@@ -811,7 +811,7 @@ func (s *Store) ListTx(ctx context.Context, tx *sql.Tx, f store.ListFilter) ([]s
 func (s *backend) list(ctx context.Context, q interface {
 	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
 }, f store.ListFilter) ([]store.Info, error) {
-	query, args := listSQL(f)
+	query, args := s.st.listSQL(f)
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -832,7 +832,7 @@ func (s *backend) list(ctx context.Context, q interface {
 }
 
 func (s *backend) Get(ctx context.Context, id int64) (store.Info, error) {
-	in, err := scanInfo(s.db.QueryRowContext(ctx, sqlGet, id))
+	in, err := scanInfo(s.db.QueryRowContext(ctx, s.st.Text(qGet), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Info{}, storecore.NoMessage("", id)
 	}
@@ -843,7 +843,7 @@ func (s *backend) Get(ctx context.Context, id int64) (store.Info, error) {
 }
 
 func (s *backend) BlockedKeys(ctx context.Context, queue, afterKey string, limit int) ([]store.BlockedKey, error) {
-	rows, err := s.db.QueryContext(ctx, sqlBlockedKeys, queue, afterKey, limit)
+	rows, err := s.db.QueryContext(ctx, s.st.Text(qBlockedKeys), queue, afterKey, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -862,10 +862,11 @@ func (s *backend) BlockedKeys(ctx context.Context, queue, afterKey string, limit
 	return out, nil
 }
 
-// scanInfo reads a message's infoColumns, after the leading destinations
-// (scanned first, as they are), from r: a row of a listing, of Get or of
-// BlockedKeys. A row whose id is NULL, a head that a left join did not
-// find, is the zero Info.
+// scanInfo reads a message's columns, in the order list, get and
+// blockedKeys select them, after the leading destinations (scanned first,
+// as they are), from r: a row of a listing, of Get or of BlockedKeys. A
+// row whose id is NULL, a head that a left join did not find, is the zero
+// Info.
 func scanInfo(r interface{ Scan(...any) error }, leading ...any) (store.Info, error) {
 	var in store.Info
 	var id, state, deliveries, max, fence, enq, vis, locked, finished, priority, first sql.NullInt64
@@ -894,7 +895,7 @@ func (s *backend) Prune(ctx context.Context, p store.Prune) (int, error) {
 	n := 0
 	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
 		n = 0
-		rows, err := tx.QueryContext(ctx, fmt.Sprintf(sqlPrune, int(p.State)),
+		rows, err := tx.QueryContext(ctx, s.st.InState(qPrune, p.State),
 			now-p.OlderThan.Microseconds(), now-s.opts.DedupWindow.Microseconds(), nullable(p.Queue), p.Limit)
 		if err != nil {
 			return err
@@ -916,7 +917,7 @@ func (s *backend) Prune(ctx context.Context, p store.Prune) (int, error) {
 			return nil
 		}
 		for q, k := range perQueue {
-			if _, err := tx.ExecContext(ctx, sqlUncount, k, q); err != nil {
+			if _, err := tx.ExecContext(ctx, s.st.Text(qUncount), k, q); err != nil {
 				return err
 			}
 		}

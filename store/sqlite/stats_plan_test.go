@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/leasehold/leasehold/internal/sqlstate"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -18,7 +17,7 @@ func TestStatsPlanReadsNoHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	plan := queryPlan(t, s, statsSQL, "q", 0)
+	plan := queryPlan(t, s, s.b.st.Text(qStats), "q", 0)
 	live := []string{"leasehold_ready", "leasehold_waiting", "leasehold_processing", "leasehold_dead", "leasehold_cancelled"}
 	for _, step := range plan {
 		if !strings.Contains(step, "leasehold_messages") {
@@ -42,7 +41,7 @@ func TestClaimPlanUsesTheReadyIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	joined := strings.Join(queryPlan(t, s, sqlstate.Expand(claimSQL), 0, "w", 0, "q", 0, 10), "\n")
+	joined := strings.Join(queryPlan(t, s, s.b.st.Text(qClaim), 0, "w", 0, "q", 0, 10), "\n")
 	if !strings.Contains(joined, "SEARCH leasehold_messages USING COVERING INDEX leasehold_ready (queue=?)") ||
 		strings.Contains(joined, "TEMP B-TREE") || strings.Contains(joined, "SCAN leasehold_messages") {
 		t.Fatalf("the claim does not read the ready index in order:\n%s", joined)
@@ -82,7 +81,7 @@ func TestListPlansUseTheirIndexes(t *testing.T) {
 		{store.ListFilter{State: store.Processing}, "SCAN leasehold_messages USING INDEX leasehold_processing"},
 	} {
 		c.f.Queue, c.f.Limit = "q", 100
-		query, args := listSQL(c.f)
+		query, args := s.b.st.listSQL(c.f)
 		var steps []string
 		for _, step := range queryPlan(t, s, query, args...) {
 			if !strings.HasPrefix(step, "USE TEMP B-TREE FOR ORDER BY") {
@@ -102,7 +101,7 @@ func TestGetPlanUsesThePrimaryKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if plan := queryPlan(t, s, sqlGet, 1); len(plan) != 1 || plan[0] != "SEARCH leasehold_messages USING INTEGER PRIMARY KEY (rowid=?)" {
+	if plan := queryPlan(t, s, s.b.st.Text(qGet), 1); len(plan) != 1 || plan[0] != "SEARCH leasehold_messages USING INTEGER PRIMARY KEY (rowid=?)" {
 		t.Fatalf("Get reads %q", plan)
 	}
 }
@@ -115,9 +114,9 @@ func TestQueuesAndBlockedKeysPlansReadNoHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	readsOnly(t, "Queues", queryPlan(t, s, sqlQueues),
+	readsOnly(t, "Queues", queryPlan(t, s, s.b.st.Text(qQueues)),
 		"leasehold_ready", "leasehold_waiting", "leasehold_processing", "leasehold_dead", "leasehold_cancelled")
-	readsOnly(t, "BlockedKeys", queryPlan(t, s, sqlBlockedKeys, "q", "", 100), "leasehold_waiting", "leasehold_key_head")
+	readsOnly(t, "BlockedKeys", queryPlan(t, s, s.b.st.Text(qBlockedKeys), "q", "", 100), "leasehold_waiting", "leasehold_key_head")
 }
 
 // readsOnly fails the test unless each step of plan that reads the

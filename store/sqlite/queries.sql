@@ -1,0 +1,292 @@
+-- Every statement the SQLite store runs, by name. Each "-- name: X"
+-- line starts one; the comments under it say why it is written so.
+--
+-- Written in when the store opens:
+--   {pending}, {waiting}, {processing}, {completed}, {dead}, {cancelled}
+--                             the message states' codes
+--   {state}                   in list and prune: the state's code
+-- Written in by each listing:
+--   {index}                   in list: the index it reads
+--
+-- Times are the store clock's, in microseconds since the Unix epoch: the
+-- store's clock is the time authority, and processes sharing a file share
+-- a host and so a clock.
+--
+-- The hot path's statements, insert to promote, are prepared once on the
+-- store's single connection; the others run as they are.
+
+-- name: insert
+-- One message, waiting behind its key's unfinished head if there is one.
+INSERT INTO leasehold_messages (queue, key, dedup_id, reply_to, payload, state, max_deliveries, enqueued_at, visible_at, kind, priority, attributes)
+VALUES (?1, ?2, ?3, ?4, ?5,
+	CASE WHEN ?2 IS NOT NULL AND EXISTS (SELECT 1 FROM leasehold_messages WHERE queue = ?1 AND key = ?2 AND state IN ({pending}, {processing})) THEN {waiting} ELSE {pending} END,
+	?6, ?7, ?8, ?9, ?10, ?11)
+
+-- name: dedupGet
+SELECT id, enqueued_at FROM leasehold_messages WHERE queue = ? AND dedup_id = ?
+
+-- name: dedupClear
+UPDATE leasehold_messages SET dedup_id = NULL WHERE id = ?
+
+-- name: fenceGet
+SELECT value FROM leasehold_meta WHERE name = 'fence'
+
+-- name: fenceAdd
+UPDATE leasehold_meta SET value = value + ? WHERE name = 'fence'
+
+-- name: claim
+-- Claims up to ?6 visible pending messages of queue ?4 at time ?5, in
+-- claim order, for worker ?2 until ?3, fencing them from ?1 on. A
+-- message's first claim records its time.
+UPDATE leasehold_messages AS m
+SET state = {processing}, deliveries = m.deliveries + 1, fencing_token = ?1 + c.rn, worker_id = ?2, locked_until = ?3,
+	first_claimed_at = coalesce(m.first_claimed_at, ?5)
+FROM (SELECT id, row_number() OVER (ORDER BY priority DESC, visible_at, id) AS rn
+	-- LIMIT inside, so the numbering never walks the backlog.
+	FROM (SELECT id, priority, visible_at FROM leasehold_messages
+		WHERE queue = ?4 AND state = {pending} AND visible_at <= ?5
+			AND NOT EXISTS (SELECT 1 FROM leasehold_queues WHERE queue = ?4 AND paused)
+		ORDER BY priority DESC, visible_at, id LIMIT ?6)) AS c
+WHERE m.id = c.id
+RETURNING id, key, payload, reply_to, dedup_id, deliveries, max_deliveries, enqueued_at, fencing_token, kind, priority,
+	attributes, first_claimed_at
+
+-- name: extend
+-- Batches of leases arrive as a JSON array of [id, fencing token] pairs
+-- (?3), so a batch is one statement.
+UPDATE leasehold_messages AS m SET locked_until = ?1
+FROM (SELECT value ->> 0 AS id, value ->> 1 AS fence FROM json_each(?3)) AS j
+WHERE m.id = j.id AND m.fencing_token = j.fence AND m.state = {processing} AND m.locked_until > ?2
+RETURNING id, fencing_token
+
+-- name: complete
+-- The batch of leases (?2) as extend takes it.
+UPDATE leasehold_messages AS m SET state = {completed}, finished_at = ?1
+FROM (SELECT value ->> 0 AS id, value ->> 1 AS fence FROM json_each(?2)) AS j
+WHERE m.id = j.id AND m.fencing_token = j.fence AND m.state = {processing} AND m.locked_until > ?1
+RETURNING id, fencing_token, queue, key
+
+-- name: current
+SELECT deliveries, max_deliveries, queue, key FROM leasehold_messages
+WHERE id = ? AND fencing_token = ? AND state = {processing} AND locked_until > ?
+
+-- name: promote
+UPDATE leasehold_messages SET state = {pending} WHERE id = (
+	SELECT id FROM leasehold_messages WHERE queue = ? AND key = ? AND state = {waiting} ORDER BY id LIMIT 1)
+
+-- name: cancelledOf
+-- Of a batch of leases (?1, a JSON array of [id, fencing token] pairs),
+-- those whose message was cancelled under them.
+SELECT m.id, m.fencing_token FROM leasehold_messages AS m
+JOIN (SELECT value ->> 0 AS id, value ->> 1 AS fence FROM json_each(?1)) AS j ON m.id = j.id AND m.fencing_token = j.fence
+WHERE m.state = {cancelled}
+
+-- name: messageOf
+-- What cancelling a message needs.
+SELECT queue, state, key FROM leasehold_messages WHERE id = ?
+
+-- name: cancel
+-- Cancels a message that has not finished.
+UPDATE leasehold_messages SET state = {cancelled}, finished_at = ?1
+WHERE id = ?2 AND state IN ({pending}, {waiting}, {processing})
+
+-- name: kill
+-- Dead-letters a message that failed for good.
+UPDATE leasehold_messages SET state = {dead}, dead_reason = ?, last_error = ?, finished_at = ? WHERE id = ?
+
+-- name: retry
+-- Makes a message pending again, visible from ?1; with ?3, ?2 becomes its
+-- last error, else it keeps the one it has.
+UPDATE leasehold_messages SET state = {pending}, visible_at = ?1,
+	last_error = CASE WHEN ?3 THEN ?2 ELSE last_error END WHERE id = ?4
+
+-- name: release
+-- Gives a message back under its lease, uncounted.
+UPDATE leasehold_messages SET state = {pending}, visible_at = ?, deliveries = deliveries - 1
+WHERE id = ? AND fencing_token = ? AND state = {processing} AND locked_until > ? RETURNING queue
+
+-- name: expired
+-- The processing messages whose leases expired by ?1.
+SELECT id, fencing_token, queue, key, deliveries, max_deliveries, locked_until FROM leasehold_messages
+WHERE state = {processing} AND locked_until <= ?1
+
+-- name: deadIDs
+-- A queue's dead messages.
+SELECT id FROM leasehold_messages WHERE queue = ? AND state = {dead} ORDER BY id
+
+-- name: isDead
+-- Whether a message of the queue is dead.
+SELECT 1 FROM leasehold_messages WHERE id = ? AND queue = ? AND state = {dead}
+
+-- name: redrive
+-- Brings a dead message back: behind its key's unfinished head, or
+-- pending.
+UPDATE leasehold_messages SET deliveries = 0, dead_reason = NULL, finished_at = NULL, visible_at = ?1,
+	state = CASE WHEN key IS NOT NULL AND EXISTS (SELECT 1 FROM leasehold_messages h
+		WHERE h.queue = leasehold_messages.queue AND h.key = leasehold_messages.key AND h.state IN ({pending}, {processing})) THEN {waiting} ELSE {pending} END
+WHERE id = ?2 AND state = {dead}
+
+-- name: purge
+-- Deletes a dead message.
+DELETE FROM leasehold_messages WHERE id = ?2 AND state = {dead}
+
+-- name: stats
+-- Counts a queue's messages at time ?2 without reading its history: each
+-- live state through its partial index (the state is a literal so that
+-- SQLite can use it), completed messages from the count that triggers
+-- keep. The one scan of the pending messages counts the delayed ones too.
+SELECT
+	pending.n,
+	(SELECT count(*) FROM leasehold_messages WHERE queue = ?1 AND state = {waiting}),
+	(SELECT count(*) FROM leasehold_messages WHERE queue = ?1 AND state = {processing}),
+	(SELECT coalesce(sum(n), 0) FROM leasehold_completed_counts WHERE queue = ?1),
+	(SELECT count(*) FROM leasehold_messages WHERE queue = ?1 AND state = {dead}),
+	(SELECT count(DISTINCT key) FROM leasehold_messages WHERE queue = ?1 AND state = {waiting}),
+	(WITH RECURSIVE p(priority) AS (
+		-- Each priority of the queue's pending messages, one index probe
+		-- each: the oldest visible message of a priority is its first.
+		SELECT max(priority) FROM leasehold_messages WHERE queue = ?1 AND state = {pending}
+		UNION ALL
+		SELECT (SELECT max(priority) FROM leasehold_messages WHERE queue = ?1 AND state = {pending} AND priority < p.priority)
+		FROM p WHERE p.priority IS NOT NULL)
+	SELECT min(v) FROM (SELECT (SELECT visible_at FROM leasehold_messages WHERE queue = ?1 AND state = {pending} AND priority = p.priority
+		ORDER BY visible_at LIMIT 1) AS v FROM p WHERE p.priority IS NOT NULL) WHERE v <= ?2),
+	(SELECT coalesce(max(paused), 0) FROM leasehold_queues WHERE queue = ?1),
+	(SELECT count(*) FROM leasehold_messages WHERE queue = ?1 AND state = {cancelled}),
+	pending.delayed
+FROM (SELECT count(*) AS n, coalesce(sum(visible_at > ?2), 0) AS delayed
+	FROM leasehold_messages WHERE queue = ?1 AND state = {pending}) AS pending
+
+-- name: prune
+-- Deletes up to ?4 messages in one state ({state}: its code is written in,
+-- so that SQLite can use the state's partial index) that finished by ?1
+-- and were enqueued by ?2 (the dedup window), of queue ?3 or of any queue
+-- when it is NULL. It returns each deleted message's queue, for the
+-- completed counts.
+DELETE FROM leasehold_messages WHERE id IN (
+	SELECT id FROM leasehold_messages WHERE state = {state} AND finished_at <= ?1 AND enqueued_at <= ?2
+		AND (?3 IS NULL OR queue = ?3) LIMIT ?4)
+RETURNING queue
+
+-- name: uncount
+-- Takes ?1 completed messages off queue ?2's count.
+UPDATE leasehold_completed_counts SET n = n - ?1 WHERE queue = ?2
+
+-- name: deleteQueue
+-- Deletes every message of a queue.
+DELETE FROM leasehold_messages WHERE queue = ?
+
+-- name: forgetCounts
+-- Deletes a queue's completed count.
+DELETE FROM leasehold_completed_counts WHERE queue = ?
+
+-- name: forgetQueue
+-- Deletes a queue's settings: its pause and its record.
+DELETE FROM leasehold_queues WHERE queue = ?
+
+-- name: createQueue
+-- Records queue ?1 with attributes ?2 at time ?3, in its row if Pause
+-- made one, unless it has a record: then it changes nothing, and no row.
+INSERT INTO leasehold_queues (queue, attributes, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)
+ON CONFLICT (queue) DO UPDATE SET attributes = ?2, created_at = ?3, updated_at = ?3 WHERE created_at IS NULL
+
+-- name: queueRecord
+-- A queue's record.
+SELECT paused, attributes, created_at, updated_at FROM leasehold_queues WHERE queue = ? AND created_at IS NOT NULL
+
+-- name: setQueueAttributes
+-- Sets queue ?1's attributes to ?2 at time ?3.
+UPDATE leasehold_queues SET attributes = ?2, updated_at = ?3 WHERE queue = ?1
+
+-- name: holdMaintainer
+-- Takes or renews the maintainer lease for ?1 at time ?2 until ?3;
+-- maintainer reads it.
+INSERT INTO leasehold_maintainer (id, holder, token, expires) VALUES (1, ?1, 1, ?3)
+ON CONFLICT (id) DO UPDATE SET
+	token = CASE WHEN holder = ?1 AND expires > ?2 THEN token ELSE token + 1 END,
+	holder = ?1, expires = ?3
+WHERE holder = ?1 OR expires <= ?2
+
+-- name: maintainer
+SELECT holder, token, expires FROM leasehold_maintainer WHERE id = 1
+
+-- name: releaseMaintainer
+-- Lets the lease lapse, if ?1 holds it under ?2.
+UPDATE leasehold_maintainer SET expires = 0 WHERE id = 1 AND holder = ?1 AND token = ?2
+
+-- name: pause
+-- Pauses a queue.
+INSERT INTO leasehold_queues (queue, paused) VALUES (?, 1) ON CONFLICT (queue) DO UPDATE SET paused = 1
+
+-- name: resume
+-- Lets a queue run.
+UPDATE leasehold_queues SET paused = 0 WHERE queue = ?
+
+-- name: queues
+-- The queues that hold messages, are paused or have a record, without
+-- reading the completed rows: the queues with completed messages are those
+-- with a positive count; those with pending, waiting, dead or cancelled
+-- ones are read from each state's index by queue with a loose index scan
+-- (each row of the recursion is the first queue past the one before, one
+-- probe per queue, and the last row is NULL); those with processing ones
+-- from their index, which holds live rows only.
+WITH RECURSIVE
+	pending(q) AS (SELECT (SELECT queue FROM leasehold_messages WHERE state = {pending} ORDER BY queue LIMIT 1)
+		UNION ALL SELECT (SELECT queue FROM leasehold_messages WHERE state = {pending} AND queue > p.q ORDER BY queue LIMIT 1) FROM pending AS p WHERE p.q IS NOT NULL),
+	waiting(q) AS (SELECT (SELECT queue FROM leasehold_messages WHERE state = {waiting} ORDER BY queue LIMIT 1)
+		UNION ALL SELECT (SELECT queue FROM leasehold_messages WHERE state = {waiting} AND queue > p.q ORDER BY queue LIMIT 1) FROM waiting AS p WHERE p.q IS NOT NULL),
+	dead(q) AS (SELECT (SELECT queue FROM leasehold_messages WHERE state = {dead} ORDER BY queue LIMIT 1)
+		UNION ALL SELECT (SELECT queue FROM leasehold_messages WHERE state = {dead} AND queue > p.q ORDER BY queue LIMIT 1) FROM dead AS p WHERE p.q IS NOT NULL),
+	cancelled(q) AS (SELECT (SELECT queue FROM leasehold_messages WHERE state = {cancelled} ORDER BY queue LIMIT 1)
+		UNION ALL SELECT (SELECT queue FROM leasehold_messages WHERE state = {cancelled} AND queue > p.q ORDER BY queue LIMIT 1) FROM cancelled AS p WHERE p.q IS NOT NULL)
+SELECT q FROM pending WHERE q IS NOT NULL
+UNION SELECT q FROM waiting WHERE q IS NOT NULL
+UNION SELECT q FROM dead WHERE q IS NOT NULL
+UNION SELECT q FROM cancelled WHERE q IS NOT NULL
+UNION SELECT queue FROM leasehold_messages WHERE state = {processing}
+UNION SELECT queue FROM leasehold_completed_counts WHERE n > 0
+UNION SELECT queue FROM leasehold_queues WHERE paused OR created_at IS NOT NULL
+ORDER BY 1
+
+-- name: list
+-- A queue's messages in one state ({state}) after an id, read from the
+-- index {index}; the store adds the filters that are set (a filter that is
+-- not set is left out) and the page's end and order. The state's code is
+-- written in rather than bound, and the index named with INDEXED BY, so
+-- that SQLite reads the index the listing needs whatever it guesses of the
+-- table: ordered by id, the primary key would look cheaper for a state
+-- without an index by queue and id, and reading it walks every row,
+-- history included.
+SELECT id, queue, state, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
+	worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at, kind, priority,
+	attributes, first_claimed_at
+FROM leasehold_messages INDEXED BY {index} WHERE queue = ? AND state = {state} AND id > ?
+
+-- name: get
+-- One message by its id, through the primary key.
+SELECT id, queue, state, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
+	worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at, kind, priority,
+	attributes, first_claimed_at
+FROM leasehold_messages WHERE id = ?
+
+-- name: blockedKeys
+-- Up to ?3 keys of queue ?1 after key ?2 that have waiting messages, with
+-- how many and their head. The keys come from leasehold_waiting one probe
+-- each (a loose index scan: the next key is the first entry past the last
+-- one), so the cost is in proportion to the keys listed and their waiting
+-- messages; the head is the key's entry in leasehold_key_head, NULL when
+-- there is none. The recursion's LIMIT ends it: its last row, once the
+-- keys run out, is a NULL.
+WITH RECURSIVE k(key) AS (
+	SELECT (SELECT key FROM leasehold_messages WHERE queue = ?1 AND state = {waiting} AND key > ?2 ORDER BY key LIMIT 1)
+	UNION ALL
+	SELECT (SELECT key FROM leasehold_messages WHERE queue = ?1 AND state = {waiting} AND key > k.key ORDER BY key LIMIT 1)
+	FROM k WHERE k.key IS NOT NULL
+	LIMIT ?3)
+SELECT k.key, (SELECT count(*) FROM leasehold_messages WHERE queue = ?1 AND state = {waiting} AND key = k.key),
+	h.id, h.queue, h.state, h.key, h.dedup_id, h.payload, h.deliveries, h.max_deliveries, h.fencing_token,
+	h.worker_id, h.last_error, h.dead_reason, h.enqueued_at, h.visible_at, h.locked_until, h.finished_at, h.kind, h.priority,
+	h.attributes, h.first_claimed_at
+FROM k LEFT JOIN leasehold_messages AS h ON h.queue = ?1 AND h.key = k.key AND h.state IN ({pending}, {processing})
+WHERE k.key IS NOT NULL
+ORDER BY k.key
