@@ -1,0 +1,199 @@
+package storecore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/storecore"
+	"github.com/leasehold/leasehold/store"
+)
+
+// recorder is a backend whose settling transaction records the primitives
+// the rules call, in order, and answers from held (the current leases) and
+// found (the messages by id).
+type recorder struct {
+	closesOnly
+	held  map[store.Lease]storecore.Held
+	found []storecore.Found
+	calls []string
+}
+
+func (r *recorder) Settle(_ context.Context, fn func(storecore.SettleTx) error) error {
+	return fn(recorderTx{r})
+}
+
+type recorderTx struct{ r *recorder }
+
+func (t recorderTx) call(format string, args ...any) { t.r.calls = append(t.r.calls, fmt.Sprintf(format, args...)) }
+
+func (t recorderTx) CompleteCurrent(_ context.Context, leases []store.Lease) ([]storecore.Held, error) {
+	t.call("complete %d", len(leases))
+	var out []storecore.Held
+	for _, l := range leases {
+		if h, ok := t.r.held[l]; ok {
+			out = append(out, h)
+			delete(t.r.held, l)
+		}
+	}
+	return out, nil
+}
+
+func (t recorderTx) Current(_ context.Context, l store.Lease) (storecore.Held, bool, error) {
+	h, ok := t.r.held[l]
+	return h, ok, nil
+}
+
+func (t recorderTx) Expired(context.Context) ([]storecore.Held, error) {
+	var out []storecore.Held
+	for _, h := range t.r.held {
+		out = append(out, h)
+	}
+	slices.SortFunc(out, func(a, b storecore.Held) int { return int(a.MessageID - b.MessageID) })
+	return out, nil
+}
+
+func (t recorderTx) Find(context.Context, []int64) ([]storecore.Found, error) { return t.r.found, nil }
+
+func (t recorderTx) Kill(_ context.Context, ids []int64, reason store.DeadReason, errText string) error {
+	t.call("kill %v %s %q", ids, reason, errText)
+	return nil
+}
+
+func (t recorderTx) Retry(_ context.Context, ids []int64, delay time.Duration, errText string, setError bool) error {
+	t.call("retry %v %s %q %v", ids, delay, errText, setError)
+	return nil
+}
+
+func (t recorderTx) Cancel(_ context.Context, ids []int64) error {
+	t.call("cancel %v", ids)
+	return nil
+}
+
+func (t recorderTx) Lock(_ context.Context, lines []storecore.Line, msgs []store.NewMessage) error {
+	t.call("lock %v %d", lines, len(msgs))
+	return nil
+}
+
+func (t recorderTx) Promote(_ context.Context, lines []storecore.Line) error {
+	t.call("promote %v", lines)
+	return nil
+}
+
+func (t recorderTx) Insert(_ context.Context, msgs []store.NewMessage) error {
+	t.call("insert %d", len(msgs))
+	return nil
+}
+
+func (t recorderTx) Notify(_ context.Context, queues []string) error {
+	t.call("notify %v", queues)
+	return nil
+}
+
+func newRecorder(t *testing.T, held ...storecore.Held) (*storecore.Store, *recorder) {
+	r := &recorder{held: map[store.Lease]storecore.Held{}}
+	for _, h := range held {
+		r.held[h.Lease] = h
+	}
+	s := storecore.New(storecore.Config{Name: "x store", Options: store.Options{}.WithDefaults(), Wakeups: new(storecore.Wakeups)}, r)
+	t.Cleanup(func() { s.Close() })
+	return s, r
+}
+
+func checkCalls(t *testing.T, r *recorder, want ...string) {
+	t.Helper()
+	if !slices.Equal(r.calls, want) {
+		t.Errorf("calls:\n  %s\nwant:\n  %s", strings.Join(r.calls, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+var (
+	keyed   = storecore.Held{Lease: store.Lease{MessageID: 1, FencingToken: 10}, Queue: "q", Key: "k", Deliveries: 1, MaxDeliveries: 3}
+	unkeyed = storecore.Held{Lease: store.Lease{MessageID: 2, FencingToken: 20}, Queue: "q", Deliveries: 3, MaxDeliveries: 3}
+)
+
+// A completion batch: each lease completes once however often it is
+// listed, a lost one is reported, and the key's next message goes and the
+// replies are sent only after every lock is taken.
+func TestSettleComplete(t *testing.T) {
+	s, r := newRecorder(t, keyed, unkeyed)
+	lost := store.Lease{MessageID: 3, FencingToken: 30}
+	reply := &store.NewMessage{Queue: "replies", Payload: []byte("ok")}
+	results, err := s.Complete(t.Context(), []store.Completion{{Lease: keyed.Lease, Reply: reply}, {Lease: keyed.Lease}, {Lease: lost}, {Lease: unkeyed.Lease}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if results[0] != nil || !errors.Is(results[1], store.ErrLeaseLost) || !errors.Is(results[2], store.ErrLeaseLost) || results[3] != nil {
+		t.Errorf("results = %v, want nil, lost (listed twice), lost, nil", results)
+	}
+	checkCalls(t, r, "complete 4", "lock [{q k}] 1", "promote [{q k}]", "notify [q]", "insert 1")
+}
+
+// A failure retries the message until its last delivery, then
+// dead-letters it; a permanent one dead-letters it at once, with its
+// reply.
+func TestSettleFail(t *testing.T) {
+	s, r := newRecorder(t, keyed, unkeyed)
+	ctx := t.Context()
+	if dead, err := s.Fail(ctx, store.Failure{Lease: keyed.Lease, Error: "boom", RetryDelay: time.Second}); dead || err != nil {
+		t.Fatalf("Fail = %v, %v; want a retry", dead, err)
+	}
+	if dead, err := s.Fail(ctx, store.Failure{Lease: unkeyed.Lease, Error: "boom"}); !dead || err != nil {
+		t.Fatalf("Fail on the last delivery = %v, %v; want dead", dead, err)
+	}
+	reply := &store.NewMessage{Queue: "replies", Payload: []byte("failed")}
+	if dead, err := s.Fail(ctx, store.Failure{Lease: keyed.Lease, Error: "bad", Permanent: true, Reply: reply}); !dead || err != nil {
+		t.Fatalf("permanent Fail = %v, %v; want dead", dead, err)
+	}
+	if _, err := s.Fail(ctx, store.Failure{Lease: store.Lease{MessageID: 9, FencingToken: 9}}); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("Fail of a lost lease: %v, want ErrLeaseLost", err)
+	}
+	checkCalls(t, r,
+		`retry [1] 1s "boom" true`, "notify [q]",
+		`kill [2] max_deliveries "boom"`,
+		`kill [1] permanent_error "bad"`, "lock [{q k}] 1", "promote [{q k}]", "notify [q]", "insert 1")
+}
+
+// The reaper gives back expired leases at once, dead-letters those on
+// their last delivery, lets their keys' next messages go and wakes every
+// queue it touched.
+func TestSettleReap(t *testing.T) {
+	dying := keyed
+	dying.Deliveries = 3
+	s, r := newRecorder(t, dying, storecore.Held{Lease: store.Lease{MessageID: 5, FencingToken: 50}, Queue: "other", Deliveries: 1, MaxDeliveries: 3})
+	got, err := s.Reap(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || !got[0].Dead || got[1].Dead {
+		t.Errorf("Reap = %+v, want message 1 dead and 5 back", got)
+	}
+	checkCalls(t, r, `retry [5] 0s "" false`, `kill [1] lease_expired "lease expired"`, "lock [{q k}] 0", "promote [{q k}]", "notify [other q]")
+}
+
+// Cancel cancels what has not finished, in input order, leaves finished
+// messages as they are, and lets the next message of a cancelled head's key
+// go once every cancel is done; an id of another queue changes nothing.
+func TestSettleCancel(t *testing.T) {
+	s, r := newRecorder(t)
+	r.found = []storecore.Found{
+		{ID: 4, Queue: "q", Key: "k", State: store.Waiting},
+		{ID: 3, Queue: "q", Key: "k", State: store.Processing},
+		{ID: 5, Queue: "q", State: store.Completed},
+		{ID: 6, Queue: "other", State: store.Pending},
+	}
+	got, err := s.Cancel(t.Context(), "q", []int64{4, 3, 5})
+	if err != nil || !slices.Equal(got, []int64{4, 3}) {
+		t.Fatalf("Cancel = %v, %v; want [4 3]", got, err)
+	}
+	checkCalls(t, r, "cancel [4 3]", "lock [{q k}] 0", "promote [{q k}]", "notify [q]")
+	r.calls = nil
+	if _, err := s.Cancel(t.Context(), "q", []int64{4, 6}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Cancel of another queue's message: %v, want ErrNotFound", err)
+	}
+	checkCalls(t, r)
+}
