@@ -63,6 +63,7 @@ func signalChild() int {
 }
 
 func TestRunUntilSignal(t *testing.T) {
+	testproc.SkipShort(t, "signals a client in a child process")
 	for _, tc := range []struct {
 		name    string
 		signals int

@@ -114,6 +114,7 @@ func openDB(t *testing.T) (*sqlite.Store, string) {
 }
 
 func TestSIGTERMLetsInFlightMessageFinish(t *testing.T) {
+	testproc.SkipShort(t, "signals a worker process")
 	t.Parallel()
 	ctx := context.Background()
 	st, path := openDB(t)
@@ -143,6 +144,7 @@ func TestSIGTERMLetsInFlightMessageFinish(t *testing.T) {
 }
 
 func TestSecondSignalHardStopsAndReleases(t *testing.T) {
+	testproc.SkipShort(t, "signals a worker process")
 	t.Parallel()
 	ctx := context.Background()
 	st, path := openDB(t)

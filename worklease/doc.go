@@ -3,6 +3,38 @@
 // backlog of the offsets that arrived meanwhile, and a record of the
 // offsets that are finished, so that none runs twice.
 //
+// # When to use it, and when message keys
+//
+// worklease is for an orchestrator that already knows its offsets: a
+// consumer of an ordered log (a partition, a change stream) or a
+// per-tenant pipeline whose steps are numbered. The source keeps the work
+// and its order, durably; after a restart the orchestrator reads it again
+// from the offsets it committed. What it needs beside the source, in
+// memory, is what worklease holds: each domain's one offset in flight,
+// under a token that a stale holder cannot use; the offsets that arrived
+// meanwhile, in order; and the finished ones, so that a source that
+// delivers at least once runs none twice. When to retry, and what to do
+// with an offset given up on, stay with the caller (Example_orderedLog).
+//
+// When the work itself must be durable, handed over by producers and
+// shared by workers in several processes, with retries, dead letters and
+// a reaper for workers that die, enqueue messages with a key instead
+// (store.NewMessage.Key): the store runs each key's messages one at a time
+// in enqueue order, in its database. Copying an ordered log into the queue
+// only for that order would store every unit twice and order it by
+// enqueue rather than by the log's own offsets.
+//
+// Neither the store's key lines nor the memory store is built on
+// worklease. The SQL backends keep a key's line in their tables, changed in
+// the transaction that claims or finishes a message and shared by every
+// process on the database, which an in-memory Leases cannot be. The memory
+// store passes the same conformance suite, which asks for what worklease
+// rules out on purpose: a lease that expires, is reaped and is claimed
+// again under a new token; a dead message redriven back into its key's
+// line, in id order; a waiting message cancelled out of the middle of a
+// line; finished messages forgotten after their retention; and a delivery
+// limit per message.
+//
 // # The contract
 //
 // A domain (a key, a partition, an account) is idle or has exactly one

@@ -21,7 +21,7 @@ import (
 func TestDemoWhicheverReaperRecoversTheCrashedJob(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
-	cmd := exec.Command(bin, "demo")
+	cmd := exec.Command(leaseholdBin(t), "demo")
 	cmd.Dir, cmd.Env = tmp, append(os.Environ(), "TMPDIR="+tmp, "LEASEHOLD_DB=")
 	out := &testproc.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out

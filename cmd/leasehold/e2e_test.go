@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,8 +25,29 @@ import (
 	"github.com/leasehold/leasehold/internal/testproc"
 )
 
-// bin is the leasehold binary built for these tests.
-var bin string
+// binDir holds the leasehold binary these tests run, built by the first
+// test that asks for it: under -short, none does.
+var binDir string
+
+var buildBin = sync.OnceValues(func() (string, error) {
+	bin := filepath.Join(binDir, "leasehold")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build leasehold: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// leaseholdBin returns the built command. A test that runs it is a process
+// test, so under -short it skips t instead.
+func leaseholdBin(t testing.TB) string {
+	t.Helper()
+	testproc.SkipShort(t, "runs the leasehold command as a process")
+	bin, err := buildBin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "leasehold-e2e-")
@@ -33,11 +55,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	bin = filepath.Join(dir, "leasehold")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build leasehold: %v\n%s", err, out)
-		os.Exit(1)
-	}
+	binDir = dir
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -53,7 +71,7 @@ func runBin(t *testing.T, dir, stdin string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd := exec.CommandContext(ctx, leaseholdBin(t), args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "LEASEHOLD_DB=")
 	cmd.Stdin = strings.NewReader(stdin)
@@ -201,7 +219,7 @@ echo "$LEASEHOLD_MESSAGE_ID|$LEASEHOLD_QUEUE|$LEASEHOLD_KEY|$LEASEHOLD_ATTEMPT|$
 	}
 	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "e2e", "four").must(t)
 	out := filepath.Join(dir, "out.txt")
-	work := exec.Command(bin, "--db", db, "work", "--queue", "e2e", "--concurrency", "2", "--drain", "--", handler)
+	work := exec.Command(leaseholdBin(t), "--db", db, "work", "--queue", "e2e", "--concurrency", "2", "--drain", "--", handler)
 	work.Dir, work.Env = dir, append(os.Environ(), "OUT="+out, "LEASEHOLD_DB=")
 	if b, err := work.CombinedOutput(); err != nil {
 		t.Fatalf("work --drain: %v\n%s", err, b)
@@ -343,7 +361,7 @@ esac
 func startWork(t *testing.T, dir, db string, body string) (*exec.Cmd, *testproc.SyncBuffer) {
 	t.Helper()
 	handler := writeScript(t, dir, body)
-	cmd := exec.Command(bin, "--db", db, "work", "--queue", "sig", "--shutdown-timeout", "20s", "--", handler)
+	cmd := exec.Command(leaseholdBin(t), "--db", db, "work", "--queue", "sig", "--shutdown-timeout", "20s", "--", handler)
 	cmd.Dir, cmd.Env = dir, append(os.Environ(), "LEASEHOLD_DB=")
 	// A process group of its own, as under a supervisor that signals
 	// process and group.
@@ -459,7 +477,7 @@ func TestSignalToProcessAndGroupIsOne(t *testing.T) {
 func TestDemo(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
-	cmd := exec.Command(bin, "demo")
+	cmd := exec.Command(leaseholdBin(t), "demo")
 	cmd.Dir, cmd.Env = tmp, append(os.Environ(), "TMPDIR="+tmp, "LEASEHOLD_DB=")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -533,7 +551,7 @@ func TestListBinaryPayload(t *testing.T) {
 // captured, and kills it when the test ends if it still runs.
 func startProcess(t *testing.T, dir string, args ...string) (*exec.Cmd, *testproc.SyncBuffer) {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(leaseholdBin(t), args...)
 	cmd.Dir, cmd.Env = dir, append(os.Environ(), "LEASEHOLD_DB=")
 	stderr := &testproc.SyncBuffer{}
 	cmd.Stderr = stderr

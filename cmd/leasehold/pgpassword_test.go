@@ -77,7 +77,7 @@ func TestPostgresPasswordFromEnvironment(t *testing.T) {
 			addr, passwords := passwordCatcher(t)
 			host, port, _ := net.SplitHostPort(addr)
 			dir := t.TempDir()
-			cmd := exec.Command(bin, "--db", "postgres://alice@"+addr+"/app?sslmode=disable&connect_timeout=5", "stats")
+			cmd := exec.Command(leaseholdBin(t), "--db", "postgres://alice@"+addr+"/app?sslmode=disable&connect_timeout=5", "stats")
 			cmd.Dir = dir
 			cmd.Env = append(os.Environ(), "LEASEHOLD_DB=", "PGPASSWORD=", "PGPASSFILE=/nonexistent")
 			cmd.Env = append(cmd.Env, tc.env(dir, host, port)...)

@@ -53,7 +53,7 @@ func TestReplyOutputIsCappedInMemory(t *testing.T) {
 	db := "sqlite:" + filepath.Join(dir, "big.db")
 	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "big", "--reply-to", "answers", "flood").must(t)
 	handler := writeScript(t, dir, "cat >/dev/null; head -c 100000000 /dev/zero\n")
-	cmd := exec.Command(bin, "--db", db, "--log-level", "error", "work", "--queue", "big", "--", handler)
+	cmd := exec.Command(leaseholdBin(t), "--db", db, "--log-level", "error", "work", "--queue", "big", "--", handler)
 	cmd.Dir, cmd.Env = dir, append(os.Environ(), "LEASEHOLD_DB=")
 	stderr := &testproc.SyncBuffer{}
 	cmd.Stderr = stderr
@@ -217,7 +217,7 @@ func TestScriptEnvironmentHasNoSecrets(t *testing.T) {
 	db := filepath.Join(dir, "env.db")
 	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "env", "x").must(t)
 	handler := writeScript(t, dir, "env > env.txt\ngrep SigIgn /proc/$$/status > sigign.txt\n")
-	cmd := exec.Command(bin, "--log-level", "error", "work", "--queue", "env", "--drain", "--", handler)
+	cmd := exec.Command(leaseholdBin(t), "--log-level", "error", "work", "--queue", "env", "--drain", "--", handler)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "LEASEHOLD_DB="+db, "PGPASSWORD=hunter2", "LEASEHOLD_SECRET_ACCESS_KEY=k", "KEEP_ME=1")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -274,7 +274,7 @@ func TestBrokenCommandDeadLettersNothing(t *testing.T) {
 			if err := os.WriteFile(handler, []byte(tc.body), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			cmd := exec.Command(bin, "--db", db, "work", "--queue", "b", "--concurrency", "4", "--", handler)
+			cmd := exec.Command(leaseholdBin(t), "--db", db, "work", "--queue", "b", "--concurrency", "4", "--", handler)
 			cmd.Dir, cmd.Env = dir, append(os.Environ(), "LEASEHOLD_DB=")
 			stderr := &testproc.SyncBuffer{}
 			cmd.Stderr = stderr
@@ -331,7 +331,7 @@ i=0
 while [ $i -lt 300 ]; do printf '%%s-%s' "$id"; printf '%s\n'; i=$((i+1)); done
 printf 'unfinished-%%s' "$id"
 `, a, b))
-	cmd := exec.Command(bin, "--db", db, "--log-level", "error", "work", "--queue", "lines", "--concurrency", "8", "--drain", "--", handler)
+	cmd := exec.Command(leaseholdBin(t), "--db", db, "--log-level", "error", "work", "--queue", "lines", "--concurrency", "8", "--drain", "--", handler)
 	cmd.Dir, cmd.Env = dir, append(os.Environ(), "LEASEHOLD_DB=")
 	var out bytes.Buffer
 	cmd.Stdout = &out

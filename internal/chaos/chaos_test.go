@@ -299,11 +299,13 @@ func killAndRestart(t *testing.T, e env, n int, hurt func()) {
 }
 
 func TestKillAndRestartSQLite(t *testing.T) {
+	testproc.SkipShort(t, "kills and restarts worker processes")
 	t.Parallel()
 	killAndRestart(t, sqliteEnv(t), 4000, nil)
 }
 
 func TestKillAndRestartPostgres(t *testing.T) {
+	testproc.SkipShort(t, "kills and restarts worker processes")
 	t.Parallel()
 	e := postgresEnv(t)
 	// Every second, besides a worker, every connection of the workers to
@@ -379,11 +381,13 @@ func testStaleCompletionRefused(t *testing.T, e env) {
 }
 
 func TestStaleCompletionRefusedSQLite(t *testing.T) {
+	testproc.SkipShort(t, "freezes a worker process past its lease")
 	t.Parallel()
 	testStaleCompletionRefused(t, sqliteEnv(t))
 }
 
 func TestStaleCompletionRefusedPostgres(t *testing.T) {
+	testproc.SkipShort(t, "freezes a worker process past its lease")
 	t.Parallel()
 	testStaleCompletionRefused(t, postgresEnv(t))
 }

@@ -77,6 +77,7 @@ func init() {
 // under the lease of the one delete that succeeded, and every delete under
 // a lost lease was refused.
 func TestSQSChaos(t *testing.T) {
+	testproc.SkipShort(t, "builds the command and kills SQS consumer processes")
 	t.Parallel()
 	bin := buildLeasehold(t)
 	t.Run("sqlite", func(t *testing.T) {

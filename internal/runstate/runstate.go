@@ -1,6 +1,11 @@
 // Package runstate holds the start and stop bookkeeping that every leasehold
 // loop shares: Run once, Shutdown any number of times from any goroutine,
 // before Run too, and Running in between.
+//
+// It is not part of lifecycle: the worker, the server, the dashboard and
+// the client keep their loops' state with it, so lifecycle would have to
+// export Begin and End, whose End must follow a successful Begin exactly
+// once. A user's loop gets the same bookkeeping from lifecycle.Func.
 package runstate
 
 import (

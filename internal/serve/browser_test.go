@@ -22,6 +22,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/leasehold/leasehold/internal/serve"
+	"github.com/leasehold/leasehold/internal/testproc"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -496,6 +497,7 @@ func wantCounts(t *testing.T, where string, got map[string]int64, want map[strin
 }
 
 func TestDashboardInBrowser(t *testing.T) {
+	testproc.SkipShort(t, "drives headless Chromium")
 	exe := chromium(t)
 	for _, bk := range backends() {
 		t.Run(bk.name, func(t *testing.T) {

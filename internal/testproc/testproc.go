@@ -1,6 +1,7 @@
 // Package testproc runs copies of the current test binary as separate OS
 // processes, for tests of several processes sharing one database and for
-// tests that signal, freeze or kill a process.
+// tests that signal, freeze or kill a process; and it says which tests the
+// short inner loop (go test -short) leaves out.
 package testproc
 
 import (
@@ -17,6 +18,17 @@ import (
 
 	"github.com/leasehold/leasehold/clock"
 )
+
+// SkipShort skips t under go test -short, saying what it skips. A test
+// that starts processes (the command, workers to kill, a browser) or cuts
+// live connections waits in real time, seconds a test; the inner loop
+// leaves those to the full run, without -short.
+func SkipShort(t testing.TB, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("-short: %s, which takes seconds; the full run (no -short) covers it", what)
+	}
+}
 
 // Run starts n processes of the test binary, each running only the test
 // named test with the extra environment variables env ("NAME=value"), and

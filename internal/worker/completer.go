@@ -8,7 +8,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/leasehold/leasehold/backoff"
+	"github.com/leasehold/leasehold/internal/backoff"
 	"github.com/leasehold/leasehold/store"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/leasehold/leasehold/backoff"
 	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/internal/backoff"
 	"github.com/leasehold/leasehold/internal/mailbox"
 	"github.com/leasehold/leasehold/internal/storecore"
 	"github.com/leasehold/leasehold/store"

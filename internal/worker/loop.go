@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/leasehold/leasehold/backoff"
 	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/internal/backoff"
 	"github.com/leasehold/leasehold/internal/mailbox"
 	"github.com/leasehold/leasehold/store"
 )

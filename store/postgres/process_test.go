@@ -153,6 +153,7 @@ func checkRun(t *testing.T, pool *pgxpool.Pool, s *postgres.Store, schema string
 }
 
 func TestManyProcesses(t *testing.T) {
+	testproc.SkipShort(t, "runs four worker processes on one database")
 	pool := pgtest.Pool(t)
 	schema := pgtest.Schema(t, pool)
 	s := openLive(t, pool, schema)
@@ -173,6 +174,7 @@ func TestManyProcesses(t *testing.T) {
 // middle of a run: operations fail, the pool reconnects, the workers retry,
 // and every message is still completed once.
 func TestConnectionLoss(t *testing.T) {
+	testproc.SkipShort(t, "terminates the workers' live connections mid-run")
 	admin := pgtest.Pool(t)
 	schema := pgtest.Schema(t, admin)
 	setup := openLive(t, admin, schema)

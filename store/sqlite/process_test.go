@@ -69,6 +69,7 @@ func TestWorkerProcess(t *testing.T) {
 // TestManyProcesses runs four OS processes on one SQLite file: every
 // message is claimed exactly once and completed.
 func TestManyProcesses(t *testing.T) {
+	testproc.SkipShort(t, "runs four worker processes on one file")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	path := filepath.Join(t.TempDir(), "shared.db")

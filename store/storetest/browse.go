@@ -440,3 +440,48 @@ func testQueuesOfEveryState(t *testing.T, f Factory) {
 	}
 	wantQueues("paused", "pending", "recorded", "recorded-then-purged", "waiting")
 }
+
+func testStatsAndList(t *testing.T, f Factory) {
+	b := setup(t, f)
+	ids := b.enqueue(
+		store.NewMessage{Payload: []byte("a")},
+		store.NewMessage{Payload: []byte("b")},
+		store.NewMessage{Payload: []byte("c"), Key: "K"},
+		store.NewMessage{Payload: []byte("d"), Key: "K"},
+		store.NewMessage{Payload: []byte("e"), MaxDeliveries: 1},
+		store.NewMessage{Payload: []byte("f"), Delay: time.Hour},
+	)
+	b.clk.Advance(10 * time.Second)
+	ds := b.claim(2) // a, b
+	b.mustComplete(ds[0].Lease)
+	st := b.stats()
+	// f, delayed an hour, is pending but not visible.
+	want := store.Stats{Queue: b.queue, Pending: 3, Waiting: 1, Processing: 1, Completed: 1, BlockedKeys: 1, OldestPendingAge: 10 * time.Second,
+		Delayed: 1}
+	if st != want {
+		t.Fatalf("stats\n got  %+v\n want %+v", st, want)
+	}
+	list := func(s store.State) []int64 {
+		infos, err := b.s.List(b.ctx, store.ListFilter{Queue: b.queue, State: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []int64
+		for _, in := range infos {
+			out = append(out, in.ID)
+		}
+		return out
+	}
+	sameIDs(t, "pending", list(store.Pending), []int64{ids[2], ids[4], ids[5]})
+	sameIDs(t, "waiting", list(store.Waiting), []int64{ids[3]})
+	sameIDs(t, "processing", list(store.Processing), []int64{ids[1]})
+	sameIDs(t, "completed", list(store.Completed), []int64{ids[0]})
+	sameIDs(t, "dead", list(store.Dead), nil)
+	page, err := b.s.List(b.ctx, store.ListFilter{Queue: b.queue, State: store.Pending, AfterID: ids[2], Limit: 1})
+	if err != nil || len(page) != 1 || page[0].ID != ids[4] {
+		t.Fatalf("paged list = %+v, %v", page, err)
+	}
+	if st, err := b.s.Stats(b.ctx, "never-used"); err != nil || st != (store.Stats{Queue: "never-used"}) {
+		t.Fatalf("stats of an unused queue = %+v, %v", st, err)
+	}
+}

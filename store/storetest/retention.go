@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -65,4 +66,51 @@ func testPruneDeadAndCancelled(t *testing.T, f Factory) {
 	if err != nil || res[0].Duplicate || res[0].ID == ids[0] {
 		t.Fatalf("enqueue with a pruned message's dedup id: %+v, %v; want a new message", res, err)
 	}
+}
+
+func testRetention(t *testing.T, f Factory) {
+	b := setup(t, f)
+	for i := 0; i < 5; i++ {
+		b.enqueue(store.NewMessage{Payload: []byte("x"), DedupID: fmt.Sprint("d", i)})
+	}
+	for _, d := range b.claim(5) {
+		b.mustComplete(d.Lease)
+	}
+	if n, err := b.prune(store.Completed, time.Hour, 100); err != nil || n != 0 {
+		t.Fatalf("Prune inside retention = %d, %v", n, err)
+	}
+	// Past the retention but inside the dedup window: kept, to dedup.
+	b.clk.Advance(store.DefaultDedupWindow - time.Second)
+	if n, err := b.prune(store.Completed, time.Second, 100); err != nil || n != 0 {
+		t.Fatalf("Prune inside the dedup window = %d, %v", n, err)
+	}
+	b.clk.Advance(time.Second)
+	var total int
+	for {
+		n, err := b.prune(store.Completed, time.Second, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 2 {
+			t.Fatalf("deleted %d in a batch of 2", n)
+		}
+		total += n
+		if n < 2 {
+			break
+		}
+	}
+	if total != 5 {
+		t.Fatalf("deleted %d, want 5", total)
+	}
+	if st := b.stats(); st.Completed != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	if infos, err := b.s.List(b.ctx, store.ListFilter{Queue: b.queue, State: store.Completed}); err != nil || len(infos) != 0 {
+		t.Fatalf("completed messages listed after retention: %d, %v", len(infos), err)
+	}
+}
+
+// prune prunes the suite's queue.
+func (b *bundle) prune(state store.State, olderThan time.Duration, limit int) (int, error) {
+	return b.s.Prune(b.ctx, store.Prune{Queue: b.queue, State: state, OlderThan: olderThan, Limit: limit})
 }

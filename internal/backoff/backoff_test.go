@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasehold/leasehold/backoff"
 	"github.com/leasehold/leasehold/clock/clocktest"
+	"github.com/leasehold/leasehold/internal/backoff"
 )
 
 func TestDelayGrowsAndCaps(t *testing.T) {
