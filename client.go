@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/internal/maintenance"
 	"github.com/leasehold/leasehold/internal/worker"
 	"github.com/leasehold/leasehold/lifecycle"
 	"github.com/leasehold/leasehold/store"
@@ -365,7 +366,7 @@ func (c *Client[TTx]) startLocked(ctx context.Context) error {
 		return fmt.Errorf("leasehold: %w", err)
 	}
 	queues := sortedQueues(c.cfg)
-	unobserve, err := worker.ObserveQueues(c.cfg.MeterProvider, c.st, func(context.Context) ([]string, error) { return queues, nil })
+	unobserve, err := maintenance.ObserveQueues(maintenance.Meter(c.cfg.MeterProvider), c.st, func(context.Context) ([]string, error) { return queues, nil })
 	if err != nil {
 		return fmt.Errorf("leasehold: metrics: %w", err)
 	}

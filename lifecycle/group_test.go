@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/clock/clocktest"
+	"github.com/leasehold/leasehold/internal/maintenance"
 	"github.com/leasehold/leasehold/internal/runstate"
 	"github.com/leasehold/leasehold/internal/worker"
 	"github.com/leasehold/leasehold/lifecycle"
@@ -61,7 +62,7 @@ func (l *testLoop) Running() bool                      { return l.state.Running(
 
 var _ lifecycle.Runnable = (*testLoop)(nil)
 var _ lifecycle.Runnable = (*worker.Worker)(nil)
-var _ lifecycle.Runnable = (*worker.Reaper)(nil)
+var _ lifecycle.Runnable = (*maintenance.Reaper)(nil)
 var _ lifecycle.Runnable = (*worker.Watchdog)(nil)
 var _ lifecycle.Runnable = (*lifecycle.Group)(nil)
 

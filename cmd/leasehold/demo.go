@@ -21,6 +21,7 @@ import (
 	"github.com/leasehold/leasehold/backoff"
 	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/internal/mailbox"
+	"github.com/leasehold/leasehold/internal/maintenance"
 	"github.com/leasehold/leasehold/internal/worker"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/sqlite"
@@ -242,7 +243,7 @@ func (a *app) demoCrash(ctx context.Context, st store.Store, path string, out *p
 		return 0, err
 	}
 	out.line("   worker process %d killed while message %d was in flight; its lease runs out in %s", child.Process.Pid, res[0].ID, demoLease)
-	r, err := worker.NewReaper(worker.ReaperConfig{Store: st, Logger: log})
+	r, err := maintenance.NewReaper(maintenance.ReaperConfig{Deps: maintenance.Deps{Store: st, Logger: log}})
 	if err != nil {
 		return 0, err
 	}

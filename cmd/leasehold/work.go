@@ -19,6 +19,7 @@ import (
 	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/cmd/leasehold/internal/script"
 	"github.com/leasehold/leasehold/internal/anyjob"
+	"github.com/leasehold/leasehold/internal/maintenance"
 	"github.com/leasehold/leasehold/internal/worker"
 	"github.com/leasehold/leasehold/lifecycle"
 	"github.com/leasehold/leasehold/store"
@@ -44,7 +45,7 @@ type workFlags struct {
 }
 
 func (a *app) workCommand() *cobra.Command {
-	f := workFlags{retainCompleted: retention{worker.DefaultCompletedRetention}, retainDead: retention{worker.DefaultDeadRetention}}
+	f := workFlags{retainCompleted: retention{maintenance.DefaultCompletedRetention}, retainDead: retention{maintenance.DefaultDeadRetention}}
 	cmd := &cobra.Command{
 		Use:   "work --queue Q [flags] -- CMD [ARGS...]",
 		Short: "Run a program once per message",

@@ -28,10 +28,10 @@ import (
 
 	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/internal/dashboard"
+	"github.com/leasehold/leasehold/internal/maintenance"
 	"github.com/leasehold/leasehold/internal/runstate"
 	"github.com/leasehold/leasehold/internal/sigv4"
 	"github.com/leasehold/leasehold/internal/sqsapi"
-	"github.com/leasehold/leasehold/internal/worker"
 	"github.com/leasehold/leasehold/lifecycle"
 	"github.com/leasehold/leasehold/store"
 )
@@ -64,7 +64,7 @@ type Config struct {
 	// DefaultReapInterval.
 	ReapInterval time.Duration
 	// CompletedRetention and DeadRetention are how long finished messages
-	// are kept, as in a worker (see worker.CleanerConfig); the server
+	// are kept, as in a worker (see maintenance.CleanerConfig); the server
 	// cleans only while it holds the database's maintainer lease.
 	CompletedRetention, DeadRetention time.Duration
 	// ShutdownTimeout bounds a graceful stop. Default
@@ -81,7 +81,7 @@ type Server struct {
 	cfg   Config
 	api   *sqsapi.API
 	dash  *dashboard.Dashboard
-	maint *worker.Maintenance
+	maint *maintenance.Maintenance
 	mux   *http.ServeMux
 	// handler is mux behind the check of the Host header.
 	handler http.Handler
@@ -150,9 +150,9 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
-	maint, err := worker.NewMaintenance(worker.MaintenanceConfig{Store: cfg.Store, ReapInterval: cfg.ReapInterval,
-		CompletedRetention: cfg.CompletedRetention, DeadRetention: cfg.DeadRetention, Clock: cfg.Clock,
-		Logger: cfg.Logger, MeterProvider: mp})
+	meter := maintenance.Meter(mp)
+	maint, err := maintenance.New(maintenance.Config{Deps: maintenance.Deps{Store: cfg.Store, Clock: cfg.Clock, Logger: cfg.Logger, Meter: meter},
+		ReapInterval: cfg.ReapInterval, AlwaysReap: true, CompletedRetention: cfg.CompletedRetention, DeadRetention: cfg.DeadRetention})
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
@@ -160,7 +160,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
-	unobserve, err := worker.ObserveQueues(mp, cfg.Store, cfg.Store.Queues)
+	unobserve, err := maintenance.ObserveQueues(meter, cfg.Store, cfg.Store.Queues)
 	if err != nil {
 		return nil, fmt.Errorf("serve: metrics: %w", err)
 	}

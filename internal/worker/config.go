@@ -13,6 +13,7 @@ import (
 	"github.com/leasehold/leasehold/backoff"
 	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/internal/mailbox"
+	"github.com/leasehold/leasehold/internal/maintenance"
 	"github.com/leasehold/leasehold/internal/storecore"
 	"github.com/leasehold/leasehold/store"
 )
@@ -95,19 +96,19 @@ type Config struct {
 	// return before it releases their leases. Default DefaultHardStopWait.
 	HardStopWait time.Duration
 	// ReapInterval is the interval of the worker's reaper. Default
-	// DefaultReapInterval, or half of LeaseDuration when that is shorter;
-	// it must be below LeaseDuration.
+	// maintenance.DefaultReapInterval, or half of LeaseDuration when that
+	// is shorter; it must be below LeaseDuration.
 	ReapInterval time.Duration
 	// DisableReaper turns the worker's reaper off, for a deployment that
-	// runs a Reaper elsewhere.
+	// runs a reaper elsewhere.
 	DisableReaper bool
 	// CompletedRetention and DeadRetention are the retentions of the
-	// worker's cleaner (see CleanerConfig): defaults
-	// DefaultCompletedRetention and DefaultDeadRetention; KeepForever
-	// keeps the messages.
+	// worker's cleaner (see maintenance.CleanerConfig): defaults
+	// maintenance.DefaultCompletedRetention and DefaultDeadRetention;
+	// maintenance.KeepForever keeps the messages.
 	CompletedRetention, DeadRetention time.Duration
 	// DisableCleaner turns the worker's cleaner off, for a deployment that
-	// runs a Cleaner elsewhere or keeps every message.
+	// runs a cleaner elsewhere or keeps every message.
 	DisableCleaner bool
 	// Clock times everything. Default: the system clock.
 	Clock clock.Clock
@@ -266,17 +267,16 @@ func (c Config) resolve(needDeps bool) (resolved, error) {
 		bad("HardStopWait is %s, must be positive", c.HardStopWait)
 	}
 	if !c.DisableReaper {
-		rc := ReaperConfig{LeaseDuration: c.LeaseDuration, Interval: c.ReapInterval}
-		if _, err := rc.resolveTiming(); err != nil {
+		var err error
+		c.ReapInterval, err = maintenance.ReaperConfig{LeaseDuration: c.LeaseDuration, Interval: c.ReapInterval}.ResolveInterval()
+		if err != nil {
 			bad("ReapInterval: %w", err)
 		}
 	}
 	if !c.DisableCleaner {
-		cc, err := CleanerConfig{CompletedRetention: c.CompletedRetention, DeadRetention: c.DeadRetention}.resolveRetentions()
-		if err != nil {
+		if err := (maintenance.CleanerConfig{CompletedRetention: c.CompletedRetention, DeadRetention: c.DeadRetention}).Check(); err != nil {
 			bad("%w", err)
 		}
-		c.CompletedRetention, c.DeadRetention = cc.CompletedRetention, cc.DeadRetention
 	}
 	c.Clock = clock.OrSystem(c.Clock)
 	c.Logger = orDefaultLogger(c.Logger)

@@ -43,21 +43,22 @@
 // message failed. KeepAlive gives the same protection to a message received
 // through the mailbox by a loop that is not a Worker.
 //
-// # Reaper, heartbeats, watchdog
+// # Upkeep, heartbeats, watchdog
 //
-// A Reaper takes back messages whose lease expired; every worker runs one
-// unless DisableReaper is set, and it is safe to run many. Loops beat a
-// Heartbeat as they make progress, and a Watchdog reports loops that have
-// been silent too long.
+// Every worker runs a maintenance.Maintenance beside its claim loops: it
+// stands in the database's maintainer election and, while it holds the
+// maintainer lease, reaps messages whose lease expired and cleans
+// finished ones (DisableReaper, DisableCleaner). Loops beat a Heartbeat
+// as they make progress, and a Watchdog reports loops that have been
+// silent too long.
 //
 // # Metrics
 //
 // Through the OpenTelemetry metric API, a no-op unless a provider is
 // installed: leasehold.messages.claimed, .completed, .failed,
 // .dead_lettered and .in_flight; leasehold.handler.duration;
-// leasehold.lease.extensions by result (ok, lost, error);
-// leasehold.reaper.recovered and leasehold.reaper.stale.duration, by queue,
-// and leasehold.reaper.runs; and leasehold.watchdog.stalls. Message
+// leasehold.lease.extensions by result (ok, lost, error); and
+// leasehold.watchdog.stalls (the upkeep's are in package maintenance). Message
 // counts and durations carry the attributes queue and, for messages that
 // have one, kind; the worker id, new at every restart, is in the logs
 // only.

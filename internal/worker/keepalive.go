@@ -11,6 +11,7 @@ import (
 
 	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/internal/mailbox"
+	"github.com/leasehold/leasehold/internal/maintenance"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -65,7 +66,7 @@ func KeepAlive(ctx context.Context, msg *mailbox.Message, cfg KeepAliveConfig, f
 		clk = msg.Mailbox().Clock()
 	}
 	log := orDefaultLogger(cfg.Logger).With("queue", msg.Queue)
-	m, err := newWorkerMetrics(cfg.MeterProvider)
+	m, err := newWorkerMetrics(maintenance.Meter(cfg.MeterProvider))
 	if err != nil {
 		return fmt.Errorf("worker: KeepAlive: metrics: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/internal/maintenance"
 	"github.com/leasehold/leasehold/internal/storecore"
 	"github.com/leasehold/leasehold/store"
 )
@@ -245,7 +246,7 @@ func (k *keeper) run(ctx context.Context) {
 		<-ctx.Done()
 		return
 	}
-	every(ctx, k.clk, k.cfg.Interval, nil, func() { k.tick(ctx) })
+	maintenance.Every(ctx, k.clk, k.cfg.Interval, nil, func() { k.tick(ctx) })
 }
 
 // tick extends every held lease with one store call.

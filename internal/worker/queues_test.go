@@ -12,6 +12,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/leasehold/leasehold/internal/metrictest"
 	"github.com/leasehold/leasehold/internal/worker"
 	"github.com/leasehold/leasehold/store"
 )
@@ -165,7 +166,7 @@ func TestMetricsCarryTheKind(t *testing.T) {
 			store.NewMessage{Payload: []byte("x")})
 		b.wait(time.Minute, "completions", b.completed(3))
 		synctest.Wait()
-		data := collect(t, reader)
+		data := metrictest.Collect(t, reader)
 		byKind := map[string]int64{}
 		for _, dp := range data["leasehold.messages.completed"].(metricdata.Sum[int64]).DataPoints {
 			k, _ := dp.Attributes.Value("kind")

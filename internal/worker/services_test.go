@@ -12,115 +12,12 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/leasehold/leasehold/clock/clocktest"
 	"github.com/leasehold/leasehold/internal/mailbox"
+	"github.com/leasehold/leasehold/internal/metrictest"
 	"github.com/leasehold/leasehold/internal/worker"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/memory"
 )
-
-// collect reads every metric of a manual reader by name.
-func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]metricdata.Aggregation {
-	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := r.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]metricdata.Aggregation{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			out[m.Name] = m.Data
-		}
-	}
-	return out
-}
-
-func sum(t *testing.T, data map[string]metricdata.Aggregation, name string) int64 {
-	t.Helper()
-	s, ok := data[name].(metricdata.Sum[int64])
-	if !ok {
-		t.Fatalf("metric %s: %T, want an int64 sum", name, data[name])
-	}
-	var total int64
-	for _, dp := range s.DataPoints {
-		total += dp.Value
-	}
-	return total
-}
-
-func TestReaperMetrics(t *testing.T) {
-	ctx := context.Background()
-	clk := clocktest.New()
-	st, err := memory.New(memory.Config{Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	reader := sdkmetric.NewManualReader()
-	r, err := worker.NewReaper(worker.ReaperConfig{Store: st, Clock: clk, Logger: quietLogger(),
-		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Enqueue(ctx, []store.NewMessage{{Queue: queue}, {Queue: queue, MaxDeliveries: 1}, {Queue: queue}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Claim(ctx, store.Claim{Queue: queue, WorkerID: "gone", Max: 2, LeaseDuration: time.Second}); err != nil {
-		t.Fatal(err)
-	}
-	if rec, err := r.RunOnce(ctx); err != nil || len(rec) != 0 {
-		t.Fatalf("reap before expiry: %v, %v", rec, err)
-	}
-	clk.Advance(4 * time.Second)
-	rec, err := r.RunOnce(ctx)
-	if err != nil || len(rec) != 2 {
-		t.Fatalf("reap after expiry: %v, %v", rec, err)
-	}
-	data := collect(t, reader)
-	if got := sum(t, data, "leasehold.reaper.runs"); got != 2 {
-		t.Fatalf("leasehold.reaper.runs = %d, want 2", got)
-	}
-	if got := sum(t, data, "leasehold.reaper.recovered"); got != 2 {
-		t.Fatalf("leasehold.reaper.recovered = %d, want 2", got)
-	}
-	h, ok := data["leasehold.reaper.stale.duration"].(metricdata.Histogram[float64])
-	if !ok || len(h.DataPoints) != 1 {
-		t.Fatalf("leasehold.reaper.stale.duration: %#v", data["leasehold.reaper.stale.duration"])
-	}
-	if dp := h.DataPoints[0]; dp.Count != 2 || dp.Sum != 6 {
-		t.Fatalf("stale durations: count %d sum %v, want 2 and 6 s (each stuck 3 s)", dp.Count, dp.Sum)
-	}
-	if q, _ := h.DataPoints[0].Attributes.Value("queue"); q.AsString() != queue {
-		t.Fatalf("stale durations of queue %q, want %q", q.AsString(), queue)
-	}
-}
-
-func TestReaperRunsOnItsInterval(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		st := newStore(t)
-		reader := sdkmetric.NewManualReader()
-		r, err := worker.NewReaper(worker.ReaperConfig{Store: st, LeaseDuration: 4 * time.Second, Logger: quietLogger(),
-			MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.Interval() != 2*time.Second {
-			t.Fatalf("interval %s with a 4 s lease, want 2 s", r.Interval())
-		}
-		done := make(chan error)
-		go func() { done <- r.Run(context.Background()) }()
-		time.Sleep(9 * time.Second)
-		if err := r.Shutdown(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-		if got := sum(t, collect(t, reader), "leasehold.reaper.runs"); got != 4 {
-			t.Fatalf("runs in 9 s at 2 s = %d, want 4", got)
-		}
-	})
-}
 
 func TestWatchdogCatchesStalledLoop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -160,7 +57,7 @@ func TestWatchdogCatchesStalledLoop(t *testing.T) {
 		if s := wd.Stalled(); len(s) != 1 || s[0].Name != "stuck" {
 			t.Fatalf("Stalled() = %+v", s)
 		}
-		if n := sum(t, collect(t, reader), "leasehold.watchdog.stalls"); n != 2 {
+		if n := metrictest.Sum(t, metrictest.Collect(t, reader), "leasehold.watchdog.stalls"); n != 2 {
 			t.Fatalf("leasehold.watchdog.stalls = %d, want 2", n)
 		}
 	})
@@ -292,7 +189,7 @@ func TestStoreRefusedExtensionCancels(t *testing.T) {
 		if n := b.store.completes.Load(); n != 0 {
 			t.Fatalf("the worker attempted %d completions of a lost lease", n)
 		}
-		data := collect(t, reader)
+		data := metrictest.Collect(t, reader)
 		ext := data["leasehold.lease.extensions"].(metricdata.Sum[int64])
 		var lostCount int64 = -1
 		for _, dp := range ext.DataPoints {
@@ -325,10 +222,10 @@ func TestWorkerMetrics(t *testing.T) {
 			store.NewMessage{Payload: []byte("bad")}, store.NewMessage{Payload: []byte("flaky")})
 		b.wait(time.Minute, "three completions", b.completed(3))
 		synctest.Wait()
-		data := collect(t, reader)
+		data := metrictest.Collect(t, reader)
 		for name, want := range map[string]int64{"leasehold.messages.claimed": 5, "leasehold.messages.completed": 3,
 			"leasehold.messages.failed": 1, "leasehold.messages.dead_lettered": 1, "leasehold.messages.in_flight": 0} {
-			if got := sum(t, data, name); got != want {
+			if got := metrictest.Sum(t, data, name); got != want {
 				t.Errorf("%s = %d, want %d", name, got, want)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/internal/maintenance"
 	"github.com/leasehold/leasehold/internal/runstate"
 )
 
@@ -73,7 +74,7 @@ func NewWatchdog(cfg WatchdogConfig) (*Watchdog, error) {
 		return nil, fmt.Errorf("worker: watchdog Threshold %s must exceed Interval %s", cfg.Threshold, cfg.Interval)
 	}
 	cfg.Clock = clock.OrSystem(cfg.Clock)
-	stalls, err := meter(cfg.MeterProvider).Int64Counter("leasehold.watchdog.stalls", metric.WithUnit("{loop}"),
+	stalls, err := maintenance.Meter(cfg.MeterProvider).Int64Counter("leasehold.watchdog.stalls", metric.WithUnit("{loop}"),
 		metric.WithDescription("Loops the watchdog found silent longer than its threshold, per check."))
 	if err != nil {
 		return nil, err
@@ -147,7 +148,7 @@ func (w *Watchdog) Run(ctx context.Context) error {
 		return err
 	}
 	defer w.state.End()
-	every(ctx, w.cfg.Clock, w.cfg.Interval, w.state.Stopping(), func() { w.Check(ctx) })
+	maintenance.Every(ctx, w.cfg.Clock, w.cfg.Interval, w.state.Stopping(), func() { w.Check(ctx) })
 	return nil
 }
 
@@ -157,19 +158,3 @@ func (w *Watchdog) Shutdown(ctx context.Context) error { return w.state.Shutdown
 
 // Running reports whether Run is running.
 func (w *Watchdog) Running() bool { return w.state.Running() }
-
-// every calls f every interval on clk until ctx ends or stop is closed.
-func every(ctx context.Context, clk clock.Clock, interval time.Duration, stop <-chan struct{}, f func()) {
-	t := clk.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-stop:
-			return
-		case <-t.C():
-			f()
-		}
-	}
-}

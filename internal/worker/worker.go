@@ -9,20 +9,20 @@ import (
 
 	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/internal/mailbox"
+	"github.com/leasehold/leasehold/internal/maintenance"
 )
 
 // Worker claims messages of its queues and runs a handler on each, under a
 // lease that its lease keeper keeps alive; see the package documentation
 // for its rules.
 type Worker struct {
-	cfg     resolved
-	queues  []*queue
-	keeper  *keeper
-	reaper  *Reaper
-	cleaner *Cleaner
-	// maint holds the database's maintainer lease: the reaper and the
-	// cleaner run while it does. Nil when both are off.
-	maint *maintainer
+	cfg    resolved
+	queues []*queue
+	keeper *keeper
+	// maint is the worker's part in the database's upkeep: its reaper and
+	// cleaner run while it holds the maintainer lease. Nil when both are
+	// off.
+	maint *maintenance.Maintenance
 	log   *slog.Logger
 	m     *workerMetrics
 	phase phases
@@ -48,7 +48,8 @@ func New(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := newWorkerMetrics(r.MeterProvider)
+	meter := maintenance.Meter(r.MeterProvider)
+	m, err := newWorkerMetrics(meter)
 	if err != nil {
 		return nil, fmt.Errorf("worker: metrics: %w", err)
 	}
@@ -71,23 +72,12 @@ func New(cfg Config) (*Worker, error) {
 			log: qlog, attrs: newQueueAttrs(qc.Name), keeperName: keeperName})
 	}
 	w.keeper = newKeeper(r.Store, r.Clock, r.extender, log, m)
-	if !r.DisableReaper {
-		w.reaper, err = NewReaper(ReaperConfig{Store: r.Store, LeaseDuration: r.LeaseDuration, Interval: r.ReapInterval,
-			Clock: r.Clock, Logger: log, MeterProvider: r.MeterProvider})
+	if !r.DisableReaper || !r.DisableCleaner {
+		w.maint, err = maintenance.New(maintenance.Config{Deps: maintenance.Deps{Store: r.Store, Clock: r.Clock, Logger: log, Meter: meter},
+			ID: r.WorkerID, LeaseDuration: r.LeaseDuration, ReapInterval: r.ReapInterval, DisableReaper: r.DisableReaper,
+			DisableCleaner: r.DisableCleaner, CompletedRetention: r.CompletedRetention, DeadRetention: r.DeadRetention})
 		if err != nil {
-			return nil, err
-		}
-	}
-	if !r.DisableCleaner {
-		w.cleaner, err = NewCleaner(CleanerConfig{Store: r.Store, CompletedRetention: r.CompletedRetention,
-			DeadRetention: r.DeadRetention, Clock: r.Clock, Logger: log, MeterProvider: r.MeterProvider})
-		if err != nil {
-			return nil, err
-		}
-	}
-	if w.reaper != nil || w.cleaner != nil {
-		if w.maint, err = newMaintainer(r.Store, r.WorkerID, r.LeaseDuration, r.Clock, log, r.MeterProvider); err != nil {
-			return nil, fmt.Errorf("worker: metrics: %w", err)
+			return nil, fmt.Errorf("worker: %w", err)
 		}
 	}
 	return w, nil
@@ -113,7 +103,7 @@ func (w *Worker) Heartbeats() map[string]*Heartbeat {
 
 // Maintaining reports whether the worker holds the database's maintainer
 // lease now: its reaper and cleaner run only while it does.
-func (w *Worker) Maintaining() bool { return w.maint != nil && w.maint.holding() }
+func (w *Worker) Maintaining() bool { return w.maint != nil && w.maint.Maintaining() }
 
 // Running reports whether Run is running.
 func (w *Worker) Running() bool { return w.phase.inRun.Load() }
@@ -171,18 +161,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	keeperCtx, stopKeeper := context.WithCancel(base)
 	var bg sync.WaitGroup
 	bg.Go(func() { w.keeper.run(keeperCtx) })
-	reaperCtx, stopReaper := context.WithCancel(ctx)
+	maintCtx, stopMaint := context.WithCancel(ctx)
 	if w.maint != nil {
-		bg.Go(func() { w.maint.run(reaperCtx) })
-	}
-	if w.reaper != nil {
-		bg.Go(func() { w.reaper.loop(reaperCtx, nil, w.maint.holding) })
-	}
-	if w.cleaner != nil {
-		bg.Go(func() { w.cleaner.loop(reaperCtx, w.maint.holding) })
+		bg.Go(func() { _ = w.maint.Run(maintCtx) })
 	}
 	defer func() {
-		stopReaper()
+		stopMaint()
 		stopKeeper()
 		bg.Wait()
 	}()

@@ -1,15 +1,13 @@
-package worker
+package maintenance
 
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -29,8 +27,10 @@ const (
 
 // CleanerConfig configures a Cleaner.
 type CleanerConfig struct {
-	// Store is cleaned. Required.
-	Store store.Store
+	// Deps: the Store is cleaned (required); the Logger receives a line
+	// per run that deleted messages and per error; the Meter makes
+	// leasehold.cleaner.deleted.
+	Deps
 	// Queue limits the cleaning to one queue. Empty: every queue.
 	Queue string
 	// CompletedRetention is how long completed messages are kept after
@@ -44,14 +44,6 @@ type CleanerConfig struct {
 	DeadRetention time.Duration
 	// Interval is the time between runs. Default DefaultCleanInterval.
 	Interval time.Duration
-	// Clock times the runs. Default: the system clock.
-	Clock clock.Clock
-	// Logger receives a line per run that deleted messages and per error.
-	// Default slog.Default().
-	Logger *slog.Logger
-	// MeterProvider gets leasehold.cleaner.deleted. Default: the global
-	// OpenTelemetry provider.
-	MeterProvider metric.MeterProvider
 }
 
 func (c CleanerConfig) resolve() (CleanerConfig, error) {
@@ -68,9 +60,14 @@ func (c CleanerConfig) resolve() (CleanerConfig, error) {
 	if c.Interval == 0 {
 		c.Interval = DefaultCleanInterval
 	}
-	c.Clock = clock.OrSystem(c.Clock)
-	c.Logger = orDefaultLogger(c.Logger)
+	c.Deps = c.Deps.orDefaults()
 	return c, nil
+}
+
+// Check reports a retention of c that cannot work, as NewCleaner would.
+func (c CleanerConfig) Check() error {
+	_, err := c.resolveRetentions()
+	return err
 }
 
 // resolveRetentions fills in and checks the retentions.
@@ -103,12 +100,12 @@ type Cleaner struct {
 func NewCleaner(cfg CleanerConfig) (*Cleaner, error) {
 	cfg, err := cfg.resolve()
 	if err != nil {
-		return nil, fmt.Errorf("worker: %w", err)
+		return nil, fmt.Errorf("maintenance: %w", err)
 	}
-	b := &instruments{m: meter(cfg.MeterProvider)}
-	c := &Cleaner{cfg: cfg, deleted: b.counter("leasehold.cleaner.deleted", "{message}", "Finished messages the cleaner deleted, by state.")}
-	if b.err != nil {
-		return nil, fmt.Errorf("worker: cleaner metrics: %w", b.err)
+	b := &Instruments{Meter: cfg.Meter}
+	c := &Cleaner{cfg: cfg, deleted: b.Counter("leasehold.cleaner.deleted", "{message}", "Finished messages the cleaner deleted, by state.")}
+	if b.Err != nil {
+		return nil, fmt.Errorf("maintenance: cleaner metrics: %w", b.Err)
 	}
 	for st := range store.State(store.States) {
 		c.states[st] = metric.WithAttributes(attribute.String("state", st.String()))
@@ -156,7 +153,7 @@ func (c *Cleaner) RunOnce(ctx context.Context) (Cleaned, error) {
 // loop cleans every Interval until ctx ends, skipping the runs when may
 // says no.
 func (c *Cleaner) loop(ctx context.Context, may func() bool) {
-	every(ctx, c.cfg.Clock, c.cfg.Interval, nil, func() {
+	Every(ctx, c.cfg.Clock, c.cfg.Interval, nil, func() {
 		if may() {
 			_, _ = c.RunOnce(ctx)
 		}

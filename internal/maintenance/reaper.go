@@ -1,15 +1,13 @@
-package worker
+package maintenance
 
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/internal/runstate"
 	"github.com/leasehold/leasehold/store"
 )
@@ -19,8 +17,11 @@ const DefaultReapInterval = 10 * time.Second
 
 // ReaperConfig configures a Reaper.
 type ReaperConfig struct {
-	// Store is reaped. Required.
-	Store store.Store
+	// Deps: the Store is reaped (required); the Logger receives a line per
+	// run that recovered messages and per error; the Meter makes
+	// leasehold.reaper.recovered, leasehold.reaper.stale.duration and
+	// leasehold.reaper.runs.
+	Deps
 	// LeaseDuration is the lease the workers of the store use, when known.
 	// It bounds the interval: a lost lease must not wait long to be taken
 	// back. Optional.
@@ -29,15 +30,6 @@ type ReaperConfig struct {
 	// half of LeaseDuration when that is shorter. An explicit Interval must
 	// be below LeaseDuration.
 	Interval time.Duration
-	// Clock times the runs. Default: the system clock.
-	Clock clock.Clock
-	// Logger receives a line per run that recovered messages and per error.
-	// Default slog.Default().
-	Logger *slog.Logger
-	// MeterProvider gets leasehold.reaper.recovered,
-	// leasehold.reaper.stale.duration and leasehold.reaper.runs. Default:
-	// the global OpenTelemetry provider, a no-op unless one is installed.
-	MeterProvider metric.MeterProvider
 }
 
 func (c ReaperConfig) resolve() (ReaperConfig, error) {
@@ -45,12 +37,15 @@ func (c ReaperConfig) resolve() (ReaperConfig, error) {
 		return c, fmt.Errorf("Reaper: Store is nil")
 	}
 	c, err := c.resolveTiming()
-	if err != nil {
-		return c, err
-	}
-	c.Clock = clock.OrSystem(c.Clock)
-	c.Logger = orDefaultLogger(c.Logger)
-	return c, nil
+	c.Deps = c.Deps.orDefaults()
+	return c, err
+}
+
+// ResolveInterval returns the interval of c, its default filled in, or
+// an error naming a setting that cannot work, as NewReaper would.
+func (c ReaperConfig) ResolveInterval() (time.Duration, error) {
+	c, err := c.resolveTiming()
+	return c.Interval, err
 }
 
 // resolveTiming fills in and checks the interval.
@@ -78,7 +73,6 @@ func (c ReaperConfig) resolveTiming() (ReaperConfig, error) {
 type Reaper struct {
 	cfg   ReaperConfig
 	m     *reaperMetrics
-	hb    *Heartbeat
 	state runstate.State
 }
 
@@ -86,25 +80,26 @@ type Reaper struct {
 func NewReaper(cfg ReaperConfig) (*Reaper, error) {
 	cfg, err := cfg.resolve()
 	if err != nil {
-		return nil, fmt.Errorf("worker: %w", err)
+		return nil, fmt.Errorf("maintenance: %w", err)
 	}
-	m, err := newReaperMetrics(cfg.MeterProvider)
-	if err != nil {
-		return nil, fmt.Errorf("worker: reaper metrics: %w", err)
+	b := &Instruments{Meter: cfg.Meter}
+	m := &reaperMetrics{
+		recovered: b.Counter("leasehold.reaper.recovered", "{message}", "Messages the reaper took back from expired leases."),
+		stale:     b.Histogram("leasehold.reaper.stale.duration", "How long recovered messages had been stuck with an expired lease."),
+		runs:      b.Counter("leasehold.reaper.runs", "{run}", "Reaper runs."),
 	}
-	return &Reaper{cfg: cfg, m: m, hb: NewHeartbeat(cfg.Clock)}, nil
+	if b.Err != nil {
+		return nil, fmt.Errorf("maintenance: reaper metrics: %w", b.Err)
+	}
+	return &Reaper{cfg: cfg, m: m}, nil
 }
 
 // Interval returns the time between runs.
 func (r *Reaper) Interval() time.Duration { return r.cfg.Interval }
 
-// Heartbeat beats at every run.
-func (r *Reaper) Heartbeat() *Heartbeat { return r.hb }
-
 // RunOnce reaps once and records the run's metrics.
 func (r *Reaper) RunOnce(ctx context.Context) ([]store.Recovered, error) {
 	rec, err := r.cfg.Store.Reap(ctx)
-	r.hb.Beat()
 	r.m.runs.Add(ctx, 1)
 	if err != nil {
 		r.cfg.Logger.Error("reaper run failed", "error", err)
@@ -140,7 +135,7 @@ func (r *Reaper) Run(ctx context.Context) error {
 // loop reaps every Interval until ctx ends or stop is closed, skipping the
 // runs when may, if given, says no.
 func (r *Reaper) loop(ctx context.Context, stop <-chan struct{}, may func() bool) {
-	every(ctx, r.cfg.Clock, r.cfg.Interval, stop, func() {
+	Every(ctx, r.cfg.Clock, r.cfg.Interval, stop, func() {
 		if may == nil || may() {
 			_, _ = r.RunOnce(ctx)
 		}
@@ -153,3 +148,11 @@ func (r *Reaper) Shutdown(ctx context.Context) error { return r.state.Shutdown(c
 
 // Running reports whether Run is running.
 func (r *Reaper) Running() bool { return r.state.Running() }
+
+// reaperMetrics are the reaper's instruments. Recoveries carry the queue
+// of the message recovered.
+type reaperMetrics struct {
+	recovered metric.Int64Counter
+	stale     metric.Float64Histogram
+	runs      metric.Int64Counter
+}
