@@ -31,16 +31,16 @@ func (l *clientLoop[TTx]) Run(ctx context.Context) error {
 	defer l.state.End()
 	c := l.c
 	c.mu.Lock()
-	if c.group == nil {
+	if c.run == nil {
 		err = c.startLocked(ctx)
 	}
-	done := c.done
+	r := c.run
 	c.mu.Unlock()
 	if err != nil {
 		return err
 	}
 	select {
-	case <-done:
+	case <-r.done:
 	case <-l.state.Stopping():
 		// Shutdown stops the client under its own context; this stop
 		// covers a Shutdown that came before Start.
@@ -48,9 +48,9 @@ func (l *clientLoop[TTx]) Run(ctx context.Context) error {
 	case <-ctx.Done():
 		_ = c.StopAndCancel(context.WithoutCancel(ctx))
 	}
-	<-done
-	if c.runErr != nil {
-		return fmt.Errorf("leasehold: %w", c.runErr)
+	<-r.done
+	if r.err != nil {
+		return fmt.Errorf("leasehold: %w", r.err)
 	}
 	return nil
 }
@@ -70,13 +70,11 @@ func (l *clientLoop[TTx]) Running() bool { return l.state.Running() }
 // its queues and reaches its store; an error before Start, once it is
 // stopping, or when the store does not answer.
 func (c *Client[TTx]) Ready(ctx context.Context) error {
-	c.mu.Lock()
-	w := c.w
-	c.mu.Unlock()
-	if w == nil {
+	r := c.started()
+	if r == nil {
 		return errors.New("leasehold: the client has not started")
 	}
-	return w.Ready(ctx)
+	return r.w.Ready(ctx)
 }
 
 // The command's script worker reaches the client through anyjob.
@@ -94,17 +92,16 @@ func init() {
 func (c *Client[TTx]) setFallback(h worker.Handler) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.group != nil {
+	if c.run != nil {
 		panic("leasehold: a handler for every kind added after Start")
 	}
 	c.fallback = h
 }
 
 func (c *Client[TTx]) heartbeats() map[string]*worker.Heartbeat {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.w == nil {
+	r := c.started()
+	if r == nil {
 		return nil
 	}
-	return c.w.Heartbeats()
+	return r.w.Heartbeats()
 }

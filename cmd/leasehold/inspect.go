@@ -436,7 +436,7 @@ for deployments that want one elsewhere, or a one-off run with --once.`,
 				return err
 			}
 			defer st.Close()
-			r, err := maintenance.NewReaper(maintenance.ReaperConfig{Deps: maintenance.Deps{Store: st, Logger: a.log}, Interval: every})
+			r, err := maintenance.NewReaper(maintenance.ReaperConfig{Deps: a.deps(st, nil), Interval: every})
 			if err != nil {
 				return err
 			}

@@ -61,8 +61,8 @@ the whole window; once it is deleted, its dedup id may be used again.`,
 				return err
 			}
 			defer st.Close()
-			cleaner, err := maintenance.NewCleaner(maintenance.CleanerConfig{Deps: maintenance.Deps{Store: st, Logger: a.log}, Queue: queue,
-				CompletedRetention: completed.d, DeadRetention: dead.d})
+			cleaner, err := maintenance.NewCleaner(maintenance.CleanerConfig{Deps: a.deps(st, nil), Queue: queue,
+				Retention: maintenance.Retention{Completed: completed.d, Dead: dead.d}})
 			if err != nil {
 				return err
 			}

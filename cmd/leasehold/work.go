@@ -209,7 +209,7 @@ func (a *app) work(ctx context.Context, cfg leasehold.Config, f workFlags, argv 
 	signal.Ignore(syscall.SIGPIPE)
 	runCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	wd, err := worker.NewWatchdog(worker.WatchdogConfig{Logger: a.log,
+	wd, err := worker.NewWatchdog(worker.WatchdogConfig{Deps: a.deps(nil, nil), Interval: worker.DefaultWatchdogInterval, Threshold: worker.DefaultWatchdogThreshold,
 		OnStall: func([]worker.Stall) {
 			stop(errStalled)
 			// The hard stop releases the leases and ends the process; if it

@@ -8,7 +8,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -16,7 +15,6 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/clock"
-	"github.com/leasehold/leasehold/internal/storecore"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -24,20 +22,19 @@ import (
 // this process signalled new messages.
 const DefaultPollInterval = time.Second
 
-// Config configures a Mailbox.
+// Config configures a Mailbox; nothing in it is checked or defaulted.
 type Config struct {
-	// Store holds the messages. Required.
+	// Store holds the messages.
 	Store store.Store
-	// Queue is the queue's name. Required.
+	// Queue is the queue's name.
 	Queue string
-	// WorkerID names the receiver in leases and logs. Default: NewWorkerID().
+	// WorkerID names the receiver in leases (see NewWorkerID).
 	WorkerID string
 	// PollInterval bounds how long a long poll waits between claims when no
 	// wakeup arrives, which is how messages enqueued by other processes (or
-	// becoming visible after a delay) are noticed. Default
-	// DefaultPollInterval.
+	// becoming visible after a delay) are noticed (see DefaultPollInterval).
 	PollInterval time.Duration
-	// Clock times long polls. Default: the system clock.
+	// Clock times long polls.
 	Clock clock.Clock
 }
 
@@ -52,26 +49,8 @@ type Mailbox struct {
 }
 
 // New returns a mailbox for cfg.Queue.
-func New(cfg Config) (*Mailbox, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("mailbox: Store is nil")
-	}
-	if err := storecore.CheckQueue(cfg.Queue); err != nil {
-		return nil, fmt.Errorf("mailbox: Queue: %w", err)
-	}
-	if cfg.PollInterval < 0 {
-		return nil, fmt.Errorf("mailbox: PollInterval is %s, must not be negative", cfg.PollInterval)
-	}
-	if cfg.WorkerID == "" {
-		cfg.WorkerID = NewWorkerID()
-	}
-	if err := storecore.CheckWorkerID(cfg.WorkerID); err != nil {
-		return nil, fmt.Errorf("mailbox: WorkerID: %w", err)
-	}
-	if cfg.PollInterval == 0 {
-		cfg.PollInterval = DefaultPollInterval
-	}
-	return &Mailbox{store: cfg.Store, queue: cfg.Queue, workerID: cfg.WorkerID, poll: cfg.PollInterval, clk: clock.OrSystem(cfg.Clock)}, nil
+func New(cfg Config) *Mailbox {
+	return &Mailbox{store: cfg.Store, queue: cfg.Queue, workerID: cfg.WorkerID, poll: cfg.PollInterval, clk: cfg.Clock}
 }
 
 // NewWorkerID returns an id that is unique per process and call: host name,

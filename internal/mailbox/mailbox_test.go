@@ -35,10 +35,7 @@ func setup(t *testing.T, f factory) *bundle {
 	t.Helper()
 	clk := clocktest.New()
 	s := f(t, clk)
-	mb, err := mailbox.New(mailbox.Config{Store: s, Queue: "q", WorkerID: "mb", Clock: clk, PollInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mb := mailbox.New(mailbox.Config{Store: s, Queue: "q", WorkerID: "mb", Clock: clk, PollInterval: time.Hour})
 	return &bundle{ctx: context.Background(), clk: clk, s: s, mb: mb}
 }
 

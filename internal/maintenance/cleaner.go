@@ -2,6 +2,7 @@ package maintenance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -18,73 +19,54 @@ const (
 	// KeepForever, as a retention, keeps messages until they are deleted
 	// by hand.
 	KeepForever time.Duration = -1
-	// DefaultCleanInterval is the time between the cleaner's runs.
-	DefaultCleanInterval = time.Minute
+	// CleanInterval is the time between the runs of a Maintenance's
+	// cleaner.
+	CleanInterval = time.Minute
 	// CleanBatch is how many messages one of the cleaner's deletes takes
 	// at most: each delete is a short transaction of its own.
 	CleanBatch = 5000
 )
 
+// Retention is how long finished messages are kept before the cleaner
+// deletes them: KeepForever keeps them. A message is never deleted within
+// the dedup window of its enqueue, so a retention shorter than the window
+// deletes it once the window has passed.
+type Retention struct {
+	// Completed is how long completed messages are kept after they
+	// finish.
+	Completed time.Duration
+	// Dead is how long dead and cancelled messages are kept after they
+	// end.
+	Dead time.Duration
+}
+
+// Check reports each retention of r that is neither positive nor
+// KeepForever, by the name of the setting that gives it
+// (CompletedRetention, DeadRetention): for the layers that take a
+// retention from their users.
+func (r Retention) Check() error {
+	var errs []error
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"CompletedRetention", r.Completed}, {"DeadRetention", r.Dead}} {
+		if f.d <= 0 && f.d != KeepForever {
+			errs = append(errs, fmt.Errorf("%s is %s: must be positive, or KeepForever", f.name, f.d))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // CleanerConfig configures a Cleaner.
 type CleanerConfig struct {
-	// Deps: the Store is cleaned (required); the Logger receives a line
-	// per run that deleted messages and per error; the Meter makes
+	// Deps: the Store is cleaned; the Logger receives a line per run that
+	// deleted messages and per error; the Meter makes
 	// leasehold.cleaner.deleted.
 	Deps
 	// Queue limits the cleaning to one queue. Empty: every queue.
 	Queue string
-	// CompletedRetention is how long completed messages are kept after
-	// they finish. Default DefaultCompletedRetention; KeepForever keeps
-	// them. A message is never deleted within the dedup window of its
-	// enqueue, so a retention shorter than the window deletes it once the
-	// window has passed.
-	CompletedRetention time.Duration
-	// DeadRetention is how long dead and cancelled messages are kept after
-	// they end. Default DefaultDeadRetention; KeepForever keeps them.
-	DeadRetention time.Duration
-	// Interval is the time between runs. Default DefaultCleanInterval.
-	Interval time.Duration
-}
-
-func (c CleanerConfig) resolve() (CleanerConfig, error) {
-	if c.Store == nil {
-		return c, fmt.Errorf("Cleaner: Store is nil")
-	}
-	c, err := c.resolveRetentions()
-	if err != nil {
-		return c, err
-	}
-	if c.Interval < 0 {
-		return c, fmt.Errorf("Cleaner: Interval is %s, must not be negative", c.Interval)
-	}
-	if c.Interval == 0 {
-		c.Interval = DefaultCleanInterval
-	}
-	c.Deps = c.Deps.orDefaults()
-	return c, nil
-}
-
-// Check reports a retention of c that cannot work, as NewCleaner would.
-func (c CleanerConfig) Check() error {
-	_, err := c.resolveRetentions()
-	return err
-}
-
-// resolveRetentions fills in and checks the retentions.
-func (c CleanerConfig) resolveRetentions() (CleanerConfig, error) {
-	for _, r := range []struct {
-		name string
-		d    *time.Duration
-		def  time.Duration
-	}{{"CompletedRetention", &c.CompletedRetention, DefaultCompletedRetention}, {"DeadRetention", &c.DeadRetention, DefaultDeadRetention}} {
-		switch {
-		case *r.d == 0:
-			*r.d = r.def
-		case *r.d < 0 && *r.d != KeepForever:
-			return c, fmt.Errorf("%s is %s: must be positive, or KeepForever", r.name, *r.d)
-		}
-	}
-	return c, nil
+	// Retention is what the cleaner keeps.
+	Retention
 }
 
 // Cleaner deletes finished messages past their retention, in batches of
@@ -96,12 +78,9 @@ type Cleaner struct {
 	states  [store.States]metric.MeasurementOption
 }
 
-// NewCleaner returns a cleaner.
+// NewCleaner returns a cleaner; it fails only when its instrument cannot
+// be made.
 func NewCleaner(cfg CleanerConfig) (*Cleaner, error) {
-	cfg, err := cfg.resolve()
-	if err != nil {
-		return nil, fmt.Errorf("maintenance: %w", err)
-	}
 	b := &Instruments{Meter: cfg.Meter}
 	c := &Cleaner{cfg: cfg, deleted: b.Counter("leasehold.cleaner.deleted", "{message}", "Finished messages the cleaner deleted, by state.")}
 	if b.Err != nil {
@@ -126,8 +105,8 @@ func (c *Cleaner) RunOnce(ctx context.Context) (Cleaned, error) {
 		state     store.State
 		retention time.Duration
 		n         *int
-	}{{store.Completed, c.cfg.CompletedRetention, &out.Completed}, {store.Dead, c.cfg.DeadRetention, &out.Dead},
-		{store.Cancelled, c.cfg.DeadRetention, &out.Cancelled}} {
+	}{{store.Completed, c.cfg.Completed, &out.Completed}, {store.Dead, c.cfg.Dead, &out.Dead},
+		{store.Cancelled, c.cfg.Dead, &out.Cancelled}} {
 		if p.retention == KeepForever {
 			continue
 		}
@@ -150,10 +129,10 @@ func (c *Cleaner) RunOnce(ctx context.Context) (Cleaned, error) {
 	return out, nil
 }
 
-// loop cleans every Interval until ctx ends, skipping the runs when may
+// loop cleans every CleanInterval until ctx ends, skipping the runs when may
 // says no.
 func (c *Cleaner) loop(ctx context.Context, may func() bool) {
-	Every(ctx, c.cfg.Clock, c.cfg.Interval, nil, func() {
+	Every(ctx, c.cfg.Clock, CleanInterval, nil, func() {
 		if may() {
 			_, _ = c.RunOnce(ctx)
 		}

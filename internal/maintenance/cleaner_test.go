@@ -2,6 +2,7 @@ package maintenance_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,11 +42,13 @@ func TestCleanerDeletesPastRetention(t *testing.T) {
 	if _, err := st.Cancel(ctx, "q", []int64{ds[1].MessageID}); err != nil {
 		t.Fatal(err)
 	}
-	keepDead, err := maintenance.NewCleaner(maintenance.CleanerConfig{Deps: maintenance.Deps{Store: st, Clock: clk, Logger: quietLogger()}, DeadRetention: maintenance.KeepForever})
+	keepDead, err := maintenance.NewCleaner(maintenance.CleanerConfig{Deps: deps(st, clk),
+		Retention: maintenance.Retention{Completed: maintenance.DefaultCompletedRetention, Dead: maintenance.KeepForever}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cleaner, err := maintenance.NewCleaner(maintenance.CleanerConfig{Deps: maintenance.Deps{Store: st, Clock: clk, Logger: quietLogger()}})
+	cleaner, err := maintenance.NewCleaner(maintenance.CleanerConfig{Deps: deps(st, clk),
+		Retention: maintenance.Retention{Completed: maintenance.DefaultCompletedRetention, Dead: maintenance.DefaultDeadRetention}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +70,16 @@ func TestCleanerDeletesPastRetention(t *testing.T) {
 	if s, _ := st.Stats(ctx, "q"); s != (store.Stats{Queue: "q"}) {
 		t.Fatalf("stats after cleaning: %+v", s)
 	}
-	if _, err := maintenance.NewCleaner(maintenance.CleanerConfig{Deps: maintenance.Deps{Store: st}, CompletedRetention: -time.Hour}); err == nil {
-		t.Fatal("a negative retention other than KeepForever was accepted")
+}
+
+// A retention is positive or KeepForever; the check names each other one
+// by its setting.
+func TestRetentionCheck(t *testing.T) {
+	if err := (maintenance.Retention{Completed: time.Hour, Dead: maintenance.KeepForever}).Check(); err != nil {
+		t.Fatalf("good retentions refused: %v", err)
+	}
+	err := maintenance.Retention{Completed: -time.Hour, Dead: 0}.Check()
+	if err == nil || !strings.Contains(err.Error(), "CompletedRetention is -1h0m0s") || !strings.Contains(err.Error(), "DeadRetention is 0s") {
+		t.Fatalf("Check = %v, want both retentions named", err)
 	}
 }

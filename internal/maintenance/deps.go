@@ -14,29 +14,16 @@ import (
 )
 
 // Deps are what every part of the runtime works with: the upkeep here,
-// and the worker above it.
+// and the worker above it. Each is required; the runtime fills in none.
 type Deps struct {
 	// Store is the database worked on.
 	Store store.Store
-	// Clock times everything. Default: the system clock.
+	// Clock times everything.
 	Clock clock.Clock
-	// Logger receives the logs. Default slog.Default().
+	// Logger receives the logs.
 	Logger *slog.Logger
-	// Meter makes the instruments (see Meter). Default: the global
-	// OpenTelemetry provider's, a no-op unless one is installed.
+	// Meter makes the instruments: Meter of the program's provider.
 	Meter metric.Meter
-}
-
-// orDefaults fills in the defaults of d's zero fields, Store aside.
-func (d Deps) orDefaults() Deps {
-	d.Clock = clock.OrSystem(d.Clock)
-	if d.Logger == nil {
-		d.Logger = slog.Default()
-	}
-	if d.Meter == nil {
-		d.Meter = Meter(nil)
-	}
-	return d
 }
 
 // meterName is the instrumentation scope of every instrument of the

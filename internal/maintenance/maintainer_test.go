@@ -36,7 +36,7 @@ func TestOneMaintainer(t *testing.T) {
 		const lease = 3 * time.Second
 		shared := newStore(t, nil)
 		run := func(id string, st store.Store) (*maintenance.Maintenance, func()) {
-			w, err := maintenance.New(maintenance.Config{Deps: maintenance.Deps{Store: st, Logger: quietLogger()}, ID: id, LeaseDuration: lease})
+			w, err := maintenance.New(maintenance.Config{Deps: deps(st, nil), ID: id, LeaseDuration: lease})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,27 +13,23 @@ import (
 	"sync"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/mailbox"
 	"github.com/leasehold/leasehold/internal/runstate"
 )
 
-// DefaultLeaseDuration is the maintainer lease by default.
-const DefaultLeaseDuration = 30 * time.Second
-
-// Config configures a Maintenance.
+// Config configures a Maintenance. Nothing in it is checked or defaulted:
+// its caller has done both.
 type Config struct {
-	// Deps: the Store is maintained (required); the Logger and the Meter
-	// serve the reaper, the cleaner and the election.
+	// Deps: the Store is maintained; the Logger and the Meter serve the
+	// reaper, the cleaner and the election.
 	Deps
-	// ID names this process in the maintainer election; its log lines
-	// carry it as maintainer_id. Default: a new worker id.
+	// ID names this process in the maintainer election; the election's
+	// log lines carry it as maintainer_id.
 	ID string
 	// LeaseDuration is how long one holding of the maintainer lease lasts
-	// unless renewed; it is renewed every third of it. Default
-	// DefaultLeaseDuration.
+	// unless renewed; it is renewed every third of it.
 	LeaseDuration time.Duration
-	// ReapInterval is the time between the reaper's runs. Default
-	// DefaultReapInterval.
+	// ReapInterval is the time between the reaper's runs; zero: no
+	// reaper.
 	ReapInterval time.Duration
 	// AlwaysReap runs the reaper at every interval whether or not this
 	// process maintains the database, so that leases that ended come back
@@ -42,12 +38,8 @@ type Config struct {
 	// the cleaner, runs only while this process holds the maintainer
 	// lease.
 	AlwaysReap bool
-	// DisableReaper and DisableCleaner turn the reaper or the cleaner
-	// off, for a deployment that runs them elsewhere.
-	DisableReaper, DisableCleaner bool
-	// CompletedRetention and DeadRetention are the cleaner's (see
-	// CleanerConfig).
-	CompletedRetention, DeadRetention time.Duration
+	// Retention is what the cleaner keeps; nil: no cleaner.
+	Retention *Retention
 }
 
 // Maintenance is a process's part in a database's upkeep: it stands in
@@ -61,32 +53,18 @@ type Maintenance struct {
 	state      runstate.State
 }
 
-// New returns the upkeep of cfg.Store.
+// New returns the upkeep of cfg.Store; it fails only when its
+// instruments cannot be made.
 func New(cfg Config) (*Maintenance, error) {
-	if cfg.Store == nil {
-		return nil, fmt.Errorf("maintenance: Store is nil")
-	}
-	if cfg.LeaseDuration < 0 {
-		return nil, fmt.Errorf("maintenance: LeaseDuration is %s, must not be negative", cfg.LeaseDuration)
-	}
-	if cfg.LeaseDuration == 0 {
-		cfg.LeaseDuration = DefaultLeaseDuration
-	}
-	if cfg.ID == "" {
-		cfg.ID = mailbox.NewWorkerID()
-	}
-	cfg.Deps = cfg.Deps.orDefaults()
 	m := &Maintenance{alwaysReap: cfg.AlwaysReap}
 	var err error
-	if !cfg.DisableReaper {
-		m.reaper, err = NewReaper(ReaperConfig{Deps: cfg.Deps, Interval: cfg.ReapInterval})
-		if err != nil {
+	if cfg.ReapInterval > 0 {
+		if m.reaper, err = NewReaper(ReaperConfig{Deps: cfg.Deps, Interval: cfg.ReapInterval}); err != nil {
 			return nil, err
 		}
 	}
-	if !cfg.DisableCleaner {
-		m.cleaner, err = NewCleaner(CleanerConfig{Deps: cfg.Deps, CompletedRetention: cfg.CompletedRetention, DeadRetention: cfg.DeadRetention})
-		if err != nil {
+	if cfg.Retention != nil {
+		if m.cleaner, err = NewCleaner(CleanerConfig{Deps: cfg.Deps, Retention: *cfg.Retention}); err != nil {
 			return nil, err
 		}
 	}

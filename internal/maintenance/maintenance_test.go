@@ -17,8 +17,8 @@ func TestMaintenance(t *testing.T) {
 		ctx := context.Background()
 		st := newStore(t, nil)
 		start := func(id string) (*maintenance.Maintenance, chan error) {
-			m, err := maintenance.New(maintenance.Config{Deps: maintenance.Deps{Store: st, Logger: quietLogger()}, ID: id,
-				LeaseDuration: 3 * time.Second, ReapInterval: time.Second, AlwaysReap: true, CompletedRetention: time.Hour})
+			m, err := maintenance.New(maintenance.Config{Deps: deps(st, nil), ID: id, LeaseDuration: 3 * time.Second,
+				ReapInterval: time.Second, AlwaysReap: true, Retention: &maintenance.Retention{Completed: time.Hour, Dead: time.Hour}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,59 +12,20 @@ import (
 	"github.com/leasehold/leasehold/store"
 )
 
-// DefaultReapInterval is the reaper's interval when the lease is longer.
+// DefaultReapInterval is a worker's reap interval when its lease is
+// longer; with a shorter lease the client reaps every half lease.
 const DefaultReapInterval = 10 * time.Second
 
 // ReaperConfig configures a Reaper.
 type ReaperConfig struct {
-	// Deps: the Store is reaped (required); the Logger receives a line per
-	// run that recovered messages and per error; the Meter makes
+	// Deps: the Store is reaped; the Logger receives a line per run that
+	// recovered messages and per error; the Meter makes
 	// leasehold.reaper.recovered, leasehold.reaper.stale.duration and
 	// leasehold.reaper.runs.
 	Deps
-	// LeaseDuration is the lease the workers of the store use, when known.
-	// It bounds the interval: a lost lease must not wait long to be taken
-	// back. Optional.
-	LeaseDuration time.Duration
-	// Interval is the time between runs. Default DefaultReapInterval, or
-	// half of LeaseDuration when that is shorter. An explicit Interval must
-	// be below LeaseDuration.
+	// Interval is the time between the runs of Run: positive. A reaper
+	// that only runs once (RunOnce) needs none.
 	Interval time.Duration
-}
-
-func (c ReaperConfig) resolve() (ReaperConfig, error) {
-	if c.Store == nil {
-		return c, fmt.Errorf("Reaper: Store is nil")
-	}
-	c, err := c.resolveTiming()
-	c.Deps = c.Deps.orDefaults()
-	return c, err
-}
-
-// ResolveInterval returns the interval of c, its default filled in, or
-// an error naming a setting that cannot work, as NewReaper would.
-func (c ReaperConfig) ResolveInterval() (time.Duration, error) {
-	c, err := c.resolveTiming()
-	return c.Interval, err
-}
-
-// resolveTiming fills in and checks the interval.
-func (c ReaperConfig) resolveTiming() (ReaperConfig, error) {
-	if c.LeaseDuration < 0 || c.Interval < 0 {
-		return c, fmt.Errorf("Reaper: LeaseDuration (%s) and Interval (%s) must not be negative", c.LeaseDuration, c.Interval)
-	}
-	if c.Interval == 0 {
-		c.Interval = DefaultReapInterval
-		if c.LeaseDuration > 0 && c.LeaseDuration <= c.Interval {
-			c.Interval = c.LeaseDuration / 2
-		}
-		if c.Interval <= 0 {
-			return c, fmt.Errorf("Reaper: LeaseDuration %s is too short for a reap interval", c.LeaseDuration)
-		}
-	} else if c.LeaseDuration > 0 && c.Interval >= c.LeaseDuration {
-		return c, fmt.Errorf("Reaper: Interval %s must be below the lease duration %s", c.Interval, c.LeaseDuration)
-	}
-	return c, nil
 }
 
 // Reaper takes back messages whose lease expired: it returns them to
@@ -76,12 +37,9 @@ type Reaper struct {
 	state runstate.State
 }
 
-// NewReaper returns a reaper.
+// NewReaper returns a reaper; it fails only when its instruments cannot
+// be made.
 func NewReaper(cfg ReaperConfig) (*Reaper, error) {
-	cfg, err := cfg.resolve()
-	if err != nil {
-		return nil, fmt.Errorf("maintenance: %w", err)
-	}
 	b := &Instruments{Meter: cfg.Meter}
 	m := &reaperMetrics{
 		recovered: b.Counter("leasehold.reaper.recovered", "{message}", "Messages the reaper took back from expired leases."),
@@ -93,9 +51,6 @@ func NewReaper(cfg ReaperConfig) (*Reaper, error) {
 	}
 	return &Reaper{cfg: cfg, m: m}, nil
 }
-
-// Interval returns the time between runs.
-func (r *Reaper) Interval() time.Duration { return r.cfg.Interval }
 
 // RunOnce reaps once and records the run's metrics.
 func (r *Reaper) RunOnce(ctx context.Context) ([]store.Recovered, error) {

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/internal/mailbox"
 	"github.com/leasehold/leasehold/internal/serve"
 	"github.com/leasehold/leasehold/store"
@@ -391,10 +392,8 @@ func BenchmarkStoreThroughputBatch10(b *testing.B) {
 	for _, bs := range backends() {
 		b.Run(bs.name, func(b *testing.B) {
 			st := bs.open(b, nil)
-			mb, err := mailbox.New(mailbox.Config{Store: st, Queue: "bench"})
-			if err != nil {
-				b.Fatal(err)
-			}
+			mb := mailbox.New(mailbox.Config{Store: st, Queue: "bench", WorkerID: mailbox.NewWorkerID(), PollInterval: mailbox.DefaultPollInterval,
+				Clock: clock.System()})
 			runThroughput(b, storeOps{st: st, mb: mb})
 		})
 	}

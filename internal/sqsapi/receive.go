@@ -81,10 +81,7 @@ func (a *API) receiveMessage(ctx context.Context, c *call) (any, error) {
 		visibility = zeroVisibilityLease
 	}
 
-	mb, err := mailbox.New(mailbox.Config{Store: a.receives, Queue: q.name(), WorkerID: a.cfg.WorkerID, PollInterval: a.cfg.PollInterval, Clock: a.clk})
-	if err != nil {
-		return nil, err
-	}
+	mb := mailbox.New(mailbox.Config{Store: a.receives, Queue: q.name(), WorkerID: a.cfg.WorkerID, PollInterval: a.cfg.PollInterval, Clock: a.clk})
 	got, err := mb.Receive(ctx, mailbox.ReceiveOptions{Max: n, Visibility: visibility, Wait: wait, Stop: a.drain.Done()})
 	if err != nil {
 		return nil, err
