@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -64,6 +65,14 @@ type Config struct {
 	// HardStopWait is how long a hard stop waits for cancelled handlers to
 	// return before it releases their leases. Default 5 s.
 	HardStopWait time.Duration
+	// OnStall, when set, is called with the queues whose claim loops have
+	// not gone round for 12 minutes (a store call that hangs, say): the
+	// client looks once a minute, logs each stalled loop ("loop stalled")
+	// and counts it in leasehold.watchdog.stalls, and calls OnStall again
+	// at every look while the loops stay stalled. A program that cannot
+	// mend that in place should stop, so that its supervisor starts it
+	// afresh: leasehold work does. Nil: the client does not look.
+	OnStall func(queues []string)
 	// Codec encodes job args for storage and decodes them for handlers.
 	// Default JSON.
 	Codec Codec
@@ -131,15 +140,16 @@ type Client[TTx any] struct {
 	mu       sync.Mutex
 	handlers map[string]worker.HandlerFunc
 	kinds    map[string]WorkOptions
-	// fallback, when set, handles the jobs of every kind without a handler.
-	fallback worker.Handler
+	// fallback, when set, handles the jobs of every kind without a handler
+	// (HandleAny).
+	fallback RawHandler
 	// run is the started client; nil before Start.
 	run *clientRun
 }
 
 // clientRun is a started client: its worker, and the loops beside it
-// (the periodic enqueuer), which end at Stop or when the worker has
-// stopped, whichever comes first.
+// (the periodic enqueuer, the watchdog), which end at Stop or when the
+// worker has stopped, whichever comes first.
 type clientRun struct {
 	w       *worker.Worker
 	stopAux context.CancelFunc
@@ -277,13 +287,13 @@ func (c *Client[TTx]) addHandler(kind string, h worker.HandlerFunc, opts *WorkOp
 // may know it) and, its deliveries used up, dead-lettered with the reason.
 func (c *Client[TTx]) handle(ctx context.Context, m *worker.Message) error {
 	h := c.handlers[m.Kind]
-	if h == nil {
-		if c.fallback != nil {
-			return c.fallback.Handle(ctx, m)
-		}
-		return fmt.Errorf("no handler for jobs of kind %q", m.Kind)
+	switch {
+	case h != nil:
+		return h(ctx, m)
+	case c.fallback != nil:
+		return c.handleRaw(ctx, m)
 	}
-	return h(ctx, m)
+	return fmt.Errorf("no handler for jobs of kind %q", m.Kind)
 }
 
 // Enqueue puts a job on its queue. Its args are stored as the Codec
@@ -384,12 +394,17 @@ func (c *Client[TTx]) startLocked(ctx context.Context) error {
 			return err
 		}
 	}
-	w, err := worker.New(c.workerConfig(kinds))
+	wc := c.workerConfig(kinds)
+	w, err := worker.New(wc)
+	if err != nil {
+		return fmt.Errorf("leasehold: %w", err)
+	}
+	wd, err := c.watchdog(wc.Deps, w)
 	if err != nil {
 		return fmt.Errorf("leasehold: %w", err)
 	}
 	queues := sortedQueues(c.cfg)
-	unobserve, err := maintenance.ObserveQueues(maintenance.Meter(c.cfg.MeterProvider), c.st, func(context.Context) ([]string, error) { return queues, nil })
+	unobserve, err := maintenance.ObserveQueues(wc.Meter, c.st, func(context.Context) ([]string, error) { return queues, nil })
 	if err != nil {
 		return fmt.Errorf("leasehold: metrics: %w", err)
 	}
@@ -410,6 +425,9 @@ func (c *Client[TTx]) startLocked(ctx context.Context) error {
 	if len(jobs) > 0 {
 		aux.Go(func() { c.runPeriodic(auxCtx, jobs) })
 	}
+	if wd != nil {
+		aux.Go(func() { _ = wd.Run(auxCtx) })
+	}
 	c.run = r
 	go func() {
 		err := w.Run(ctx)
@@ -419,6 +437,32 @@ func (c *Client[TTx]) startLocked(ctx context.Context) error {
 		close(r.done)
 	}()
 	return nil
+}
+
+// stallPrefix names a queue's claim loop in the watchdog's logs.
+const stallPrefix = "worker "
+
+// watchdog returns the watchdog of w's claim loops that calls OnStall, or
+// nil when there is no OnStall to call.
+func (c *Client[TTx]) watchdog(d maintenance.Deps, w *worker.Worker) (*worker.Watchdog, error) {
+	if c.cfg.OnStall == nil {
+		return nil, nil
+	}
+	wd, err := worker.NewWatchdog(worker.WatchdogConfig{Deps: d, Interval: worker.DefaultWatchdogInterval, Threshold: worker.DefaultWatchdogThreshold,
+		OnStall: func(stalls []worker.Stall) {
+			queues := make([]string, len(stalls))
+			for i, s := range stalls {
+				queues[i] = strings.TrimPrefix(s.Name, stallPrefix)
+			}
+			c.cfg.OnStall(queues)
+		}})
+	if err != nil {
+		return nil, err
+	}
+	for q, hb := range w.Heartbeats() {
+		wd.Watch(stallPrefix+q, hb)
+	}
+	return wd, nil
 }
 
 // started returns the started client, or nil before Start.

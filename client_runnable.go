@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/leasehold/leasehold/internal/anyjob"
 	"github.com/leasehold/leasehold/internal/runstate"
-	"github.com/leasehold/leasehold/internal/worker"
 	"github.com/leasehold/leasehold/lifecycle"
 )
 
@@ -75,33 +73,4 @@ func (c *Client[TTx]) Ready(ctx context.Context) error {
 		return errors.New("leasehold: the client has not started")
 	}
 	return r.w.Ready(ctx)
-}
-
-// The command's script worker reaches the client through anyjob.
-func init() {
-	anyjob.Handle = func(c any, h worker.Handler) {
-		c.(interface{ setFallback(worker.Handler) }).setFallback(h)
-	}
-	anyjob.Heartbeats = func(c any) map[string]*worker.Heartbeat {
-		return c.(interface {
-			heartbeats() map[string]*worker.Heartbeat
-		}).heartbeats()
-	}
-}
-
-func (c *Client[TTx]) setFallback(h worker.Handler) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.run != nil {
-		panic("leasehold: a handler for every kind added after Start")
-	}
-	c.fallback = h
-}
-
-func (c *Client[TTx]) heartbeats() map[string]*worker.Heartbeat {
-	r := c.started()
-	if r == nil {
-		return nil
-	}
-	return r.w.Heartbeats()
 }

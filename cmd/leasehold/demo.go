@@ -286,11 +286,11 @@ func (a *app) demoCrash(ctx context.Context, st store.Store, path string, out *p
 		case <-t.C():
 		}
 	}
-	msgs, err := demoMailbox(st, demoCrashQ, "demo-rescuer").Receive(ctx, mailbox.ReceiveOptions{Visibility: demoSettleLease, Wait: 5 * time.Second})
+	msgs, err := demoMailbox(st, demoCrashQ, "demo-rescuer").Receive(ctx, mailbox.ReceiveOptions{Max: 1, Visibility: demoSettleLease, Wait: 5 * time.Second})
 	if err != nil || len(msgs) == 0 {
 		return 0, fmt.Errorf("receive the recovered job: %v", err)
 	}
-	if err := msgs[0].Ack(ctx); err != nil {
+	if err := demoComplete(ctx, st, msgs[0].Lease); err != nil {
 		return 0, err
 	}
 	out.line("   another worker took it at once (delivery %d) and completed it", msgs[0].Attempt)
@@ -302,13 +302,23 @@ func demoMailbox(st store.Store, queue, id string) *mailbox.Mailbox {
 	return mailbox.New(mailbox.Config{Store: st, Queue: queue, WorkerID: id, PollInterval: mailbox.DefaultPollInterval, Clock: clock.System()})
 }
 
+// demoComplete completes the message of lease, as its worker would; the
+// store refuses a lease that is no longer current.
+func demoComplete(ctx context.Context, st store.Store, l store.Lease) error {
+	errs, err := st.Complete(ctx, []store.Completion{{Lease: l}})
+	if err != nil {
+		return err
+	}
+	return errs[0]
+}
+
 // demoFencing shows a stale completion refused. It returns how many were.
 func demoFencing(ctx context.Context, st store.Store, out *progress) (int, error) {
 	if _, err := st.Enqueue(ctx, []store.NewMessage{{Queue: demoFenceQ, Payload: []byte("fenced")}}); err != nil {
 		return 0, err
 	}
 	stale, fresh := demoMailbox(st, demoFenceQ, "demo-stale"), demoMailbox(st, demoFenceQ, "demo-fresh")
-	first, err := stale.Receive(ctx, mailbox.ReceiveOptions{Visibility: 300 * time.Millisecond, Wait: time.Second})
+	first, err := stale.Receive(ctx, mailbox.ReceiveOptions{Max: 1, Visibility: 300 * time.Millisecond, Wait: time.Second})
 	if err != nil || len(first) == 0 {
 		return 0, fmt.Errorf("receive: %v", err)
 	}
@@ -321,19 +331,19 @@ func demoFencing(ctx context.Context, st store.Store, out *progress) (int, error
 	if _, err := st.Reap(ctx); err != nil {
 		return 0, err
 	}
-	second, err := fresh.Receive(ctx, mailbox.ReceiveOptions{Visibility: demoSettleLease, Wait: 2 * time.Second})
+	second, err := fresh.Receive(ctx, mailbox.ReceiveOptions{Max: 1, Visibility: demoSettleLease, Wait: 2 * time.Second})
 	if err != nil || len(second) == 0 {
 		return 0, fmt.Errorf("receive again: %v", err)
 	}
 	out.line("   worker B claims it again with fencing token %d", second[0].FencingToken)
 	refused := 0
-	if err := first[0].Ack(ctx); errors.Is(err, store.ErrLeaseLost) {
+	if err := demoComplete(ctx, st, first[0].Lease); errors.Is(err, store.ErrLeaseLost) {
 		refused++
 		out.line("   worker A's completion is refused: %v", err)
 	} else {
 		return 0, fmt.Errorf("the stale completion was not refused: %v", err)
 	}
-	if err := second[0].Ack(ctx); err != nil {
+	if err := demoComplete(ctx, st, second[0].Lease); err != nil {
 		return 0, err
 	}
 	out.line("   worker B's completion goes through: the message completed once")

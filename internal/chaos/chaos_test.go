@@ -128,14 +128,17 @@ func runWorker(ctx context.Context, st store.Store) int {
 // printing the outcome.
 func runStale(ctx context.Context, st store.Store) int {
 	mb := mailbox.New(mailbox.Config{Store: st, Queue: queue, WorkerID: "stale", PollInterval: mailbox.DefaultPollInterval, Clock: clock.System()})
-	msgs, err := mb.Receive(ctx, mailbox.ReceiveOptions{Visibility: time.Second, Wait: 10 * time.Second})
+	msgs, err := mb.Receive(ctx, mailbox.ReceiveOptions{Max: 1, Visibility: time.Second, Wait: 10 * time.Second})
 	if err != nil || len(msgs) != 1 {
 		fmt.Fprintln(os.Stderr, "receive:", len(msgs), err)
 		return 3
 	}
 	fmt.Printf("holding %d %d\n", msgs[0].MessageID, msgs[0].FencingToken)
 	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
-	err = msgs[0].Ack(ctx)
+	errs, err := st.Complete(ctx, []store.Completion{{Lease: msgs[0].Lease}})
+	if err == nil {
+		err = errs[0]
+	}
 	switch {
 	case errors.Is(err, store.ErrLeaseLost):
 		fmt.Println("refused")

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/leasehold/leasehold/internal/mailbox"
@@ -149,32 +147,6 @@ func (a *API) receivedMessage(q *queue, m *mailbox.Message, sysNames, attrNames 
 		}
 	}
 	return out
-}
-
-// A receipt handle is the lease's own handle and a tag of the queue, so
-// that a handle is good only with the queue it came from.
-func formatHandle(queue string, l store.Lease) string {
-	return mailbox.FormatReceiptHandle(l) + "." + queueTag(queue)
-}
-
-func queueTag(queue string) string {
-	return strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(queue))), 36)
-}
-
-func parseHandle(queue, h string) (store.Lease, *apiError) {
-	invalid := errReceiptHandleIsInvalid.f("the input receipt handle %q is not a valid receipt handle for queue %s", h, queue)
-	if h == "" {
-		return store.Lease{}, errMissingParameter.f("the request must contain the parameter ReceiptHandle")
-	}
-	i := strings.LastIndexByte(h, '.')
-	if i < 0 || h[i+1:] != queueTag(queue) {
-		return store.Lease{}, invalid
-	}
-	l, err := mailbox.ParseReceiptHandle(h[:i])
-	if err != nil {
-		return store.Lease{}, invalid
-	}
-	return l, nil
 }
 
 // lost is the error of a receipt handle whose lease is no longer current.

@@ -46,9 +46,10 @@
 //
 // A client, once started, runs one goroutine of its own, which runs the
 // worker's Run and, when Run returns, stops the loops beside it and
-// records how the client ended; beside it runs the periodic enqueuer (when
-// the client has periodic jobs), which ends at the client's Stop or when
-// Run returns. Start's context ends nothing: Stop does.
+// records how the client ended; beside it run the periodic enqueuer (when
+// the client has periodic jobs) and a Watchdog of the claim loops (when
+// it has an OnStall callback), which end at the client's Stop or when Run
+// returns. Start's context ends nothing: Stop does.
 //
 // Run moves the worker through its phases, running, draining, hard stop
 // and done, forward only. Within Run:

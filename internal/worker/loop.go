@@ -123,10 +123,13 @@ func (l *loop) claim() error {
 // the loop's heartbeat well inside the watchdog's default threshold.
 var receiveBackoff = backoff.Exponential{Initial: 100 * time.Millisecond, Max: 30 * time.Second}
 
+// unreceive gives back a message received while the worker stopped: at
+// once, and without counting the delivery its claim counted, since it
+// never started.
 func (l *loop) unreceive(msg *mailbox.Message) {
 	ctx, cancel := l.w.hardStopContext()
 	defer cancel()
-	if err := msg.Unreceive(ctx); err != nil {
+	if err := l.w.cfg.Store.Release(ctx, store.Release{Lease: msg.Lease, Uncount: true}); err != nil {
 		l.q.log.Warn("could not release a message received during shutdown; it returns when its lease expires", "message_id", msg.MessageID, "error", err)
 	}
 }

@@ -17,18 +17,6 @@ import (
 	"github.com/leasehold/leasehold/store"
 )
 
-// hangingClaims is a store whose claims hang until hang is closed,
-// whatever their context says.
-type hangingClaims struct {
-	*spyStore
-	hang chan struct{}
-}
-
-func (h *hangingClaims) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, error) {
-	<-h.hang
-	return h.spyStore.Claim(ctx, c)
-}
-
 func TestWatchdogCatchesStalledLoop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
@@ -47,12 +35,12 @@ func TestWatchdogCatchesStalledLoop(t *testing.T) {
 		}
 		// A worker whose claim hangs stops beating; an idle one keeps
 		// beating.
-		hang := &hangingClaims{spyStore: newStore(t), hang: make(chan struct{})}
+		hang := &gatedStore{spyStore: newStore(t), gate: make(chan struct{})}
 		nothing := worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil })
 		stuck, stuckRan := runWorker(t, hang, worker.Config{PollInterval: time.Second, LongPoll: time.Second, Handler: nothing})
 		idle := start(t, worker.Config{PollInterval: time.Second, LongPoll: time.Second, Handler: nothing})
 		defer func() {
-			close(hang.hang)
+			close(hang.gate)
 			if err := stuck.Shutdown(context.Background()); err != nil {
 				t.Errorf("shutdown: %v", err)
 			}

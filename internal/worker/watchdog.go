@@ -75,13 +75,6 @@ func (w *Watchdog) Watch(name string, hb *Heartbeat) {
 	w.watched[name] = hb
 }
 
-// Unwatch removes the loop named name.
-func (w *Watchdog) Unwatch(name string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.watched, name)
-}
-
 // Check looks at every heartbeat once and reports the stalled loops, by
 // name: it logs each, counts them and calls OnStall.
 func (w *Watchdog) Check(ctx context.Context) []Stall {

@@ -79,9 +79,6 @@ func New(cfg Config) (*Worker, error) {
 	return w, nil
 }
 
-// ID returns the worker id.
-func (w *Worker) ID() string { return w.cfg.WorkerID }
-
 // Heartbeats are the heartbeats of the worker's claim loops, by queue: each
 // beats whenever its loop goes round, at least every PollInterval while it
 // runs.
