@@ -8,12 +8,16 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/internal/mailbox"
+	"github.com/leasehold/leasehold/internal/maintenance"
+	"github.com/leasehold/leasehold/internal/storecore"
 	"github.com/leasehold/leasehold/internal/worker"
 	"github.com/leasehold/leasehold/lifecycle"
 	"github.com/leasehold/leasehold/store"
@@ -61,6 +65,14 @@ type Config struct {
 	// HardStopWait is how long a hard stop waits for cancelled handlers to
 	// return before it releases their leases. Default 5 s.
 	HardStopWait time.Duration
+	// OnStall, when set, is called with the queues whose claim loops have
+	// not gone round for 12 minutes (a store call that hangs, say): the
+	// client looks once a minute, logs each stalled loop ("loop stalled")
+	// and counts it in leasehold.watchdog.stalls, and calls OnStall again
+	// at every look while the loops stay stalled. A program that cannot
+	// mend that in place should stop, so that its supervisor starts it
+	// afresh: leasehold work does. Nil: the client does not look.
+	OnStall func(queues []string)
 	// Codec encodes job args for storage and decodes them for handlers.
 	// Default JSON.
 	Codec Codec
@@ -128,13 +140,23 @@ type Client[TTx any] struct {
 	mu       sync.Mutex
 	handlers map[string]worker.HandlerFunc
 	kinds    map[string]WorkOptions
-	// fallback, when set, handles the jobs of every kind without a handler.
-	fallback worker.Handler
-	group    *lifecycle.Group
-	w        *worker.Worker
-	// done is closed when the workers have stopped; runErr is then how.
-	done   chan struct{}
-	runErr error
+	// fallback, when set, handles the jobs of every kind without a handler
+	// (HandleAny).
+	fallback RawHandler
+	// run is the started client; nil before Start.
+	run *clientRun
+}
+
+// clientRun is a started client: its worker, and the loops beside it
+// (the periodic enqueuer, the watchdog), which end at Stop or when the
+// worker has stopped, whichever comes first.
+type clientRun struct {
+	w       *worker.Worker
+	stopAux context.CancelFunc
+	// done is closed once the worker and the loops beside it have
+	// stopped; err is then how.
+	done chan struct{}
+	err  error
 }
 
 // NewClient returns a client of st, any store: memory, SQLite or
@@ -157,43 +179,68 @@ func (cfg Config) Validate() error {
 	return err
 }
 
-// resolve fills in cfg's defaults and checks every setting.
+// resolve fills in cfg's defaults and checks every setting, once: this is
+// the only place where settings are checked, and what it passes on to the
+// worker is valid. Each error is one line that names the setting, its
+// value and the rule.
 func (cfg Config) resolve() (Config, error) {
 	cfg.LeaseDuration = cmp.Or(cfg.LeaseDuration, worker.DefaultLeaseDuration)
 	cfg.MaxProcessingTime = cmp.Or(cfg.MaxProcessingTime, 3*cfg.LeaseDuration)
-	cfg.ShutdownTimeout = cmp.Or(cfg.ShutdownTimeout, worker.DefaultShutdownTimeout)
-	cfg.Clock = clock.OrSystem(cfg.Clock)
-	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	cfg.HeartbeatInterval = cmp.Or(cfg.HeartbeatInterval, cfg.LeaseDuration/3)
+	if cfg.ReapInterval == 0 {
+		cfg.ReapInterval = maintenance.DefaultReapInterval
+		if cfg.LeaseDuration <= cfg.ReapInterval {
+			cfg.ReapInterval = cfg.LeaseDuration / 2
+		}
+	}
+	cfg.CompletedRetention = cmp.Or(cfg.CompletedRetention, maintenance.DefaultCompletedRetention)
+	cfg.DeadRetention = cmp.Or(cfg.DeadRetention, maintenance.DefaultDeadRetention)
+	cfg.ShutdownTimeout = cmp.Or(cfg.ShutdownTimeout, worker.DefaultShutdownTimeout)
 	cfg.HardStopWait = cmp.Or(cfg.HardStopWait, worker.DefaultHardStopWait)
 	cfg.Codec = cmp.Or[Codec](cfg.Codec, JSON{})
+	cfg.Clock = clock.OrSystem(cfg.Clock)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	cfg.Queues = maps.Clone(cfg.Queues)
 	var errs []error
-	heartbeatOK := cfg.HeartbeatInterval > 0 && 3*cfg.HeartbeatInterval <= cfg.LeaseDuration
-	if cfg.MaxProcessingTime < cfg.LeaseDuration {
-		errs = append(errs, fmt.Errorf("MaxProcessingTime %s is below LeaseDuration %s: a job would be stopped before its first lease ended",
-			cfg.MaxProcessingTime, cfg.LeaseDuration))
-	}
-	if !heartbeatOK {
-		errs = append(errs, fmt.Errorf("HeartbeatInterval %s does not fit LeaseDuration %s: it must be positive and at most a third of the lease (%s), so that a lease sees several renewals before it ends",
-			cfg.HeartbeatInterval, cfg.LeaseDuration, cfg.LeaseDuration/3))
-	}
-	for q, qc := range cfg.Queues {
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	for _, q := range sortedQueues(cfg) {
+		qc := cfg.Queues[q]
 		qc.Concurrency = cmp.Or(qc.Concurrency, worker.DefaultConcurrency)
 		cfg.Queues[q] = qc
+		if err := storecore.CheckQueue(q); err != nil {
+			bad("Queues[%q]: %w", q, err)
+		}
+		if qc.Concurrency < 1 || qc.Concurrency > store.MaxBatch {
+			bad("Concurrency of queue %q is %d, must be 1 to %d", q, qc.Concurrency, store.MaxBatch)
+		}
 	}
-	if err := checkPeriodic(cfg.PeriodicJobs, cfg.Clock.Now()); err != nil {
+	if lease := cfg.LeaseDuration; lease < worker.MinLeaseDuration {
+		bad("LeaseDuration is %s, must be at least %s: heartbeats every third of a shorter lease cannot keep it", lease, worker.MinLeaseDuration)
+	} else {
+		// The lease is good: the settings measured against it can be
+		// judged.
+		if cfg.MaxProcessingTime < lease {
+			bad("MaxProcessingTime %s is below LeaseDuration %s: a job would be stopped before its first lease ended", cfg.MaxProcessingTime, lease)
+		}
+		if hb := cfg.HeartbeatInterval; hb <= 0 || 3*hb > lease {
+			bad("HeartbeatInterval %s does not fit LeaseDuration %s: it must be positive and at most a third of the lease (%s), so that a lease sees several renewals before it ends",
+				hb, lease, lease/3)
+		}
+		if r := cfg.ReapInterval; r <= 0 || r >= lease {
+			bad("ReapInterval %s does not fit LeaseDuration %s: it must be positive and below the lease, so that a job whose worker died is not left waiting long",
+				r, lease)
+		}
+	}
+	if err := (maintenance.Retention{Completed: cfg.CompletedRetention, Dead: cfg.DeadRetention}).Check(); err != nil {
 		errs = append(errs, err)
 	}
-	// The worker's own checks name the remaining settings.
-	wc := workerConfig(cfg)
-	if len(wc.Queues) == 0 {
-		wc.Queue = DefaultQueue // a client that only enqueues: check the rest
+	if cfg.ShutdownTimeout < 0 {
+		bad("ShutdownTimeout is %s, must be positive", cfg.ShutdownTimeout)
 	}
-	if !heartbeatOK {
-		wc.LeaseExtender = nil // said above, in the client's terms
+	if cfg.HardStopWait < 0 {
+		bad("HardStopWait is %s, must be positive", cfg.HardStopWait)
 	}
-	if err := wc.Validate(); err != nil {
+	if err := checkPeriodic(cfg.PeriodicJobs, cfg.Clock.Now()); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -202,14 +249,16 @@ func (cfg Config) resolve() (Config, error) {
 	return cfg, nil
 }
 
-// workerConfig is the configuration of the client's worker, without its
-// store, handler and kinds.
-func workerConfig(cfg Config) worker.Config {
-	wc := worker.Config{LeaseDuration: cfg.LeaseDuration,
-		LeaseExtender:     &worker.LeaseExtenderConfig{Enabled: true, Interval: cfg.HeartbeatInterval, Extension: cfg.LeaseDuration},
-		MaxProcessingTime: cfg.MaxProcessingTime, ReapInterval: cfg.ReapInterval, ShutdownTimeout: cfg.ShutdownTimeout,
-		CompletedRetention: cfg.CompletedRetention, DeadRetention: cfg.DeadRetention,
-		HardStopWait: cfg.HardStopWait, Clock: cfg.Clock, Logger: cfg.Logger, MeterProvider: cfg.MeterProvider}
+// workerConfig is the configuration of the client's worker: cfg, resolved,
+// in the worker's terms.
+func (c *Client[TTx]) workerConfig(kinds map[string]worker.KindConfig) worker.Config {
+	cfg := c.cfg
+	wc := worker.Config{Deps: maintenance.Deps{Store: c.st, Clock: cfg.Clock, Logger: cfg.Logger, Meter: maintenance.Meter(cfg.MeterProvider)},
+		Kinds: kinds, Handler: worker.HandlerFunc(c.handle), WorkerID: mailbox.NewWorkerID(),
+		LeaseDuration: cfg.LeaseDuration, HeartbeatInterval: cfg.HeartbeatInterval, MaxProcessingTime: cfg.MaxProcessingTime,
+		LongPoll: worker.DefaultLongPoll, PollInterval: mailbox.DefaultPollInterval,
+		ShutdownTimeout: cfg.ShutdownTimeout, HardStopWait: cfg.HardStopWait, ReapInterval: cfg.ReapInterval,
+		Retention: &maintenance.Retention{Completed: cfg.CompletedRetention, Dead: cfg.DeadRetention}}
 	for _, q := range sortedQueues(cfg) {
 		wc.Queues = append(wc.Queues, worker.QueueConfig{Name: q, Concurrency: cfg.Queues[q].Concurrency})
 	}
@@ -222,7 +271,7 @@ func (c *Client[TTx]) addHandler(kind string, h worker.HandlerFunc, opts *WorkOp
 	switch {
 	case kind == "":
 		panic("leasehold: AddHandler: the job kind is empty")
-	case c.group != nil:
+	case c.run != nil:
 		panic(fmt.Sprintf("leasehold: AddHandler(%q) after Start", kind))
 	case c.handlers[kind] != nil:
 		panic(fmt.Sprintf("leasehold: AddHandler: kind %q has a handler already", kind))
@@ -238,13 +287,13 @@ func (c *Client[TTx]) addHandler(kind string, h worker.HandlerFunc, opts *WorkOp
 // may know it) and, its deliveries used up, dead-lettered with the reason.
 func (c *Client[TTx]) handle(ctx context.Context, m *worker.Message) error {
 	h := c.handlers[m.Kind]
-	if h == nil {
-		if c.fallback != nil {
-			return c.fallback.Handle(ctx, m)
-		}
-		return fmt.Errorf("no handler for jobs of kind %q", m.Kind)
+	switch {
+	case h != nil:
+		return h(ctx, m)
+	case c.fallback != nil:
+		return c.handleRaw(ctx, m)
 	}
-	return h(ctx, m)
+	return fmt.Errorf("no handler for jobs of kind %q", m.Kind)
 }
 
 // Enqueue puts a job on its queue. Its args are stored as the Codec
@@ -314,7 +363,7 @@ func (c *Client[TTx]) newMessage(args JobArgs, opts *EnqueueOptions) (store.NewM
 func (c *Client[TTx]) Start(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.group != nil {
+	if c.run != nil {
 		return errors.New("leasehold: the client has started already")
 	}
 	return c.startLocked(ctx)
@@ -322,11 +371,10 @@ func (c *Client[TTx]) Start(ctx context.Context) error {
 
 // startLocked starts the client; c.mu is held and it has not started.
 func (c *Client[TTx]) startLocked(ctx context.Context) error {
-	wc := workerConfig(c.cfg)
-	if len(wc.Queues) == 0 {
+	if len(c.cfg.Queues) == 0 {
 		return errors.New("leasehold: Start: the client works no queues (Config.Queues is empty); it can only enqueue")
 	}
-	wc.Store, wc.Handler, wc.Kinds = c.st, worker.HandlerFunc(c.handle), map[string]worker.KindConfig{}
+	kinds := map[string]worker.KindConfig{}
 	var errs []error
 	for _, kind := range slices.Sorted(maps.Keys(c.kinds)) {
 		o := c.kinds[kind]
@@ -334,17 +382,34 @@ func (c *Client[TTx]) startLocked(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("kind %q: MaxProcessingTime %s is below LeaseDuration %s: a job would be stopped before its first lease ended",
 				kind, o.MaxProcessingTime, c.cfg.LeaseDuration))
 		}
-		wc.Kinds[kind] = worker.KindConfig{MaxProcessingTime: o.MaxProcessingTime, RetryDelay: o.RetryDelay}
+		kinds[kind] = worker.KindConfig{MaxProcessingTime: o.MaxProcessingTime, RetryDelay: o.RetryDelay}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("leasehold: %w", err)
 	}
+	var jobs []*scheduled
+	if len(c.cfg.PeriodicJobs) > 0 {
+		var err error
+		if jobs, err = c.scheduleJobs(); err != nil {
+			return err
+		}
+	}
+	wc := c.workerConfig(kinds)
 	w, err := worker.New(wc)
 	if err != nil {
 		return fmt.Errorf("leasehold: %w", err)
 	}
-	for _, q := range wc.Queues {
-		c.log.Info("leasehold: working queue", "queue", q.Name, "concurrency", q.Concurrency, "lease", c.cfg.LeaseDuration,
+	wd, err := c.watchdog(wc.Deps, w)
+	if err != nil {
+		return fmt.Errorf("leasehold: %w", err)
+	}
+	queues := sortedQueues(c.cfg)
+	unobserve, err := maintenance.ObserveQueues(wc.Meter, c.st, func(context.Context) ([]string, error) { return queues, nil })
+	if err != nil {
+		return fmt.Errorf("leasehold: metrics: %w", err)
+	}
+	for _, q := range queues {
+		c.log.Info("leasehold: working queue", "queue", q, "concurrency", c.cfg.Queues[q].Concurrency, "lease", c.cfg.LeaseDuration,
 			"heartbeat", c.cfg.HeartbeatInterval, "max_processing_time", c.cfg.MaxProcessingTime)
 	}
 	for _, kind := range slices.Sorted(maps.Keys(c.kinds)) {
@@ -352,29 +417,59 @@ func (c *Client[TTx]) startLocked(ctx context.Context) error {
 			c.log.Info("leasehold: kind's own limit", "kind", kind, "max_processing_time", o.MaxProcessingTime)
 		}
 	}
-	loops := []lifecycle.Runnable{w}
-	if len(c.cfg.PeriodicJobs) > 0 {
-		jobs, err := c.scheduleJobs()
-		if err != nil {
-			return err
-		}
-		loops = append(loops, lifecycle.Func(func(ctx context.Context) error { return c.runPeriodic(ctx, jobs) }))
+	// The client's goroutines outlive Start's ctx: Stop ends them.
+	ctx = context.WithoutCancel(ctx)
+	auxCtx, stopAux := context.WithCancel(ctx)
+	r := &clientRun{w: w, stopAux: stopAux, done: make(chan struct{})}
+	var aux sync.WaitGroup
+	if len(jobs) > 0 {
+		aux.Go(func() { c.runPeriodic(auxCtx, jobs) })
 	}
-	g, err := lifecycle.NewGroup(lifecycle.GroupConfig{ShutdownTimeout: c.cfg.ShutdownTimeout, Clock: c.cfg.Clock}, loops...)
-	if err != nil {
-		return fmt.Errorf("leasehold: %w", err)
+	if wd != nil {
+		aux.Go(func() { _ = wd.Run(auxCtx) })
 	}
-	queues := sortedQueues(c.cfg)
-	unobserve, err := worker.ObserveQueues(c.cfg.MeterProvider, c.st, func(context.Context) ([]string, error) { return queues, nil })
-	if err != nil {
-		return fmt.Errorf("leasehold: metrics: %w", err)
-	}
-	c.group, c.w, c.done = g, w, make(chan struct{})
+	c.run = r
 	go func() {
-		c.runErr = errors.Join(g.Run(context.WithoutCancel(ctx)), unobserve())
-		close(c.done)
+		err := w.Run(ctx)
+		stopAux()
+		aux.Wait()
+		r.err = errors.Join(err, unobserve())
+		close(r.done)
 	}()
 	return nil
+}
+
+// stallPrefix names a queue's claim loop in the watchdog's logs.
+const stallPrefix = "worker "
+
+// watchdog returns the watchdog of w's claim loops that calls OnStall, or
+// nil when there is no OnStall to call.
+func (c *Client[TTx]) watchdog(d maintenance.Deps, w *worker.Worker) (*worker.Watchdog, error) {
+	if c.cfg.OnStall == nil {
+		return nil, nil
+	}
+	wd, err := worker.NewWatchdog(worker.WatchdogConfig{Deps: d, Interval: worker.DefaultWatchdogInterval, Threshold: worker.DefaultWatchdogThreshold,
+		OnStall: func(stalls []worker.Stall) {
+			queues := make([]string, len(stalls))
+			for i, s := range stalls {
+				queues[i] = strings.TrimPrefix(s.Name, stallPrefix)
+			}
+			c.cfg.OnStall(queues)
+		}})
+	if err != nil {
+		return nil, err
+	}
+	for q, hb := range w.Heartbeats() {
+		wd.Watch(stallPrefix+q, hb)
+	}
+	return wd, nil
+}
+
+// started returns the started client, or nil before Start.
+func (c *Client[TTx]) started() *clientRun {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.run
 }
 
 // Stop stops claiming jobs and waits for running handlers to finish, until
@@ -382,15 +477,14 @@ func (c *Client[TTx]) startLocked(ctx context.Context) error {
 // StopAndCancel does. It returns once the client has stopped: nil after a
 // clean stop. Safe before Start and more than once.
 func (c *Client[TTx]) Stop(ctx context.Context) error {
-	c.mu.Lock()
-	g, done := c.group, c.done
-	c.mu.Unlock()
-	if g == nil {
+	r := c.started()
+	if r == nil {
 		return nil
 	}
-	err := g.Shutdown(ctx)
-	<-done // a hard stop ends within a few seconds
-	if err = errors.Join(err, c.runErr); err != nil {
+	r.stopAux()
+	err := r.w.Shutdown(ctx)
+	<-r.done // a hard stop ends within a few seconds
+	if err = errors.Join(err, r.err); err != nil {
 		return fmt.Errorf("leasehold: stop: %w", err)
 	}
 	return nil
@@ -406,26 +500,38 @@ func (c *Client[TTx]) StopAndCancel(ctx context.Context) error {
 	return c.Stop(ended)
 }
 
-// RunUntilSignal starts the client and works until SIGTERM or SIGINT, or
-// until ctx ends. The first signal stops it as Stop does, letting running
-// handlers finish within ShutdownTimeout; a second signal stops it at once,
-// as StopAndCancel does. The same signal delivered twice within
-// lifecycle.DuplicateSignalWindow (to the process and to its group, as
-// some supervisors send it) counts once. It returns how the client
-// stopped. The signals get their default behaviour back when it returns.
+// RunUntilSignal starts the client, unless it has started, and works
+// until SIGTERM or SIGINT, until ctx ends, or until the client stops by
+// itself (its store closed, or Stop called elsewhere). The first signal
+// stops it as Stop does, letting running handlers finish within
+// ShutdownTimeout; a second signal stops it at once, as StopAndCancel
+// does; the end of ctx stops it at once too. The same signal delivered
+// twice within lifecycle.DuplicateSignalWindow (to the process and to its
+// group, as some supervisors send it) counts once. It returns how the
+// client stopped. The signals get their default behaviour back when it
+// returns.
 func (c *Client[TTx]) RunUntilSignal(ctx context.Context) error {
 	co := lifecycle.NewCoordinator()
 	co.RepeatWindow, co.Clock = lifecycle.DuplicateSignalWindow, c.cfg.Clock
 	unlisten := co.Listen()
 	defer unlisten()
-	if err := c.Start(ctx); err != nil {
+	c.mu.Lock()
+	var err error
+	if c.run == nil {
+		err = c.startLocked(ctx)
+	}
+	r := c.run
+	c.mu.Unlock()
+	if err != nil {
 		return err
 	}
 	select {
 	case <-co.Triggered():
-		c.log.Info("leasehold: signal: stopping gracefully; a second signal stops at once")
+		c.log.Info("leasehold: signal: shutting down gracefully; a second signal stops at once")
 	case <-ctx.Done():
 		return c.StopAndCancel(context.WithoutCancel(ctx))
+	case <-r.done:
+		return c.Stop(ctx)
 	}
 	stopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
@@ -433,6 +539,8 @@ func (c *Client[TTx]) RunUntilSignal(ctx context.Context) error {
 		select {
 		case <-co.Escalated():
 			c.log.Warn("leasehold: second signal: stopping at once")
+			cancel()
+		case <-ctx.Done():
 			cancel()
 		case <-stopCtx.Done():
 		}

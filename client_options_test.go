@@ -132,15 +132,19 @@ func TestStartWithoutQueuesIsRefused(t *testing.T) {
 	})
 }
 
-// A handler past its maximum processing time sees the client's cause.
+// A handler past its maximum processing time, by default three leases,
+// sees the client's cause.
 func TestHandlerSeesMaxProcessingTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		c, _ := newClient(t, leasehold.Config{LeaseDuration: time.Second, MaxProcessingTime: 3 * time.Second,
-			Queues: map[string]leasehold.QueueConfig{"default": {}}})
+		c, _ := newClient(t, leasehold.Config{LeaseDuration: 2 * time.Second, Queues: map[string]leasehold.QueueConfig{"default": {}}})
 		causes := make(chan error, 1)
 		leasehold.AddHandler(c, func(ctx context.Context, job *leasehold.Job[sendEmail]) error {
+			t0 := time.Now()
 			<-ctx.Done()
+			if took := time.Since(t0); took != 6*time.Second {
+				t.Errorf("cancelled after %s, want three leases, 6 s", took)
+			}
 			causes <- context.Cause(ctx)
 			return ctx.Err()
 		})

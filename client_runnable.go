@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/leasehold/leasehold/internal/anyjob"
 	"github.com/leasehold/leasehold/internal/runstate"
-	"github.com/leasehold/leasehold/internal/worker"
 	"github.com/leasehold/leasehold/lifecycle"
 )
 
@@ -31,16 +29,16 @@ func (l *clientLoop[TTx]) Run(ctx context.Context) error {
 	defer l.state.End()
 	c := l.c
 	c.mu.Lock()
-	if c.group == nil {
+	if c.run == nil {
 		err = c.startLocked(ctx)
 	}
-	done := c.done
+	r := c.run
 	c.mu.Unlock()
 	if err != nil {
 		return err
 	}
 	select {
-	case <-done:
+	case <-r.done:
 	case <-l.state.Stopping():
 		// Shutdown stops the client under its own context; this stop
 		// covers a Shutdown that came before Start.
@@ -48,9 +46,9 @@ func (l *clientLoop[TTx]) Run(ctx context.Context) error {
 	case <-ctx.Done():
 		_ = c.StopAndCancel(context.WithoutCancel(ctx))
 	}
-	<-done
-	if c.runErr != nil {
-		return fmt.Errorf("leasehold: %w", c.runErr)
+	<-r.done
+	if r.err != nil {
+		return fmt.Errorf("leasehold: %w", r.err)
 	}
 	return nil
 }
@@ -70,41 +68,9 @@ func (l *clientLoop[TTx]) Running() bool { return l.state.Running() }
 // its queues and reaches its store; an error before Start, once it is
 // stopping, or when the store does not answer.
 func (c *Client[TTx]) Ready(ctx context.Context) error {
-	c.mu.Lock()
-	w := c.w
-	c.mu.Unlock()
-	if w == nil {
+	r := c.started()
+	if r == nil {
 		return errors.New("leasehold: the client has not started")
 	}
-	return w.Ready(ctx)
-}
-
-// The command's script worker reaches the client through anyjob.
-func init() {
-	anyjob.Handle = func(c any, h worker.Handler) {
-		c.(interface{ setFallback(worker.Handler) }).setFallback(h)
-	}
-	anyjob.Heartbeats = func(c any) map[string]*worker.Heartbeat {
-		return c.(interface {
-			heartbeats() map[string]*worker.Heartbeat
-		}).heartbeats()
-	}
-}
-
-func (c *Client[TTx]) setFallback(h worker.Handler) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.group != nil {
-		panic("leasehold: a handler for every kind added after Start")
-	}
-	c.fallback = h
-}
-
-func (c *Client[TTx]) heartbeats() map[string]*worker.Heartbeat {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.w == nil {
-		return nil
-	}
-	return c.w.Heartbeats()
+	return r.w.Ready(ctx)
 }

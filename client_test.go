@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/internal/metrictest"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/memory"
 )
@@ -236,6 +237,13 @@ func TestClientRefusesBadSettings(t *testing.T) {
 		{"concurrency", leasehold.Config{Queues: map[string]leasehold.QueueConfig{"q": {Concurrency: -1}}}, `queue "q"`},
 		{"queue name", leasehold.Config{Queues: map[string]leasehold.QueueConfig{"": {}}}, "Queue"},
 		{"heartbeat the lease cannot keep", leasehold.Config{LeaseDuration: 3 * time.Second, HeartbeatInterval: 2 * time.Second}, "HeartbeatInterval 2s does not fit LeaseDuration 3s"},
+		{"negative lease", leasehold.Config{LeaseDuration: -time.Second}, "LeaseDuration is -1s, must be at least 1s"},
+		{"too many handlers", leasehold.Config{Queues: map[string]leasehold.QueueConfig{"q": {Concurrency: store.MaxBatch + 1}}},
+			fmt.Sprintf(`Concurrency of queue "q" is %d, must be 1 to %d`, store.MaxBatch+1, store.MaxBatch)},
+		{"reap interval not below the lease", leasehold.Config{LeaseDuration: 10 * time.Second, ReapInterval: 10 * time.Second}, "ReapInterval 10s does not fit LeaseDuration 10s"},
+		{"negative reap interval", leasehold.Config{ReapInterval: -time.Second}, "ReapInterval -1s does not fit"},
+		{"negative shutdown timeout", leasehold.Config{ShutdownTimeout: -time.Second}, "ShutdownTimeout is -1s, must be positive"},
+		{"negative hard stop wait", leasehold.Config{HardStopWait: -time.Second}, "HardStopWait is -1s, must be positive"},
 	} {
 		if _, err := leasehold.NewClient(st, tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error naming %q", tc.name, err, tc.want)
@@ -303,6 +311,28 @@ func TestKindOptions(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("enqueued %q, want %q", got, want)
 	}
+}
+
+// A client reaps every half lease when its lease is shorter than the 10 s
+// default interval.
+func TestClientReapsEveryHalfLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		reader := sdkmetric.NewManualReader()
+		c, _ := newClient(t, leasehold.Config{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
+			LeaseDuration: 4 * time.Second, Queues: map[string]leasehold.QueueConfig{"default": {}}})
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(9 * time.Second)
+		synctest.Wait()
+		if got := metrictest.Sum(t, metrictest.Collect(t, reader), "leasehold.reaper.runs"); got != 4 {
+			t.Fatalf("reaper runs in 9 s on a 4 s lease = %d, want 4 (every 2 s)", got)
+		}
+		if err := c.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // The client reports each queue's depth by state and the age of its oldest

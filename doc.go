@@ -34,7 +34,10 @@
 // dead-lettered with its last error; Permanent dead-letters it at once and
 // Snooze runs it again later without using up a delivery. A kind may set
 // its own default enqueue options (JobArgsWithOpts) and its own maximum
-// processing time and retry schedule (JobArgsWithWorkOpts). At Start the
+// processing time and retry schedule (JobArgsWithWorkOpts). HandleAny
+// gives a client one raw handler for the jobs of every kind without a
+// handler of their own, as they are stored, for a program that hands
+// them on, to another language, say. At Start the
 // client logs each queue's lease, heartbeat and maximum processing time,
 // and refuses settings that cannot work together.
 //

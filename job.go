@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/maintenance"
 	"github.com/leasehold/leasehold/internal/worker"
 )
 
@@ -116,7 +117,7 @@ var (
 
 // KeepForever, as Config.CompletedRetention or DeadRetention, keeps
 // finished jobs until they are deleted by hand.
-const KeepForever = worker.KeepForever
+const KeepForever = maintenance.KeepForever
 
 // Permanent marks err as one that retrying cannot fix: the job is
 // dead-lettered at once with it. A nil err stays nil.

@@ -146,7 +146,7 @@ func (c *Client[TTx]) scheduleJobs() ([]*scheduled, error) {
 }
 
 // runPeriodic enqueues jobs at their ticks until ctx ends.
-func (c *Client[TTx]) runPeriodic(ctx context.Context, jobs []*scheduled) error {
+func (c *Client[TTx]) runPeriodic(ctx context.Context, jobs []*scheduled) {
 	clk := c.cfg.Clock
 	now := clk.Now()
 	for _, s := range jobs {
@@ -170,13 +170,13 @@ func (c *Client[TTx]) runPeriodic(ctx context.Context, jobs []*scheduled) error 
 		}
 		if earliest.IsZero() {
 			<-ctx.Done() // no schedule has another tick
-			return nil
+			return
 		}
 		timer := clk.NewTimer(earliest.Sub(clk.Now()))
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return nil
+			return
 		case <-timer.C():
 		}
 		now := clk.Now()

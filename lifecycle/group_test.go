@@ -16,7 +16,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/clock/clocktest"
+	"github.com/leasehold/leasehold/internal/mailbox"
+	"github.com/leasehold/leasehold/internal/maintenance"
 	"github.com/leasehold/leasehold/internal/runstate"
 	"github.com/leasehold/leasehold/internal/worker"
 	"github.com/leasehold/leasehold/lifecycle"
@@ -61,7 +64,7 @@ func (l *testLoop) Running() bool                      { return l.state.Running(
 
 var _ lifecycle.Runnable = (*testLoop)(nil)
 var _ lifecycle.Runnable = (*worker.Worker)(nil)
-var _ lifecycle.Runnable = (*worker.Reaper)(nil)
+var _ lifecycle.Runnable = (*maintenance.Reaper)(nil)
 var _ lifecycle.Runnable = (*worker.Watchdog)(nil)
 var _ lifecycle.Runnable = (*lifecycle.Group)(nil)
 
@@ -202,23 +205,36 @@ func TestCoordinator(t *testing.T) {
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
+// workerOn is the configuration of a worker of queue on st with a
+// client's default settings, no upkeep and handler h, for the tests of
+// loops and checks.
+func workerOn(st store.Store, queue string, h worker.HandlerFunc) worker.Config {
+	const lease = worker.DefaultLeaseDuration
+	return worker.Config{Deps: maintenance.Deps{Store: st, Clock: clock.System(), Logger: quietLogger(), Meter: maintenance.Meter(nil)},
+		Queues: []worker.QueueConfig{{Name: queue, Concurrency: 1}}, Handler: h, WorkerID: mailbox.NewWorkerID(),
+		LeaseDuration: lease, HeartbeatInterval: lease / 3, MaxProcessingTime: 3 * lease, LongPoll: worker.DefaultLongPoll,
+		PollInterval: mailbox.DefaultPollInterval, ShutdownTimeout: worker.DefaultShutdownTimeout, HardStopWait: worker.DefaultHardStopWait}
+}
+
 func TestHealthHandlers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st, err := memory.New(memory.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		w, err := worker.New(worker.Config{Store: st, Queue: "q", Logger: quietLogger(), PollInterval: time.Second, LongPoll: time.Second,
-			Handler: worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil })})
+		release := make(chan struct{})
+		cfg := workerOn(st, "q", func(context.Context, *worker.Message) error { <-release; return nil })
+		cfg.PollInterval, cfg.LongPoll = time.Second, time.Second
+		w, err := worker.New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		wd, err := worker.NewWatchdog(worker.WatchdogConfig{Interval: time.Second, Threshold: 3 * time.Second, Logger: quietLogger()})
+		wd, err := worker.NewWatchdog(worker.WatchdogConfig{Deps: cfg.Deps, Interval: time.Second, Threshold: 3 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
 		silent := worker.NewHeartbeat(nil)
-		wd.Watch("worker", w.Heartbeat())
+		wd.Watch("worker", w.Heartbeats()["q"])
 		ready, live := lifecycle.HealthHandler(w.Ready), lifecycle.HealthHandler(wd.Live)
 		get := func(h http.Handler) (int, string) {
 			rec := httptest.NewRecorder()
@@ -242,20 +258,29 @@ func TestHealthHandlers(t *testing.T) {
 		if code, body := get(live); code != http.StatusServiceUnavailable || !strings.Contains(body, "silent") {
 			t.Fatalf("liveness with a stalled loop: %d %s", code, body)
 		}
-		w.Drain()
+		// A draining worker fails readiness and claims nothing more while
+		// its running handler finishes.
+		if _, err := st.Enqueue(context.Background(), []store.NewMessage{{Queue: "q"}}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		shut := make(chan error, 1)
+		go func() { shut <- w.Shutdown(context.Background()) }()
+		synctest.Wait()
 		if code, body := get(ready); code != http.StatusServiceUnavailable || !strings.Contains(body, "draining") {
 			t.Fatalf("readiness while draining: %d %s", code, body)
 		}
-		// Draining keeps Run going but claims nothing.
 		if _, err := st.Enqueue(context.Background(), []store.NewMessage{{Queue: "q"}}); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
-		if s, _ := st.Stats(context.Background(), "q"); s.Pending != 1 || !w.Running() {
-			t.Fatalf("draining worker: running %v, pending %d", w.Running(), s.Pending)
+		if s, _ := st.Stats(context.Background(), "q"); s.Pending != 1 || s.Processing != 1 || !w.Running() {
+			t.Fatalf("draining worker: running %v, %+v", w.Running(), s)
 		}
-		if err := w.Shutdown(context.Background()); err != nil {
+		close(release)
+		if err := <-shut; err != nil {
 			t.Fatal(err)
 		}
 		if err := <-ran; err != nil {
@@ -263,8 +288,7 @@ func TestHealthHandlers(t *testing.T) {
 		}
 		_ = wd.Shutdown(context.Background())
 		_ = st.Close()
-		w2, err := worker.New(worker.Config{Store: st, Queue: "q", Logger: quietLogger(),
-			Handler: worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil })})
+		w2, err := worker.New(workerOn(st, "q", func(context.Context, *worker.Message) error { return nil }))
 		if err != nil {
 			t.Fatal(err)
 		}

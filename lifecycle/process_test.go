@@ -44,21 +44,21 @@ func childMain(mode, path string) int {
 	}
 	defer st.Close()
 	say := func(line string) { fmt.Fprintln(os.Stdout, line) } // unbuffered: the parent reads at once
-	w, err := worker.New(worker.Config{Store: st, Queue: childQueue, Concurrency: 1, HardStopWait: time.Second,
-		ShutdownTimeout: childTimeout, Logger: quietLogger(),
-		Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
-			say(fmt.Sprintf("started %d", m.MessageID))
-			if mode == "block" {
-				<-ctx.Done()
-				return context.Cause(ctx)
-			}
-			select {
-			case <-time.After(time.Second):
-				return nil
-			case <-ctx.Done():
-				return context.Cause(ctx)
-			}
-		})})
+	cfg := workerOn(st, childQueue, func(ctx context.Context, m *worker.Message) error {
+		say(fmt.Sprintf("started %d", m.MessageID))
+		if mode == "block" {
+			<-ctx.Done()
+			return context.Cause(ctx)
+		}
+		select {
+		case <-time.After(time.Second):
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	})
+	cfg.HardStopWait, cfg.ShutdownTimeout = time.Second, childTimeout
+	w, err := worker.New(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 3

@@ -11,8 +11,8 @@ import (
 	"github.com/leasehold/leasehold/internal/runstate"
 )
 
-// Runnable is a loop that runs until stopped. The worker, the reaper and the
-// watchdog of package worker implement it, and so can any user loop.
+// Runnable is a loop that runs until stopped. The runtime's worker,
+// watchdog, reaper and upkeep implement it, and so can any user loop.
 type Runnable interface {
 	// Run runs the loop until it is done, Shutdown is called or ctx ends,
 	// and returns nil after a clean stop. Ending ctx is a hard stop.

@@ -528,7 +528,7 @@ type Store interface {
 	// lease is free, has lapsed or is holder's. It returns the lease as it
 	// stands after the call: holder holds it when Maintainer.Holder is
 	// holder. One process at a time maintains a database: its reaper and
-	// cleaner run; see internal/worker.
+	// cleaner run; see internal/maintenance.
 	HoldMaintainer(ctx context.Context, holder string, d time.Duration) (Maintainer, error)
 	// ReleaseMaintainer gives up holder's maintainer lease, if holder still
 	// holds it under token, so that another process takes it at its next

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/leasehold/leasehold/cmd/leasehold/internal/bench"
+	"github.com/leasehold/leasehold/internal/maintenance"
 	"github.com/leasehold/leasehold/internal/worker"
 	"github.com/leasehold/leasehold/store"
 )
@@ -32,7 +33,7 @@ type benchFlags struct {
 }
 
 func (a *app) benchCommand() *cobra.Command {
-	f := benchFlags{retain: retention{worker.DefaultCompletedRetention}}
+	f := benchFlags{retain: retention{maintenance.DefaultCompletedRetention}}
 	cmd := &cobra.Command{
 		Use:   "bench [--duration DUR | --messages N] [flags]",
 		Short: "Measure throughput and latency on a database",

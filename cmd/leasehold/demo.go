@@ -21,6 +21,7 @@ import (
 	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/internal/backoff"
 	"github.com/leasehold/leasehold/internal/mailbox"
+	"github.com/leasehold/leasehold/internal/maintenance"
 	"github.com/leasehold/leasehold/internal/worker"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/sqlite"
@@ -124,9 +125,14 @@ func (a *app) demo(ctx context.Context) error {
 	runs := make(chan error, 2)
 	for i := range 2 {
 		// The tour runs its reaper itself, in step 4, to show it at work.
-		w, err := worker.New(worker.Config{Store: st, Queue: demoQueue, WorkerID: fmt.Sprintf("demo-worker-%d", i+1), Concurrency: 3,
-			LeaseDuration: demoLease, Handler: handler, Logger: quiet, PollInterval: 100 * time.Millisecond, LongPoll: time.Second,
-			Backoff: backoff.Exponential{Initial: 100 * time.Millisecond, Max: 200 * time.Millisecond, Jitter: backoff.NoJitter}, DisableReaper: true})
+		// Polls and retries are quicker than a client's, for a tour of a few
+		// seconds.
+		w, err := worker.New(worker.Config{Deps: maintenance.Deps{Store: st, Clock: clk, Logger: quiet, Meter: maintenance.Meter(nil)},
+			Queues: []worker.QueueConfig{{Name: demoQueue, Concurrency: 3}}, Handler: handler, WorkerID: fmt.Sprintf("demo-worker-%d", i+1),
+			LeaseDuration: demoLease, HeartbeatInterval: demoLease / 3, MaxProcessingTime: 3 * demoLease,
+			Backoff:  backoff.Exponential{Initial: 100 * time.Millisecond, Max: 200 * time.Millisecond, Jitter: backoff.NoJitter},
+			LongPoll: time.Second, PollInterval: 100 * time.Millisecond,
+			ShutdownTimeout: worker.DefaultShutdownTimeout, HardStopWait: worker.DefaultHardStopWait})
 		if err != nil {
 			return err
 		}
@@ -242,7 +248,7 @@ func (a *app) demoCrash(ctx context.Context, st store.Store, path string, out *p
 		return 0, err
 	}
 	out.line("   worker process %d killed while message %d was in flight; its lease runs out in %s", child.Process.Pid, res[0].ID, demoLease)
-	r, err := worker.NewReaper(worker.ReaperConfig{Store: st, Logger: log})
+	r, err := maintenance.NewReaper(maintenance.ReaperConfig{Deps: a.deps(st, log)})
 	if err != nil {
 		return 0, err
 	}
@@ -280,19 +286,30 @@ func (a *app) demoCrash(ctx context.Context, st store.Store, path string, out *p
 		case <-t.C():
 		}
 	}
-	mb, err := mailbox.New(mailbox.Config{Store: st, Queue: demoCrashQ, WorkerID: "demo-rescuer"})
-	if err != nil {
-		return 0, err
-	}
-	msgs, err := mb.Receive(ctx, mailbox.ReceiveOptions{Visibility: demoSettleLease, Wait: 5 * time.Second})
+	msgs, err := demoMailbox(st, demoCrashQ, "demo-rescuer").Receive(ctx, mailbox.ReceiveOptions{Max: 1, Visibility: demoSettleLease, Wait: 5 * time.Second})
 	if err != nil || len(msgs) == 0 {
 		return 0, fmt.Errorf("receive the recovered job: %v", err)
 	}
-	if err := msgs[0].Ack(ctx); err != nil {
+	if err := demoComplete(ctx, st, msgs[0].Lease); err != nil {
 		return 0, err
 	}
 	out.line("   another worker took it at once (delivery %d) and completed it", msgs[0].Attempt)
 	return recovered, nil
+}
+
+// demoMailbox receives from queue as the worker id, as a worker would.
+func demoMailbox(st store.Store, queue, id string) *mailbox.Mailbox {
+	return mailbox.New(mailbox.Config{Store: st, Queue: queue, WorkerID: id, PollInterval: mailbox.DefaultPollInterval, Clock: clock.System()})
+}
+
+// demoComplete completes the message of lease, as its worker would; the
+// store refuses a lease that is no longer current.
+func demoComplete(ctx context.Context, st store.Store, l store.Lease) error {
+	errs, err := st.Complete(ctx, []store.Completion{{Lease: l}})
+	if err != nil {
+		return err
+	}
+	return errs[0]
 }
 
 // demoFencing shows a stale completion refused. It returns how many were.
@@ -300,15 +317,8 @@ func demoFencing(ctx context.Context, st store.Store, out *progress) (int, error
 	if _, err := st.Enqueue(ctx, []store.NewMessage{{Queue: demoFenceQ, Payload: []byte("fenced")}}); err != nil {
 		return 0, err
 	}
-	stale, err := mailbox.New(mailbox.Config{Store: st, Queue: demoFenceQ, WorkerID: "demo-stale"})
-	if err != nil {
-		return 0, err
-	}
-	fresh, err := mailbox.New(mailbox.Config{Store: st, Queue: demoFenceQ, WorkerID: "demo-fresh"})
-	if err != nil {
-		return 0, err
-	}
-	first, err := stale.Receive(ctx, mailbox.ReceiveOptions{Visibility: 300 * time.Millisecond, Wait: time.Second})
+	stale, fresh := demoMailbox(st, demoFenceQ, "demo-stale"), demoMailbox(st, demoFenceQ, "demo-fresh")
+	first, err := stale.Receive(ctx, mailbox.ReceiveOptions{Max: 1, Visibility: 300 * time.Millisecond, Wait: time.Second})
 	if err != nil || len(first) == 0 {
 		return 0, fmt.Errorf("receive: %v", err)
 	}
@@ -321,19 +331,19 @@ func demoFencing(ctx context.Context, st store.Store, out *progress) (int, error
 	if _, err := st.Reap(ctx); err != nil {
 		return 0, err
 	}
-	second, err := fresh.Receive(ctx, mailbox.ReceiveOptions{Visibility: demoSettleLease, Wait: 2 * time.Second})
+	second, err := fresh.Receive(ctx, mailbox.ReceiveOptions{Max: 1, Visibility: demoSettleLease, Wait: 2 * time.Second})
 	if err != nil || len(second) == 0 {
 		return 0, fmt.Errorf("receive again: %v", err)
 	}
 	out.line("   worker B claims it again with fencing token %d", second[0].FencingToken)
 	refused := 0
-	if err := first[0].Ack(ctx); errors.Is(err, store.ErrLeaseLost) {
+	if err := demoComplete(ctx, st, first[0].Lease); errors.Is(err, store.ErrLeaseLost) {
 		refused++
 		out.line("   worker A's completion is refused: %v", err)
 	} else {
 		return 0, fmt.Errorf("the stale completion was not refused: %v", err)
 	}
-	if err := second[0].Ack(ctx); err != nil {
+	if err := demoComplete(ctx, st, second[0].Lease); err != nil {
 		return 0, err
 	}
 	out.line("   worker B's completion goes through: the message completed once")

@@ -15,7 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/leasehold/leasehold/internal/worker"
+	"github.com/leasehold/leasehold/internal/maintenance"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -436,7 +436,7 @@ for deployments that want one elsewhere, or a one-off run with --once.`,
 				return err
 			}
 			defer st.Close()
-			r, err := worker.NewReaper(worker.ReaperConfig{Store: st, Interval: every, Logger: a.log})
+			r, err := maintenance.NewReaper(maintenance.ReaperConfig{Deps: a.deps(st, nil), Interval: every})
 			if err != nil {
 				return err
 			}

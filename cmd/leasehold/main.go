@@ -4,6 +4,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,7 +15,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/cmd/leasehold/internal/script"
+	"github.com/leasehold/leasehold/internal/maintenance"
 	"github.com/leasehold/leasehold/internal/storecore"
 	"github.com/leasehold/leasehold/store"
 )
@@ -177,6 +180,13 @@ func validLevel(s string) bool {
 // open opens the database for a command that writes; a SQLite file is
 // created and migrated.
 func (a *app) open(ctx context.Context) (store.Store, error) { return a.openFor(ctx, false) }
+
+// deps are what the runtime's pieces that a command runs by itself (a
+// reaper, a cleaner) work with: st, the system clock, the command's
+// logger unless log names another, and the global meter.
+func (a *app) deps(st store.Store, log *slog.Logger) maintenance.Deps {
+	return maintenance.Deps{Store: st, Clock: clock.System(), Logger: cmp.Or(log, a.log), Meter: maintenance.Meter(nil)}
+}
 
 // openRead opens the database for a command that only reads: nothing is
 // created or changed, and a database without the schema is an error.

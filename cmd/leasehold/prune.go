@@ -6,14 +6,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/leasehold/leasehold/internal/worker"
+	"github.com/leasehold/leasehold/internal/maintenance"
 )
 
 // retention is a flag that takes a duration, or "forever" to keep.
 type retention struct{ d time.Duration }
 
 func (r *retention) String() string {
-	if r.d == worker.KeepForever {
+	if r.d == maintenance.KeepForever {
 		return "forever"
 	}
 	return r.d.String()
@@ -21,7 +21,7 @@ func (r *retention) String() string {
 
 func (r *retention) Set(s string) error {
 	if s == "forever" {
-		r.d = worker.KeepForever
+		r.d = maintenance.KeepForever
 		return nil
 	}
 	d, err := time.ParseDuration(s)
@@ -36,8 +36,8 @@ func (r *retention) Type() string { return "duration|forever" }
 
 func (a *app) pruneCommand() *cobra.Command {
 	var queue string
-	completed := retention{worker.DefaultCompletedRetention}
-	dead := retention{worker.DefaultDeadRetention}
+	completed := retention{maintenance.DefaultCompletedRetention}
+	dead := retention{maintenance.DefaultDeadRetention}
 	cmd := &cobra.Command{
 		Use:   "prune --queue Q [--completed-older-than DUR] [--dead-older-than DUR]",
 		Short: "Delete a queue's finished messages now",
@@ -61,8 +61,8 @@ the whole window; once it is deleted, its dedup id may be used again.`,
 				return err
 			}
 			defer st.Close()
-			cleaner, err := worker.NewCleaner(worker.CleanerConfig{Store: st, Queue: queue, CompletedRetention: completed.d,
-				DeadRetention: dead.d, Logger: a.log})
+			cleaner, err := maintenance.NewCleaner(maintenance.CleanerConfig{Deps: a.deps(st, nil), Queue: queue,
+				Retention: maintenance.Retention{Completed: completed.d, Dead: dead.d}})
 			if err != nil {
 				return err
 			}

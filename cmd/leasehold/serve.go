@@ -6,15 +6,15 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/leasehold/leasehold/internal/maintenance"
 	"github.com/leasehold/leasehold/internal/serve"
 	"github.com/leasehold/leasehold/internal/sqsapi"
-	"github.com/leasehold/leasehold/internal/worker"
 )
 
 func (a *app) serveCommand() *cobra.Command {
 	var addr, region string
 	var reapEvery, shutdownTimeout time.Duration
-	retainCompleted, retainDead := retention{worker.DefaultCompletedRetention}, retention{worker.DefaultDeadRetention}
+	retainCompleted, retainDead := retention{maintenance.DefaultCompletedRetention}, retention{maintenance.DefaultDeadRetention}
 	cmd := &cobra.Command{
 		Use:   "serve [--addr HOST:PORT]",
 		Short: "Serve the Amazon SQS API, the dashboard, Prometheus metrics and health checks over HTTP",

@@ -18,9 +18,8 @@ import (
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/cmd/leasehold/internal/script"
-	"github.com/leasehold/leasehold/internal/anyjob"
+	"github.com/leasehold/leasehold/internal/maintenance"
 	"github.com/leasehold/leasehold/internal/worker"
-	"github.com/leasehold/leasehold/lifecycle"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -44,7 +43,7 @@ type workFlags struct {
 }
 
 func (a *app) workCommand() *cobra.Command {
-	f := workFlags{retainCompleted: retention{worker.DefaultCompletedRetention}, retainDead: retention{worker.DefaultDeadRetention}}
+	f := workFlags{retainCompleted: retention{maintenance.DefaultCompletedRetention}, retainDead: retention{maintenance.DefaultDeadRetention}}
 	cmd := &cobra.Command{
 		Use:   "work --queue Q [flags] -- CMD [ARGS...]",
 		Short: "Run a program once per message",
@@ -179,79 +178,75 @@ func (f workFlags) config(cmd *cobra.Command) (leasehold.Config, error) {
 	return cfg, nil
 }
 
-// work runs a client whose one handler is the script, for jobs of every
-// kind, until a signal, --drain or a failure stops it.
+// work runs a client whose raw handler is the script, for jobs of every
+// kind, until a signal, --drain, a stall or a command that cannot start
+// stops it.
 func (a *app) work(ctx context.Context, cfg leasehold.Config, f workFlags, argv []string) error {
 	st, err := a.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	cfg.Logger = a.log
+	cfg.OnStall = func([]string) {
+		stop(errStalled)
+		// The hard stop releases the leases and ends the process; if it
+		// cannot (the stall is in the stop's path too), the process ends
+		// anyway, so that an orchestrator restarts it.
+		clock.System().AfterFunc(f.shutdownTimeout+2*script.KillGrace+10*time.Second, func() {
+			a.log.Error("stalled worker did not stop; exiting")
+			os.Exit(exitFailure)
+		})
+	}
 	c, err := leasehold.NewClient(store.WithoutTx(st), cfg)
 	if err != nil {
 		return err
 	}
-	var g *lifecycle.Group
+	// --drain and a command that cannot start ask for a graceful stop,
+	// which a watcher of the run makes; work waits for the watchers.
+	stopAsked := make(chan struct{})
+	var askOnce sync.Once
+	askStop := func() { askOnce.Do(func() { close(stopAsked) }) }
 	var cannotStart error
 	var startMu sync.Mutex
-	anyjob.Handle(c, &script.Handler{Argv: argv, Stdout: script.NewLockedWriter(a.stdout), Stderr: script.NewLockedWriter(a.stderr), Log: a.log,
+	c.HandleAny((&script.Handler{Argv: argv, Stdout: script.NewLockedWriter(a.stdout), Stderr: script.NewLockedWriter(a.stderr), Log: a.log,
 		Broken: func(err error) {
 			startMu.Lock()
 			cannotStart = err
 			startMu.Unlock()
 			a.log.Error("the command failed to start several times in a row; stopping", "error", err, "failed_starts", script.MaxStartFailures)
-			go func() { _ = g.Shutdown(context.WithoutCancel(ctx)) }()
-		}})
+			askStop()
+		}}).Handle)
 	// A reader of standard output that goes away must not kill the worker
 	// with SIGPIPE while it holds leases.
 	signal.Ignore(syscall.SIGPIPE)
-	runCtx, stop := context.WithCancelCause(ctx)
-	defer stop(nil)
-	wd, err := worker.NewWatchdog(worker.WatchdogConfig{Logger: a.log,
-		OnStall: func([]worker.Stall) {
-			stop(errStalled)
-			// The hard stop releases the leases and ends the process; if it
-			// cannot (the stall is in the stop's path too), the process
-			// ends anyway, so that an orchestrator restarts it.
-			clock.System().AfterFunc(f.shutdownTimeout+2*script.KillGrace+10*time.Second, func() {
-				a.log.Error("stalled worker did not stop; exiting")
-				os.Exit(exitFailure)
-			})
-		}})
-	if err != nil {
-		return err
-	}
-	loops := []lifecycle.Runnable{c.Runnable(), wd}
-	if f.drain {
-		loops = append(loops, drainWatch(st, f.queue, a.log))
-	}
-	g, err = lifecycle.NewGroup(lifecycle.GroupConfig{ShutdownTimeout: f.shutdownTimeout}, loops...)
-	if err != nil {
-		return err
-	}
-	co := lifecycle.NewCoordinator()
-	co.RepeatWindow = lifecycle.DuplicateSignalWindow
-	unlisten := co.Listen()
-	defer unlisten()
-	co.Register(func() {
-		a.log.Info("signal: shutting down gracefully; a second signal stops at once")
-		go func() { _ = g.Shutdown(context.WithoutCancel(ctx)) }()
-	})
-	co.OnEscalate(func() {
-		a.log.Warn("second signal: stopping at once")
-		stop(errors.New("second signal"))
-	})
-	// Started before the group runs it, so that the watchdog watches its
-	// claim loop from the first.
 	if err := c.Start(runCtx); err != nil {
 		return err
 	}
-	for q, hb := range anyjob.Heartbeats(c) {
-		wd.Watch("worker "+q, hb)
-	}
 	a.log.Info("worker started", "queue", f.queue, "concurrency", f.concurrency, "db", a.dsn.String())
-	err = g.Run(runCtx)
+	watchCtx, endWatch := context.WithCancel(runCtx)
+	var watchers sync.WaitGroup
+	defer func() {
+		endWatch()
+		watchers.Wait()
+	}()
+	watchers.Go(func() {
+		select {
+		case <-stopAsked:
+			_ = c.Stop(context.WithoutCancel(ctx)) // RunUntilSignal reports how it went
+		case <-watchCtx.Done():
+		}
+	})
+	if f.drain {
+		watchers.Go(func() {
+			if waitEmpty(watchCtx, st, f.queue, a.log) {
+				askStop()
+			}
+		})
+	}
+	err = c.RunUntilSignal(runCtx)
 	startMu.Lock()
 	if cannotStart != nil {
 		err = errors.Join(fmt.Errorf("%w (%d times in a row; the messages it was given went back without using up a delivery)", cannotStart, script.MaxStartFailures), err)
@@ -263,30 +258,27 @@ func (a *app) work(ctx context.Context, cfg leasehold.Config, f workFlags, argv 
 	return err
 }
 
-// drainWatch ends the group once the queue is empty, or paused with
-// nothing in flight: it returns, which makes the group shut the worker
-// down.
-func drainWatch(st store.Store, queue string, log *slog.Logger) lifecycle.Runnable {
-	return lifecycle.Func(func(ctx context.Context) error {
-		t := clock.System().NewTicker(drainPoll)
-		defer t.Stop()
-		for {
-			s, err := st.Stats(ctx, queue)
-			if err == nil && s.Processing == 0 && s.Paused {
-				log.Info("--drain: the queue is paused; stopping", "pending", s.Pending+s.Waiting)
-				return nil
-			}
-			if err == nil && s.Pending+s.Waiting+s.Processing == 0 {
-				return nil
-			}
-			if err != nil && ctx.Err() == nil {
-				log.Warn("--drain could not count the queue; trying again", "error", err)
-			}
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-t.C():
-			}
+// waitEmpty waits until the queue is empty, or paused with nothing in
+// flight, and reports true then; false when ctx ends first.
+func waitEmpty(ctx context.Context, st store.Store, queue string, log *slog.Logger) bool {
+	t := clock.System().NewTicker(drainPoll)
+	defer t.Stop()
+	for {
+		s, err := st.Stats(ctx, queue)
+		if err == nil && s.Processing == 0 && s.Paused {
+			log.Info("--drain: the queue is paused; stopping", "pending", s.Pending+s.Waiting)
+			return true
 		}
-	})
+		if err == nil && s.Pending+s.Waiting+s.Processing == 0 {
+			return true
+		}
+		if err != nil && ctx.Err() == nil {
+			log.Warn("--drain could not count the queue; trying again", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C():
+		}
+	}
 }

@@ -24,7 +24,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/internal/mailbox"
+	"github.com/leasehold/leasehold/internal/maintenance"
 	"github.com/leasehold/leasehold/internal/pgtest"
 	"github.com/leasehold/leasehold/internal/testproc"
 	"github.com/leasehold/leasehold/internal/worker"
@@ -85,9 +87,13 @@ func runWorker(ctx context.Context, st store.Store) int {
 		return 3
 	}
 	defer logf.Close()
-	w, err := worker.New(worker.Config{Store: st, Queue: queue, Concurrency: 10, LeaseDuration: 2 * time.Second,
-		ReapInterval: 500 * time.Millisecond, PollInterval: 100 * time.Millisecond, LongPoll: time.Second,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	const lease = 2 * time.Second
+	w, err := worker.New(worker.Config{Deps: maintenance.Deps{Store: st, Clock: clock.System(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Meter: maintenance.Meter(nil)}, Queues: []worker.QueueConfig{{Name: queue, Concurrency: 10}}, WorkerID: mailbox.NewWorkerID(),
+		LeaseDuration: lease, HeartbeatInterval: lease / 3, MaxProcessingTime: 3 * lease, ReapInterval: 500 * time.Millisecond,
+		PollInterval: 100 * time.Millisecond, LongPoll: time.Second, ShutdownTimeout: worker.DefaultShutdownTimeout,
+		HardStopWait: worker.DefaultHardStopWait,
+		Retention:    &maintenance.Retention{Completed: maintenance.DefaultCompletedRetention, Dead: maintenance.DefaultDeadRetention},
 		Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 			if _, err := fmt.Fprintf(logf, "%d %d\n", m.MessageID, m.FencingToken); err != nil {
 				return err
@@ -121,19 +127,18 @@ func runWorker(ctx context.Context, st store.Store) int {
 // on stdin (the test freezes it meanwhile), and then tries to complete it,
 // printing the outcome.
 func runStale(ctx context.Context, st store.Store) int {
-	mb, err := mailbox.New(mailbox.Config{Store: st, Queue: queue, WorkerID: "stale"})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 3
-	}
-	msgs, err := mb.Receive(ctx, mailbox.ReceiveOptions{Visibility: time.Second, Wait: 10 * time.Second})
+	mb := mailbox.New(mailbox.Config{Store: st, Queue: queue, WorkerID: "stale", PollInterval: mailbox.DefaultPollInterval, Clock: clock.System()})
+	msgs, err := mb.Receive(ctx, mailbox.ReceiveOptions{Max: 1, Visibility: time.Second, Wait: 10 * time.Second})
 	if err != nil || len(msgs) != 1 {
 		fmt.Fprintln(os.Stderr, "receive:", len(msgs), err)
 		return 3
 	}
 	fmt.Printf("holding %d %d\n", msgs[0].MessageID, msgs[0].FencingToken)
 	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
-	err = msgs[0].Ack(ctx)
+	errs, err := st.Complete(ctx, []store.Completion{{Lease: msgs[0].Lease}})
+	if err == nil {
+		err = errs[0]
+	}
 	switch {
 	case errors.Is(err, store.ErrLeaseLost):
 		fmt.Println("refused")

@@ -2,7 +2,6 @@ package mailbox_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -35,10 +34,7 @@ func setup(t *testing.T, f factory) *bundle {
 	t.Helper()
 	clk := clocktest.New()
 	s := f(t, clk)
-	mb, err := mailbox.New(mailbox.Config{Store: s, Queue: "q", WorkerID: "mb", Clock: clk, PollInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mb := mailbox.New(mailbox.Config{Store: s, Queue: "q", WorkerID: "mb", Clock: clk, PollInterval: time.Hour})
 	return &bundle{ctx: context.Background(), clk: clk, s: s, mb: mb}
 }
 
@@ -76,7 +72,8 @@ func TestOnEveryBackend(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			for test, fn := range map[string]func(*testing.T, factory){
-				"Verbs": testVerbs, "LongPollWakesOnEnqueue": testLongPollWakesOnEnqueue, "LongPollTimesOut": testLongPollTimesOut,
+				"Receive": testReceive, "StopEndsTheWait": testStopEndsTheWait, "LongPollWakesOnEnqueue": testLongPollWakesOnEnqueue,
+				"LongPollTimesOut": testLongPollTimesOut,
 			} {
 				t.Run(test, func(t *testing.T) { fn(t, f) })
 			}
@@ -114,11 +111,14 @@ func testLongPollWakesOnEnqueue(t *testing.T, f factory) {
 	}
 }
 
-func testLongPollTimesOut(t *testing.T, f factory) {
-	b := setup(t, f)
+// pollEmpty long-polls the empty queue for 20 s of clock time, or until
+// stop is closed, and returns once the receiver waits; the channel gets
+// the receive's error, or one that says it returned messages.
+func (b *bundle) pollEmpty(t *testing.T, stop <-chan struct{}) <-chan error {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() {
-		ms, err := b.mb.Receive(b.ctx, mailbox.ReceiveOptions{Visibility: lease, Wait: 20 * time.Second})
+		ms, err := b.mb.Receive(b.ctx, mailbox.ReceiveOptions{Max: 1, Visibility: lease, Wait: 20 * time.Second, Stop: stop})
 		if err == nil && len(ms) != 0 {
 			err = fmt.Errorf("got %d messages from an empty queue", len(ms))
 		}
@@ -129,60 +129,66 @@ func testLongPollTimesOut(t *testing.T, f factory) {
 	if err := b.clk.BlockUntil(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
+	return done
+}
+
+func testLongPollTimesOut(t *testing.T, f factory) {
+	b := setup(t, f)
+	done := b.pollEmpty(t, nil)
 	b.clk.Advance(20 * time.Second)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
 }
 
-func testVerbs(t *testing.T, f factory) {
+// Closing Stop ends a long poll at once, with no messages and no error.
+func testStopEndsTheWait(t *testing.T, f factory) {
+	b := setup(t, f)
+	stop := make(chan struct{})
+	done := b.pollEmpty(t, stop)
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if b.clk.Monotonic() != 0 {
+		t.Fatalf("the wait took %s of clock time; Stop should end it at once", b.clk.Monotonic())
+	}
+}
+
+// A receive takes at most Max messages, under a lease whose deadline, by
+// the receiver's reckoning, is the claim's moment plus the visibility; a
+// message it holds is not received again until the store gives it back.
+func testReceive(t *testing.T, f factory) {
 	b := setup(t, f)
 	mb := b.mb
-	res, err := mb.Send(b.ctx, []byte("hi"), mailbox.SendOptions{Key: "k"})
+	res, err := b.s.Enqueue(b.ctx, []store.NewMessage{{Queue: "q", Payload: []byte("hi"), Key: "k"}, {Queue: "q", Payload: []byte("there")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms, err := mb.Receive(b.ctx, mailbox.ReceiveOptions{Max: 5, Visibility: 10 * time.Second})
+	b.clk.Advance(time.Second)
+	ms, err := mb.Receive(b.ctx, mailbox.ReceiveOptions{Max: 1, Visibility: 10 * time.Second})
 	if err != nil || len(ms) != 1 {
 		t.Fatalf("Receive = %d, %v", len(ms), err)
 	}
 	m := ms[0]
-	if m.MessageID != res.ID || string(m.Body()) != "hi" || m.Key != "k" || m.Attempt != 1 {
+	if m.MessageID != res[0].ID || string(m.Payload) != "hi" || m.Key != "k" || m.Attempt != 1 {
 		t.Fatalf("message %+v", m.Delivery)
 	}
-	l, err := mailbox.ParseReceiptHandle(m.ReceiptHandle())
-	if err != nil || l != m.Lease {
-		t.Fatalf("receipt handle round trip = %v, %v", l, err)
+	if want := b.clk.Monotonic() + 10*time.Second; m.LeaseDeadline() != want {
+		t.Fatalf("lease deadline %s, want %s", m.LeaseDeadline(), want)
 	}
-	b.clk.Advance(9 * time.Second)
-	if err := m.ExtendVisibility(b.ctx, 10*time.Second); err != nil {
+	ms, err = mb.Receive(b.ctx, mailbox.ReceiveOptions{Max: 5, Visibility: lease})
+	if err != nil || len(ms) != 1 || ms[0].MessageID != res[1].ID {
+		t.Fatalf("second Receive = %d, %v; want the other message only", len(ms), err)
+	}
+	if ms, err := mb.Receive(b.ctx, mailbox.ReceiveOptions{Max: 5, Visibility: lease}); err != nil || len(ms) != 0 {
+		t.Fatalf("Receive with both held = %d, %v; want none", len(ms), err)
+	}
+	if err := b.s.Release(b.ctx, store.Release{Lease: m.Lease}); err != nil {
 		t.Fatal(err)
 	}
-	b.clk.Advance(9 * time.Second)
-	if err := m.Nack(b.ctx, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Ack(b.ctx); !errors.Is(err, store.ErrLeaseLost) {
-		t.Fatalf("Ack after Nack = %v, want ErrLeaseLost", err)
-	}
-	if err := m.ExtendVisibility(b.ctx, time.Second); !errors.Is(err, store.ErrLeaseLost) {
-		t.Fatalf("ExtendVisibility after Nack = %v, want ErrLeaseLost", err)
-	}
-	ms, _ = mb.Receive(b.ctx, mailbox.ReceiveOptions{Visibility: lease})
-	if len(ms) != 1 || ms[0].Attempt != 2 {
-		t.Fatalf("redelivery = %d messages", len(ms))
-	}
-	if err := ms[0].Unreceive(b.ctx); err != nil {
-		t.Fatal(err)
-	}
-	ms, _ = mb.Receive(b.ctx, mailbox.ReceiveOptions{Visibility: lease})
-	if len(ms) != 1 || ms[0].Attempt != 2 {
-		t.Fatalf("after Unreceive: %d messages, want the message again at attempt 2", len(ms))
-	}
-	if dead, err := ms[0].Fail(b.ctx, errors.New("nope"), 0, true); err != nil || !dead {
-		t.Fatalf("Fail = %v, %v", dead, err)
-	}
-	if _, err := mailbox.ParseReceiptHandle("garbage"); !errors.Is(err, store.ErrInvalid) {
-		t.Fatalf("ParseReceiptHandle(garbage) = %v", err)
+	ms, err = mb.Receive(b.ctx, mailbox.ReceiveOptions{Max: 5, Visibility: lease})
+	if err != nil || len(ms) != 1 || ms[0].MessageID != m.MessageID || ms[0].Attempt != 2 {
+		t.Fatalf("after the release: %d, %v; want the first message again, at attempt 2", len(ms), err)
 	}
 }

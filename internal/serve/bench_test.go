@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/internal/mailbox"
 	"github.com/leasehold/leasehold/internal/serve"
 	"github.com/leasehold/leasehold/store"
@@ -188,14 +189,15 @@ func (o sqsOps) empty(ctx context.Context) error {
 // for a send, a mailbox's long-polling Receive with SQS's default
 // visibility timeout for a receive, Complete for a delete.
 type storeOps struct {
-	st store.Store
-	mb *mailbox.Mailbox
+	st    store.Store
+	queue string
+	mb    *mailbox.Mailbox
 }
 
 func (o storeOps) send(ctx context.Context, bodies []string) error {
 	msgs := make([]store.NewMessage, len(bodies))
 	for i, body := range bodies {
-		msgs[i] = store.NewMessage{Queue: o.mb.Queue(), Payload: []byte(body)}
+		msgs[i] = store.NewMessage{Queue: o.queue, Payload: []byte(body)}
 	}
 	_, err := o.st.Enqueue(ctx, msgs)
 	return err
@@ -231,7 +233,7 @@ func (o storeOps) delete(ctx context.Context, ms []benchMsg) error {
 }
 
 func (o storeOps) empty(ctx context.Context) error {
-	s, err := o.st.Stats(ctx, o.mb.Queue())
+	s, err := o.st.Stats(ctx, o.queue)
 	if err != nil {
 		return err
 	}
@@ -391,11 +393,9 @@ func BenchmarkStoreThroughputBatch10(b *testing.B) {
 	for _, bs := range backends() {
 		b.Run(bs.name, func(b *testing.B) {
 			st := bs.open(b, nil)
-			mb, err := mailbox.New(mailbox.Config{Store: st, Queue: "bench"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			runThroughput(b, storeOps{st: st, mb: mb})
+			mb := mailbox.New(mailbox.Config{Store: st, Queue: "bench", WorkerID: mailbox.NewWorkerID(), PollInterval: mailbox.DefaultPollInterval,
+				Clock: clock.System()})
+			runThroughput(b, storeOps{st: st, queue: "bench", mb: mb})
 		})
 	}
 }

@@ -28,10 +28,11 @@ import (
 
 	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/internal/dashboard"
+	"github.com/leasehold/leasehold/internal/mailbox"
+	"github.com/leasehold/leasehold/internal/maintenance"
 	"github.com/leasehold/leasehold/internal/runstate"
 	"github.com/leasehold/leasehold/internal/sigv4"
 	"github.com/leasehold/leasehold/internal/sqsapi"
-	"github.com/leasehold/leasehold/internal/worker"
 	"github.com/leasehold/leasehold/lifecycle"
 	"github.com/leasehold/leasehold/store"
 )
@@ -45,6 +46,9 @@ const (
 	// DefaultShutdownTimeout bounds a graceful stop: requests in flight
 	// finish within it, long polls at once.
 	DefaultShutdownTimeout = 30 * time.Second
+	// maintainerLease is the server's maintainer lease: a server that
+	// dies hands the database's upkeep on within it.
+	maintainerLease = 30 * time.Second
 )
 
 // Config configures a Server.
@@ -64,8 +68,9 @@ type Config struct {
 	// DefaultReapInterval.
 	ReapInterval time.Duration
 	// CompletedRetention and DeadRetention are how long finished messages
-	// are kept, as in a worker (see worker.CleanerConfig); the server
-	// cleans only while it holds the database's maintainer lease.
+	// are kept, as in a worker (see maintenance.Retention): defaults
+	// maintenance.DefaultCompletedRetention and DefaultDeadRetention. The
+	// server cleans only while it holds the database's maintainer lease.
 	CompletedRetention, DeadRetention time.Duration
 	// ShutdownTimeout bounds a graceful stop. Default
 	// DefaultShutdownTimeout.
@@ -81,7 +86,7 @@ type Server struct {
 	cfg   Config
 	api   *sqsapi.API
 	dash  *dashboard.Dashboard
-	maint *worker.Maintenance
+	maint *maintenance.Maintenance
 	mux   *http.ServeMux
 	// handler is mux behind the check of the Host header.
 	handler http.Handler
@@ -100,7 +105,7 @@ type Server struct {
 var _ lifecycle.Runnable = (*Server)(nil)
 
 // Check reports a setting of c that cannot work, Store aside: the
-// credentials, the address and the intervals.
+// credentials, the address, the intervals and the retentions.
 func (c Config) Check() error {
 	addr := cmp.Or(c.Addr, DefaultAddr)
 	if (c.AccessKeyID == "") != (c.SecretAccessKey == "") {
@@ -112,7 +117,16 @@ func (c Config) Check() error {
 	if c.ReapInterval < 0 || c.ShutdownTimeout < 0 {
 		return fmt.Errorf("serve: ReapInterval (%s) and ShutdownTimeout (%s) must not be negative", c.ReapInterval, c.ShutdownTimeout)
 	}
+	if err := c.retention().Check(); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
 	return nil
+}
+
+// retention is what the server's cleaner keeps, defaults filled in.
+func (c Config) retention() maintenance.Retention {
+	return maintenance.Retention{Completed: cmp.Or(c.CompletedRetention, maintenance.DefaultCompletedRetention),
+		Dead: cmp.Or(c.DeadRetention, maintenance.DefaultDeadRetention)}
 }
 
 // New returns a server for cfg; it listens when Listen or Run is called.
@@ -145,14 +159,18 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("serve: %w", err)
 		}
 	}
-	api, err := sqsapi.New(sqsapi.Config{Store: cfg.Store, Verifier: verifier, Region: cfg.Region, Clock: cfg.Clock,
+	// One id names this process in the leases its receivers take and in
+	// the maintainer election.
+	id := mailbox.NewWorkerID()
+	api, err := sqsapi.New(sqsapi.Config{Store: cfg.Store, Verifier: verifier, Region: cfg.Region, WorkerID: id, Clock: cfg.Clock,
 		Logger: cfg.Logger, MeterProvider: mp})
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
-	maint, err := worker.NewMaintenance(worker.MaintenanceConfig{Store: cfg.Store, ReapInterval: cfg.ReapInterval,
-		CompletedRetention: cfg.CompletedRetention, DeadRetention: cfg.DeadRetention, Clock: cfg.Clock,
-		Logger: cfg.Logger, MeterProvider: mp})
+	meter := maintenance.Meter(mp)
+	retention := cfg.retention()
+	maint, err := maintenance.New(maintenance.Config{Deps: maintenance.Deps{Store: cfg.Store, Clock: cfg.Clock, Logger: cfg.Logger, Meter: meter},
+		ID: id, LeaseDuration: maintainerLease, ReapInterval: cfg.ReapInterval, AlwaysReap: true, Retention: &retention})
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
@@ -160,7 +178,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
-	unobserve, err := worker.ObserveQueues(mp, cfg.Store, cfg.Store.Queues)
+	unobserve, err := maintenance.ObserveQueues(meter, cfg.Store, cfg.Store.Queues)
 	if err != nil {
 		return nil, fmt.Errorf("serve: metrics: %w", err)
 	}

@@ -70,3 +70,23 @@ func FuzzAPI(f *testing.F) {
 		}
 	})
 }
+
+// A receipt handle's lease part reads back as the lease it names, and
+// nothing else reads as a lease.
+func FuzzParseReceiptHandle(f *testing.F) {
+	for _, s := range []string{"1.1", "zz.zz", "0.1", "1.0", "-1.5", "+1.+1", "1", ".", "1.2.3", "", "7fffffffffff.1", "a.b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, h string) {
+		l, ok := parseLease(h)
+		if !ok {
+			return
+		}
+		if l.MessageID <= 0 || l.FencingToken <= 0 {
+			t.Fatalf("%q parsed to %+v", h, l)
+		}
+		if back, ok := parseLease(formatLease(l)); !ok || back != l {
+			t.Fatalf("round trip of %+v: %+v, %v", l, back, ok)
+		}
+	})
+}

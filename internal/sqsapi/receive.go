@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/leasehold/leasehold/internal/mailbox"
@@ -81,10 +79,7 @@ func (a *API) receiveMessage(ctx context.Context, c *call) (any, error) {
 		visibility = zeroVisibilityLease
 	}
 
-	mb, err := mailbox.New(mailbox.Config{Store: a.receives, Queue: q.name(), WorkerID: a.cfg.WorkerID, PollInterval: a.cfg.PollInterval, Clock: a.clk})
-	if err != nil {
-		return nil, err
-	}
+	mb := mailbox.New(mailbox.Config{Store: a.receives, Queue: q.name(), WorkerID: a.cfg.WorkerID, PollInterval: a.cfg.PollInterval, Clock: a.clk})
 	got, err := mb.Receive(ctx, mailbox.ReceiveOptions{Max: n, Visibility: visibility, Wait: wait, Stop: a.drain.Done()})
 	if err != nil {
 		return nil, err
@@ -152,32 +147,6 @@ func (a *API) receivedMessage(q *queue, m *mailbox.Message, sysNames, attrNames 
 		}
 	}
 	return out
-}
-
-// A receipt handle is the lease's own handle and a tag of the queue, so
-// that a handle is good only with the queue it came from.
-func formatHandle(queue string, l store.Lease) string {
-	return mailbox.FormatReceiptHandle(l) + "." + queueTag(queue)
-}
-
-func queueTag(queue string) string {
-	return strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(queue))), 36)
-}
-
-func parseHandle(queue, h string) (store.Lease, *apiError) {
-	invalid := errReceiptHandleIsInvalid.f("the input receipt handle %q is not a valid receipt handle for queue %s", h, queue)
-	if h == "" {
-		return store.Lease{}, errMissingParameter.f("the request must contain the parameter ReceiptHandle")
-	}
-	i := strings.LastIndexByte(h, '.')
-	if i < 0 || h[i+1:] != queueTag(queue) {
-		return store.Lease{}, invalid
-	}
-	l, err := mailbox.ParseReceiptHandle(h[:i])
-	if err != nil {
-		return store.Lease{}, invalid
-	}
-	return l, nil
 }
 
 // lost is the error of a receipt handle whose lease is no longer current.

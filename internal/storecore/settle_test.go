@@ -29,7 +29,9 @@ func (r *recorder) Settle(_ context.Context, fn func(storecore.SettleTx) error) 
 
 type recorderTx struct{ r *recorder }
 
-func (t recorderTx) call(format string, args ...any) { t.r.calls = append(t.r.calls, fmt.Sprintf(format, args...)) }
+func (t recorderTx) call(format string, args ...any) {
+	t.r.calls = append(t.r.calls, fmt.Sprintf(format, args...))
+}
 
 func (t recorderTx) CompleteCurrent(_ context.Context, leases []store.Lease) ([]storecore.Held, error) {
 	t.call("complete %d", len(leases))

@@ -51,7 +51,7 @@ func BenchmarkWorkerOverhead(b *testing.B) {
 				}
 			}
 			st := &countingStore{Store: mem, n: int64(b.N), done: make(chan struct{})}
-			w, err := worker.New(worker.Config{Store: st, Queue: queue, Concurrency: conc, Logger: quietLogger(),
+			w, err := worker.New(worker.Config{Deps: with(st), Queues: queues(conc),
 				Handler: worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil })})
 			if err != nil {
 				b.Fatal(err)

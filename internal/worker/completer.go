@@ -27,7 +27,7 @@ var completeBackoff = backoff.Exponential{Initial: 100 * time.Millisecond, Max: 
 // is readied for the completer, and succeeded reports true: the caller hands
 // it over.
 func (w *Worker) succeeded(ctx context.Context, j *job, log *msgLog, msg *Message) bool {
-	if w.cfg.concurrency == 1 {
+	if w.concurrency == 1 {
 		w.complete(ctx, log, msg, j.until)
 		return false
 	}
@@ -111,7 +111,7 @@ func (w *Worker) storeComplete(ctx context.Context, cs []store.Completion, until
 // complete is closed.
 func (r *run) completer() {
 	w := r.w
-	batch := make([]*job, 0, min(maxCompleteBatch, w.cfg.concurrency))
+	batch := make([]*job, 0, min(maxCompleteBatch, w.concurrency))
 	cs := make([]store.Completion, 0, cap(batch))
 	for j := range r.complete {
 		batch = append(batch[:0], j)

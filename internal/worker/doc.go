@@ -1,16 +1,16 @@
-// Package worker turns a store into reliable processing: the worker loop,
-// the lease keeper, the reaper, heartbeats and the watchdog.
+// Package worker turns a store into reliable processing: the claim loops,
+// the handlers, the lease keeper, heartbeats and the watchdog. Its
+// caller, the client, has checked the settings and filled in their
+// defaults; the worker takes its Config as it is.
 //
 // # The worker loop
 //
-// A Worker claims messages of one queue or of several (Queues), for each
-// at most as many as that queue has free handler slots (Concurrency,
-// default 10), long-polling when the queue is empty and claiming nothing
-// while its slots are full or Saturated says downstream is. The queues of
-// one worker share its lease keeper, its completer and its reaper. A kind
-// of message may have a maximum processing time and a retry delay of its
-// own (Kinds). Handlers run on goroutines the worker keeps, one message at a
-// time each:
+// A Worker claims messages of its queues, for each at most as many as
+// that queue has free handler slots (its Concurrency), long-polling when
+// the queue is empty. The queues of one worker share its lease keeper, its
+// completer and its upkeep. A kind of message may have a maximum
+// processing time and a retry delay of its own (Kinds). Handlers run on
+// goroutines the worker keeps, one message at a time each:
 //
 //   - the handler returns nil: the message is completed;
 //   - it returns an error: the message is retried after a backoff delay, or
@@ -34,31 +34,69 @@
 // # Leases
 //
 // While handlers run, the worker's lease keeper extends all of their leases
-// with one store call per tick (LeaseExtenderConfig). A lease is lost when
-// the store refuses to extend it or when it ends, by the worker's own
-// reckoning, without a successful extension; its handler's context is then
-// cancelled with cause store.ErrLeaseLost and the message is not completed by
-// this worker: it is delivered again. A handler still running after
-// MaxProcessingTime is cancelled with cause ErrMaxProcessingTime and its
-// message failed. KeepAlive gives the same protection to a message received
-// through the mailbox by a loop that is not a Worker.
+// with one store call every HeartbeatInterval, each to LeaseDuration from
+// then. A lease is lost when the store refuses to extend it or when it
+// ends, by the worker's own reckoning, without a successful extension; its
+// handler's context is then cancelled with cause store.ErrLeaseLost and the
+// message is not completed by this worker: it is delivered again. A
+// handler still running after MaxProcessingTime is cancelled with cause
+// ErrMaxProcessingTime and its message failed.
 //
-// # Reaper, heartbeats, watchdog
+// # Goroutines and contexts
 //
-// A Reaper takes back messages whose lease expired; every worker runs one
-// unless DisableReaper is set, and it is safe to run many. Loops beat a
-// Heartbeat as they make progress, and a Watchdog reports loops that have
-// been silent too long.
+// A client, once started, runs one goroutine of its own, which runs the
+// worker's Run and, when Run returns, stops the loops beside it and
+// records how the client ended; beside it run the periodic enqueuer (when
+// the client has periodic jobs) and a Watchdog of the claim loops (when
+// it has an OnStall callback), which end at the client's Stop or when Run
+// returns. Start's context ends nothing: Stop does.
+//
+// Run moves the worker through its phases, running, draining, hard stop
+// and done, forward only. Within Run:
+//
+//   - each queue's claim loop, on a goroutine of its own, ends when the
+//     worker drains. Its receives take Run's context, whose end cuts a claim
+//     short, and stop waiting, without cutting a claim short, when the
+//     worker drains; messages claimed then are given back uncounted;
+//   - each queue's handler goroutines, kept between messages, end once the
+//     queue's claim loop has ended and their message is settled. A
+//     handler's context is its own, of Run's context without its
+//     cancellation: the end of the message's run, a lost lease, a cancelled
+//     message, the maximum processing time or a hard stop cancels it, each
+//     with its cause;
+//   - the completer ends once every claim loop has ended and every handler
+//     has handed it its message; its store calls, and the other calls that
+//     settle messages, take a context that a hard stop cancels when they
+//     outlast HardStopWait;
+//   - the lease keeper and the upkeep (maintenance.Maintenance: the
+//     maintainer election, the reaper and the cleaner) share a context that
+//     ends when Run returns, so that leases are kept through the drain.
+//
+// What moves the worker: Shutdown, or the end of any claim loop (the
+// store closed), starts the drain, and arms ShutdownTimeout, the only
+// timer of the drain; the end of Run's context, of Shutdown's, or of
+// ShutdownTimeout, or Stop, is a hard stop: running handlers are cancelled
+// with cause ErrShutdown, and after HardStopWait the leases of those that
+// have not returned are released. Run returns once every handler has
+// settled or been abandoned; then the worker is done.
+//
+// # Upkeep, heartbeats, watchdog
+//
+// A worker runs a maintenance.Maintenance beside its claim loops, unless
+// it has neither a ReapInterval nor a Retention: it stands in the
+// database's maintainer election and, while it holds the maintainer lease,
+// reaps messages whose lease expired and cleans finished ones. Claim
+// loops beat a Heartbeat (Heartbeats) each time they go round, and a
+// Watchdog reports loops that have been silent too long.
 //
 // # Metrics
 //
 // Through the OpenTelemetry metric API, a no-op unless a provider is
 // installed: leasehold.messages.claimed, .completed, .failed,
 // .dead_lettered and .in_flight; leasehold.handler.duration;
-// leasehold.lease.extensions by result (ok, lost, error);
-// leasehold.reaper.recovered and leasehold.reaper.stale.duration, by queue,
-// and leasehold.reaper.runs; and leasehold.watchdog.stalls. Message
-// counts and durations carry the attributes queue and, for messages that
-// have one, kind; the worker id, new at every restart, is in the logs
-// only.
+// leasehold.lease.extensions by result (ok, lost, error); and
+// leasehold.watchdog.stalls (the upkeep's are in package maintenance).
+// Message counts and durations carry the attributes queue and, for
+// messages that have one, kind; the worker id, new at every restart, is
+// in the logs only.
 package worker

@@ -2,72 +2,14 @@ package worker
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/leasehold/leasehold/clock"
-	"github.com/leasehold/leasehold/internal/storecore"
+	"github.com/leasehold/leasehold/internal/maintenance"
 	"github.com/leasehold/leasehold/store"
 )
-
-// LeaseExtenderConfig configures lease extension: how often held leases
-// are renewed, and for how long.
-type LeaseExtenderConfig struct {
-	// Interval is the time between extension rounds. Zero means a third of
-	// Extension. It must be at most a third of Extension, and of the lease a
-	// claim starts with, so that a lease sees several attempts before it
-	// ends.
-	Interval time.Duration
-	// Extension is the lease each round asks for, counted from the moment
-	// of the round. Zero means the worker's LeaseDuration.
-	Extension time.Duration
-	// Enabled turns extension on. Off, nothing is extended: a handler still
-	// running when its lease ends loses the lease (its context is cancelled
-	// with store.ErrLeaseLost).
-	Enabled bool
-}
-
-// DefaultLeaseExtenderConfig returns defaults for long jobs: every 60 s, extend
-// to 300 s, enabled. A worker without a LeaseExtender uses its own lease
-// duration instead: extension = LeaseDuration, interval a third of it.
-func DefaultLeaseExtenderConfig() LeaseExtenderConfig {
-	return LeaseExtenderConfig{Interval: time.Minute, Extension: 5 * time.Minute, Enabled: true}
-}
-
-// resolve fills the defaults that follow from the lease a claim starts with
-// and validates the result.
-func (c LeaseExtenderConfig) resolve(lease time.Duration) (LeaseExtenderConfig, error) {
-	if !c.Enabled {
-		if c.Interval != 0 || c.Extension != 0 {
-			return c, fmt.Errorf("LeaseExtender: Interval (%s) or Extension (%s) is set but Enabled is false: set Enabled, or leave both zero to disable extension", c.Interval, c.Extension)
-		}
-		return c, nil
-	}
-	if c.Interval < 0 || c.Extension < 0 {
-		return c, fmt.Errorf("LeaseExtender: Interval (%s) and Extension (%s) must not be negative", c.Interval, c.Extension)
-	}
-	if c.Extension == 0 {
-		c.Extension = lease
-	}
-	if err := storecore.CheckLease(c.Extension); err != nil {
-		return c, fmt.Errorf("LeaseExtender: Extension: %w", err)
-	}
-	if c.Interval == 0 {
-		c.Interval = min(c.Extension, lease) / 3
-	}
-	if c.Interval <= 0 {
-		return c, fmt.Errorf("LeaseExtender: Interval is %s with a lease of %s: too short to extend", c.Interval, lease)
-	}
-	if 3*c.Interval > c.Extension {
-		return c, fmt.Errorf("LeaseExtender: Interval %s exceeds a third of Extension %s: the interval must be at most Extension/3", c.Interval, c.Extension)
-	}
-	if 3*c.Interval > lease {
-		return c, fmt.Errorf("LeaseExtender: Interval %s exceeds a third of the lease duration %s: the first extension would come too late", c.Interval, lease)
-	}
-	return c, nil
-}
 
 // keeper keeps the leases of running handlers alive: one goroutine and one
 // store call per tick for all of them. Each held lease has a deadline, its
@@ -80,9 +22,10 @@ func (c LeaseExtenderConfig) resolve(lease time.Duration) (LeaseExtenderConfig, 
 type keeper struct {
 	st  store.Store
 	clk clock.Clock
-	cfg LeaseExtenderConfig
-	log *slog.Logger
-	m   *workerMetrics
+	// every is the time between rounds; each asks for lease again.
+	every, lease time.Duration
+	log          *slog.Logger
+	m            *workerMetrics
 
 	mu    sync.Mutex
 	held  map[store.Lease]*hold
@@ -108,8 +51,8 @@ type hold struct {
 	deadline, limit        time.Duration
 }
 
-func newKeeper(st store.Store, clk clock.Clock, cfg LeaseExtenderConfig, log *slog.Logger, m *workerMetrics) *keeper {
-	return &keeper{st: st, clk: clk, cfg: cfg, log: log, m: m, held: make(map[store.Lease]*hold)}
+func newKeeper(st store.Store, clk clock.Clock, every, lease time.Duration, log *slog.Logger, m *workerMetrics) *keeper {
+	return &keeper{st: st, clk: clk, every: every, lease: lease, log: log, m: m, held: make(map[store.Lease]*hold)}
 }
 
 // hold starts keeping l, which ends at the monotonic time deadline unless
@@ -238,14 +181,9 @@ func (k *keeper) lose(h *hold, why string, cause error) {
 	h.cancel(cause)
 }
 
-// run extends every Interval until ctx ends. Disabled, it only waits: the
-// expiry timers still mark leases lost.
+// run extends every held lease each round until ctx ends.
 func (k *keeper) run(ctx context.Context) {
-	if !k.cfg.Enabled {
-		<-ctx.Done()
-		return
-	}
-	every(ctx, k.clk, k.cfg.Interval, nil, func() { k.tick(ctx) })
+	maintenance.Every(ctx, k.clk, k.every, nil, func() { k.tick(ctx) })
 }
 
 // tick extends every held lease with one store call.
@@ -260,7 +198,7 @@ func (k *keeper) tick(ctx context.Context) {
 		return
 	}
 	sent := k.clk.Monotonic()
-	res, err := k.st.Extend(ctx, k.batch, k.cfg.Extension)
+	res, err := k.st.Extend(ctx, k.batch, k.lease)
 	if err != nil {
 		k.m.extensions.Add(ctx, int64(len(k.batch)), k.m.extError)
 		if ctx.Err() == nil {
@@ -279,7 +217,7 @@ func (k *keeper) tick(ctx context.Context) {
 			cancelled[l] = true
 		}
 	}
-	left := sent + k.cfg.Extension - k.clk.Monotonic()
+	left := sent + k.lease - k.clk.Monotonic()
 	var refused, late []*hold
 	k.mu.Lock()
 	for _, l := range k.batch {
@@ -291,11 +229,10 @@ func (k *keeper) tick(ctx context.Context) {
 		case left <= 0:
 			late = append(late, h)
 		default:
-			h.deadline = sent + k.cfg.Extension
-			// The extension may end sooner than the claim's lease did.
-			if !k.armed || h.deadline < k.at {
-				k.armLocked(h.deadline)
-			}
+			// A round asks for the lease a claim does, from later on: a
+			// deadline only moves later, so the timer, armed at or before
+			// the earliest deadline, stays so.
+			h.deadline = sent + k.lease
 		}
 	}
 	k.mu.Unlock()

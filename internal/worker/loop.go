@@ -63,37 +63,36 @@ func (l *loop) pause(d time.Duration) bool {
 	case j := <-l.pool.done:
 		l.pool.finished(j)
 	case <-l.timer.C():
-	case <-l.r.claims.Done():
+	case <-l.r.draining:
+		return false
+	case <-l.r.ctx.Done():
 		return false
 	}
 	return true
 }
 
 // claim is the claim loop: it receives into free slots and starts a handler
-// for each message, until claiming ends or MaxIterations is reached. While
-// the worker is paused it receives nothing.
+// for each message, until claiming ends.
 func (l *loop) claim() error {
 	w, p := l.w, &l.pool
-	iterations, failures := 0, 0
-	for w.cfg.MaxIterations == 0 || iterations < w.cfg.MaxIterations {
+	failures := 0
+	for {
 		l.q.hb.Beat()
 		p.reapDone()
 		if !l.r.claiming() {
 			return nil
 		}
-		// Slots full, paused, or downstream saturated: look again later.
-		if p.free == 0 || !l.r.receiving() || w.cfg.Saturated != nil && w.cfg.Saturated(l.r.claims) {
+		if p.free == 0 { // slots full: look again later
 			if !l.pause(w.cfg.PollInterval) {
 				return nil
 			}
 			continue
 		}
-		msgs, err := l.q.mb.Receive(l.r.receives, mailbox.ReceiveOptions{Max: p.free, Visibility: w.cfg.LeaseDuration, Wait: w.cfg.LongPoll})
-		iterations++
+		msgs, err := l.q.mb.Receive(l.r.ctx, mailbox.ReceiveOptions{Max: p.free, Visibility: w.cfg.LeaseDuration,
+			Wait: w.cfg.LongPoll, Stop: l.r.draining})
 		if err != nil {
-			if !l.r.receiving() {
-				iterations-- // not a receive that ran its course
-				continue     // paused or stopping: the loop's top decides
+			if !l.r.claiming() {
+				continue // stopping: the loop's top ends it
 			}
 			if errors.Is(err, store.ErrClosed) || errors.Is(err, store.ErrInvalid) {
 				return fmt.Errorf("worker: receive: %w", err)
@@ -108,28 +107,29 @@ func (l *loop) claim() error {
 		}
 		failures = 0
 		for _, msg := range msgs {
-			// A pause or stop that raced with this receive is seen here:
-			// Drain, Shutdown and Stop end the context before they return.
-			if !l.r.receiving() {
+			// A stop that raced with this receive is seen here: Shutdown
+			// and Stop move the phase before they return, and a receive
+			// cut short by them gives back what its claim took.
+			if !l.r.claiming() {
 				l.unreceive(msg)
 				continue
 			}
 			p.start(msg)
 		}
 	}
-	// Messages claimed by a receive that raced with the stop are in msgs
-	// and were released above.
-	return nil
 }
 
 // receiveBackoff spaces out receives while the store fails. Its cap keeps
 // the loop's heartbeat well inside the watchdog's default threshold.
 var receiveBackoff = backoff.Exponential{Initial: 100 * time.Millisecond, Max: 30 * time.Second}
 
+// unreceive gives back a message received while the worker stopped: at
+// once, and without counting the delivery its claim counted, since it
+// never started.
 func (l *loop) unreceive(msg *mailbox.Message) {
 	ctx, cancel := l.w.hardStopContext()
 	defer cancel()
-	if err := msg.Unreceive(ctx); err != nil {
+	if err := l.w.cfg.Store.Release(ctx, store.Release{Lease: msg.Lease, Uncount: true}); err != nil {
 		l.q.log.Warn("could not release a message received during shutdown; it returns when its lease expires", "message_id", msg.MessageID, "error", err)
 	}
 }

@@ -4,42 +4,11 @@ import (
 	"errors"
 	"sync"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/leasehold/leasehold/internal/maintenance"
 )
-
-// meterName is the instrumentation scope of every leasehold instrument.
-const meterName = "github.com/leasehold/leasehold/internal/worker"
-
-func meter(p metric.MeterProvider) metric.Meter {
-	if p == nil {
-		p = otel.GetMeterProvider()
-	}
-	return p.Meter(meterName)
-}
-
-// instruments builds instruments and collects the first error of any.
-type instruments struct {
-	m   metric.Meter
-	err error
-}
-
-func (b *instruments) counter(name, unit, desc string) metric.Int64Counter {
-	c, err := b.m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
-	b.err = errors.Join(b.err, err)
-	return c
-}
-
-// durationBuckets are histogram boundaries in seconds, from 1 ms to 10 min.
-var durationBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
-
-func (b *instruments) histogram(name, desc string) metric.Float64Histogram {
-	h, err := b.m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
-		metric.WithExplicitBucketBoundaries(durationBuckets...))
-	b.err = errors.Join(b.err, err)
-	return h
-}
 
 // workerMetrics are a worker's instruments. Message counts carry the
 // queue and the kind (see queueAttrs); extensions, made for every queue at
@@ -52,20 +21,20 @@ type workerMetrics struct {
 	extOK, extLost, extError         metric.MeasurementOption
 }
 
-func newWorkerMetrics(p metric.MeterProvider) (*workerMetrics, error) {
-	b := &instruments{m: meter(p)}
+func newWorkerMetrics(m metric.Meter) (*workerMetrics, error) {
+	b := &maintenance.Instruments{Meter: m}
 	wm := &workerMetrics{
-		claimed:    b.counter("leasehold.messages.claimed", "{message}", "Messages claimed by the worker."),
-		completed:  b.counter("leasehold.messages.completed", "{message}", "Messages completed by the worker."),
-		failed:     b.counter("leasehold.messages.failed", "{message}", "Failed deliveries that will be retried."),
-		dead:       b.counter("leasehold.messages.dead_lettered", "{message}", "Messages the worker dead-lettered."),
-		duration:   b.histogram("leasehold.handler.duration", "How long handlers ran."),
-		extensions: b.counter("leasehold.lease.extensions", "{lease}", "Lease extensions by result: ok (extended), error (the store call failed) or lost (a lease lost: refused by the store or expired before an extension succeeded)."),
+		claimed:    b.Counter("leasehold.messages.claimed", "{message}", "Messages claimed by the worker."),
+		completed:  b.Counter("leasehold.messages.completed", "{message}", "Messages completed by the worker."),
+		failed:     b.Counter("leasehold.messages.failed", "{message}", "Failed deliveries that will be retried."),
+		dead:       b.Counter("leasehold.messages.dead_lettered", "{message}", "Messages the worker dead-lettered."),
+		duration:   b.Histogram("leasehold.handler.duration", "How long handlers ran."),
+		extensions: b.Counter("leasehold.lease.extensions", "{lease}", "Lease extensions by result: ok (extended), error (the store call failed) or lost (a lease lost: refused by the store or expired before an extension succeeded)."),
 	}
 	var err error
-	wm.inFlight, err = b.m.Int64UpDownCounter("leasehold.messages.in_flight", metric.WithUnit("{message}"),
+	wm.inFlight, err = m.Int64UpDownCounter("leasehold.messages.in_flight", metric.WithUnit("{message}"),
 		metric.WithDescription("Messages whose handler is running."))
-	if err := errors.Join(b.err, err); err != nil {
+	if err := errors.Join(b.Err, err); err != nil {
 		return nil, err
 	}
 	result := func(r string) metric.MeasurementOption {
@@ -114,22 +83,4 @@ func (a *queueAttrs) of(kind string) *kindAttrs {
 	}
 	o, _ := a.kinds.LoadOrStore(kind, newKindAttrs(attribute.String("queue", a.queue), attribute.String("kind", kind)))
 	return o.(*kindAttrs)
-}
-
-// reaperMetrics are the reaper's instruments. Recoveries carry the queue
-// of the message recovered.
-type reaperMetrics struct {
-	recovered metric.Int64Counter
-	stale     metric.Float64Histogram
-	runs      metric.Int64Counter
-}
-
-func newReaperMetrics(p metric.MeterProvider) (*reaperMetrics, error) {
-	b := &instruments{m: meter(p)}
-	rm := &reaperMetrics{
-		recovered: b.counter("leasehold.reaper.recovered", "{message}", "Messages the reaper took back from expired leases."),
-		stale:     b.histogram("leasehold.reaper.stale.duration", "How long recovered messages had been stuck with an expired lease."),
-		runs:      b.counter("leasehold.reaper.runs", "{run}", "Reaper runs."),
-	}
-	return rm, b.err
 }

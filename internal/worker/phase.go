@@ -14,8 +14,6 @@ import (
 // through the phases, and may skip some:
 //
 //   - running: Run claims messages and runs handlers on them.
-//   - paused: Drain was called. Nothing more is claimed, but Run goes on:
-//     running handlers finish and their leases are kept.
 //   - draining: the worker is stopping. Its claim loops end, messages
 //     received but not started are released, and running handlers finish
 //     while their leases are kept, for ShutdownTimeout at most.
@@ -28,7 +26,6 @@ type phase int32
 
 const (
 	running phase = iota
-	paused
 	draining
 	hardStop
 	done
@@ -40,9 +37,8 @@ const (
 // past it".
 //
 // What moves a worker:
-//   - to paused: Drain;
-//   - to draining: Shutdown, or the end of any claim loop (MaxIterations
-//     reached, the store closed);
+//   - to draining: Shutdown, or the end of any claim loop (the store
+//     closed);
 //   - to hardStop: Stop, the end of Run's ctx or of Shutdown's, or a drain
 //     that has lasted ShutdownTimeout;
 //   - to done: Run returning, or Shutdown or Stop before Run began.
@@ -56,8 +52,6 @@ type phases struct {
 
 	mu    sync.Mutex
 	began bool // Run began
-	// cancels end the contexts of until, by the phase that ends them.
-	cancels [done + 1][]context.CancelFunc
 	// limit ends a drain that lasts too long; stopCtx stops the hard stop
 	// that the end of Run's ctx would bring. Both are set during Run.
 	limit   clock.Timer
@@ -70,7 +64,7 @@ type phases struct {
 // init readies p for a worker on clk whose drains last drainLimit at most.
 func (p *phases) init(clk clock.Clock, drainLimit time.Duration) {
 	p.clk, p.drainLimit = clk, drainLimit
-	for at := paused; at <= done; at++ {
+	for at := draining; at <= done; at++ {
 		p.signals[at] = make(chan struct{})
 	}
 }
@@ -93,33 +87,14 @@ func (p *phases) advance(to phase) {
 	}
 	for at := p.current() + 1; at <= to; at++ {
 		// The phase is stored before anything signals it: whoever sees a
-		// signal, or a context from until ended by it, sees the phase too.
+		// signal sees the phase too.
 		p.now.Store(int32(at))
 		close(p.signals[at])
-		for _, cancel := range p.cancels[at] {
-			cancel()
-		}
-		p.cancels[at] = nil
 	}
 	// Run's end stops the limit; a drain reached after it needs none.
 	if p.current() == draining && p.limit == nil && p.inRun.Load() {
 		p.limit = p.clk.AfterFunc(p.drainLimit, func() { p.advance(hardStop) })
 	}
-}
-
-// until returns a context of parent that is cancelled when the worker
-// reaches phase at, at once if it has: for the calls that take a context
-// and must end with a phase.
-func (p *phases) until(parent context.Context, at phase) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(parent)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.current() >= at {
-		cancel()
-	} else {
-		p.cancels[at] = append(p.cancels[at], cancel)
-	}
-	return ctx, cancel
 }
 
 // begin starts Run; the end of ctx is then a hard stop. It returns (true,

@@ -3,7 +3,6 @@ package worker_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -12,33 +11,10 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/leasehold/leasehold/internal/metrictest"
 	"github.com/leasehold/leasehold/internal/worker"
 	"github.com/leasehold/leasehold/store"
 )
-
-// runMany runs a worker of several queues on a fresh spy store.
-func runMany(t *testing.T, cfg worker.Config) (*spyStore, *worker.Worker) {
-	t.Helper()
-	st := newStore(t)
-	cfg.Store = st
-	cfg.Logger = quietLogger()
-	cfg.Backoff = cmpBackoff(cfg.Backoff)
-	w, err := worker.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ran := make(chan error, 1)
-	go func() { ran <- w.Run(context.Background()) }()
-	t.Cleanup(func() {
-		if err := w.Shutdown(context.Background()); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-		if err := <-ran; err != nil {
-			t.Errorf("run: %v", err)
-		}
-	})
-	return st, w
-}
 
 func TestOneWorkerManyQueues(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -46,7 +22,7 @@ func TestOneWorkerManyQueues(t *testing.T) {
 		release := make(chan struct{})
 		var mu sync.Mutex
 		running, most := map[string]int{}, map[string]int{}
-		st, _ := runMany(t, worker.Config{LeaseDuration: lease,
+		b := start(t, worker.Config{LeaseDuration: lease,
 			Queues: []worker.QueueConfig{{Name: "a", Concurrency: 2}, {Name: "b", Concurrency: 3}},
 			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 				mu.Lock()
@@ -65,7 +41,7 @@ func TestOneWorkerManyQueues(t *testing.T) {
 					return context.Cause(ctx)
 				}
 			})})
-		b := &bundle{t: t, store: st}
+		st := b.store
 		for range 10 {
 			b.enqueue(store.NewMessage{Queue: "a", Payload: []byte("x")}, store.NewMessage{Queue: "b", Payload: []byte("x")})
 		}
@@ -92,25 +68,6 @@ func TestOneWorkerManyQueues(t *testing.T) {
 			t.Fatalf("most handlers at once: %v, want a:2 b:3", most)
 		}
 	})
-}
-
-func TestQueuesConfigErrors(t *testing.T) {
-	h := worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil })
-	st := newStore(t)
-	for _, tc := range []struct {
-		cfg  worker.Config
-		want string
-	}{
-		{worker.Config{Queue: "a", Queues: []worker.QueueConfig{{Name: "b"}}}, `Queue ("a") and Concurrency (0) are set beside Queues`},
-		{worker.Config{Queues: []worker.QueueConfig{{Name: "a"}, {Name: "a"}}}, `Queues[1]: queue "a" is listed twice`},
-		{worker.Config{Queues: []worker.QueueConfig{{Name: "a", Concurrency: -2}}}, `Concurrency of queue "a" is -2`},
-		{worker.Config{Queue: "a", Kinds: map[string]worker.KindConfig{"k": {MaxProcessingTime: -time.Second}}}, `Kinds["k"]: MaxProcessingTime is -1s`},
-	} {
-		tc.cfg.Store, tc.cfg.Handler = st, h
-		if _, err := worker.New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("New(%+v) = %v, want an error with %q", tc.cfg, err, tc.want)
-		}
-	}
 }
 
 func TestKindsHaveTheirOwnLimits(t *testing.T) {
@@ -159,13 +116,13 @@ func TestKindsHaveTheirOwnLimits(t *testing.T) {
 func TestMetricsCarryTheKind(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reader := sdkmetric.NewManualReader()
-		b := start(t, worker.Config{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
+		b := start(t, worker.Config{Deps: metered(reader),
 			Handler: worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil })})
 		b.enqueue(store.NewMessage{Kind: "email", Payload: []byte("x")}, store.NewMessage{Kind: "email", Payload: []byte("x")},
 			store.NewMessage{Payload: []byte("x")})
 		b.wait(time.Minute, "completions", b.completed(3))
 		synctest.Wait()
-		data := collect(t, reader)
+		data := metrictest.Collect(t, reader)
 		byKind := map[string]int64{}
 		for _, dp := range data["leasehold.messages.completed"].(metricdata.Sum[int64]).DataPoints {
 			k, _ := dp.Attributes.Value("kind")

@@ -12,15 +12,11 @@ import (
 
 // run is the state one Run shares among its queues' loops.
 type run struct {
-	w    *Worker
-	base context.Context // of handlers
-	// claims and receives are the claim loops' view of the phase, as the
-	// contexts of their calls that take one: claims (for Saturated) ends
-	// when the worker drains, receives (for a receive) also when it
-	// pauses. Both are children of Run's ctx, so that its end reaches them
-	// at once.
-	claims, receives         context.Context
-	stopClaims, stopReceives context.CancelFunc
+	w *Worker
+	// ctx is Run's: its end cuts a claim short. base is of handlers.
+	ctx, base context.Context
+	// draining is closed when the worker stops claiming.
+	draining <-chan struct{}
 	// ops is the context of the store calls that settle messages; a hard
 	// stop cancels it when they outlast HardStopWait.
 	ops       context.Context
@@ -35,30 +31,23 @@ type run struct {
 // newRun starts the completer of a Run with ctx, whose handlers' context
 // is base.
 func newRun(w *Worker, ctx, base context.Context) *run {
-	r := &run{w: w, base: base, complete: make(chan *job, w.cfg.concurrency)}
-	r.claims, r.stopClaims = w.phase.until(ctx, draining)
-	r.receives, r.stopReceives = w.phase.until(ctx, paused)
+	r := &run{w: w, ctx: ctx, base: base, draining: w.phase.reached(draining), complete: make(chan *job, w.concurrency)}
 	r.ops, r.cancelOps = context.WithCancel(base)
 	r.completerDone.Go(r.completer)
 	return r
 }
 
 // claiming reports whether the claim loops go on: the worker is not
-// draining or stopping, and Run's ctx has not ended.
-func (r *run) claiming() bool { return r.claims.Err() == nil }
-
-// receiving reports whether the claim loops may receive and start
-// messages: claiming, and the worker is not paused either.
-func (r *run) receiving() bool { return r.receives.Err() == nil }
+// draining or stopping. The end of Run's ctx is a hard stop, which moves
+// the worker past draining.
+func (r *run) claiming() bool { return r.w.phase.current() < draining }
 
 // close stops the completer, once every loop has ended, and then the
-// contexts.
+// settling store calls' context.
 func (r *run) close() {
 	close(r.complete)
 	r.completerDone.Wait()
 	r.cancelOps()
-	r.stopReceives()
-	r.stopClaims()
 }
 
 // job states: a running job's outcome is settled once, either by the job

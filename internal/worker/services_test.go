@@ -3,7 +3,6 @@ package worker_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -12,123 +11,20 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/leasehold/leasehold/clock/clocktest"
-	"github.com/leasehold/leasehold/internal/mailbox"
+	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/internal/metrictest"
 	"github.com/leasehold/leasehold/internal/worker"
 	"github.com/leasehold/leasehold/store"
-	"github.com/leasehold/leasehold/store/memory"
 )
-
-// collect reads every metric of a manual reader by name.
-func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]metricdata.Aggregation {
-	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := r.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]metricdata.Aggregation{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			out[m.Name] = m.Data
-		}
-	}
-	return out
-}
-
-func sum(t *testing.T, data map[string]metricdata.Aggregation, name string) int64 {
-	t.Helper()
-	s, ok := data[name].(metricdata.Sum[int64])
-	if !ok {
-		t.Fatalf("metric %s: %T, want an int64 sum", name, data[name])
-	}
-	var total int64
-	for _, dp := range s.DataPoints {
-		total += dp.Value
-	}
-	return total
-}
-
-func TestReaperMetrics(t *testing.T) {
-	ctx := context.Background()
-	clk := clocktest.New()
-	st, err := memory.New(memory.Config{Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	reader := sdkmetric.NewManualReader()
-	r, err := worker.NewReaper(worker.ReaperConfig{Store: st, Clock: clk, Logger: quietLogger(),
-		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Enqueue(ctx, []store.NewMessage{{Queue: queue}, {Queue: queue, MaxDeliveries: 1}, {Queue: queue}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Claim(ctx, store.Claim{Queue: queue, WorkerID: "gone", Max: 2, LeaseDuration: time.Second}); err != nil {
-		t.Fatal(err)
-	}
-	if rec, err := r.RunOnce(ctx); err != nil || len(rec) != 0 {
-		t.Fatalf("reap before expiry: %v, %v", rec, err)
-	}
-	clk.Advance(4 * time.Second)
-	rec, err := r.RunOnce(ctx)
-	if err != nil || len(rec) != 2 {
-		t.Fatalf("reap after expiry: %v, %v", rec, err)
-	}
-	data := collect(t, reader)
-	if got := sum(t, data, "leasehold.reaper.runs"); got != 2 {
-		t.Fatalf("leasehold.reaper.runs = %d, want 2", got)
-	}
-	if got := sum(t, data, "leasehold.reaper.recovered"); got != 2 {
-		t.Fatalf("leasehold.reaper.recovered = %d, want 2", got)
-	}
-	h, ok := data["leasehold.reaper.stale.duration"].(metricdata.Histogram[float64])
-	if !ok || len(h.DataPoints) != 1 {
-		t.Fatalf("leasehold.reaper.stale.duration: %#v", data["leasehold.reaper.stale.duration"])
-	}
-	if dp := h.DataPoints[0]; dp.Count != 2 || dp.Sum != 6 {
-		t.Fatalf("stale durations: count %d sum %v, want 2 and 6 s (each stuck 3 s)", dp.Count, dp.Sum)
-	}
-	if q, _ := h.DataPoints[0].Attributes.Value("queue"); q.AsString() != queue {
-		t.Fatalf("stale durations of queue %q, want %q", q.AsString(), queue)
-	}
-}
-
-func TestReaperRunsOnItsInterval(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		st := newStore(t)
-		reader := sdkmetric.NewManualReader()
-		r, err := worker.NewReaper(worker.ReaperConfig{Store: st, LeaseDuration: 4 * time.Second, Logger: quietLogger(),
-			MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.Interval() != 2*time.Second {
-			t.Fatalf("interval %s with a 4 s lease, want 2 s", r.Interval())
-		}
-		done := make(chan error)
-		go func() { done <- r.Run(context.Background()) }()
-		time.Sleep(9 * time.Second)
-		if err := r.Shutdown(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-		if got := sum(t, collect(t, reader), "leasehold.reaper.runs"); got != 4 {
-			t.Fatalf("runs in 9 s at 2 s = %d, want 4", got)
-		}
-	})
-}
 
 func TestWatchdogCatchesStalledLoop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		var reports [][]worker.Stall
 		reader := sdkmetric.NewManualReader()
-		wd, err := worker.NewWatchdog(worker.WatchdogConfig{Interval: time.Second, Threshold: 5 * time.Second, Logger: quietLogger(),
-			MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
+		d := metered(reader)
+		d.Clock, d.Logger = clock.System(), quietLogger()
+		wd, err := worker.NewWatchdog(worker.WatchdogConfig{Deps: d, Interval: time.Second, Threshold: 5 * time.Second,
 			OnStall: func(s []worker.Stall) {
 				mu.Lock()
 				defer mu.Unlock()
@@ -137,15 +33,21 @@ func TestWatchdogCatchesStalledLoop(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// A worker whose downstream check hangs stops beating; an idle one
-		// keeps beating.
-		hang := make(chan struct{})
-		stuck := start(t, worker.Config{PollInterval: time.Second, LongPoll: time.Second, Handler: worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil }),
-			Saturated: func(context.Context) bool { <-hang; return false }})
-		idle := start(t, worker.Config{PollInterval: time.Second, LongPoll: time.Second, Handler: worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil })})
-		defer close(hang) // before the workers' cleanup, which waits for them
-		wd.Watch("stuck", stuck.w.Heartbeat())
-		wd.Watch("idle", idle.w.Heartbeat())
+		// A worker whose claim hangs stops beating; an idle one keeps
+		// beating.
+		hang := &gatedStore{spyStore: newStore(t), gate: make(chan struct{})}
+		nothing := worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil })
+		stuck, stuckRan := runWorker(t, hang, worker.Config{PollInterval: time.Second, LongPoll: time.Second, Handler: nothing})
+		idle := start(t, worker.Config{PollInterval: time.Second, LongPoll: time.Second, Handler: nothing})
+		defer func() {
+			close(hang.gate)
+			if err := stuck.Shutdown(context.Background()); err != nil {
+				t.Errorf("shutdown: %v", err)
+			}
+			<-stuckRan
+		}()
+		wd.Watch("stuck", stuck.Heartbeats()[queue])
+		wd.Watch("idle", idle.w.Heartbeats()[queue])
 		go func() { _ = wd.Run(context.Background()) }()
 		defer func() { _ = wd.Shutdown(context.Background()) }()
 
@@ -160,104 +62,8 @@ func TestWatchdogCatchesStalledLoop(t *testing.T) {
 		if s := wd.Stalled(); len(s) != 1 || s[0].Name != "stuck" {
 			t.Fatalf("Stalled() = %+v", s)
 		}
-		if n := sum(t, collect(t, reader), "leasehold.watchdog.stalls"); n != 2 {
+		if n := metrictest.Sum(t, metrictest.Collect(t, reader), "leasehold.watchdog.stalls"); n != 2 {
 			t.Fatalf("leasehold.watchdog.stalls = %d, want 2", n)
-		}
-	})
-}
-
-func TestConfigErrors(t *testing.T) {
-	h := worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil })
-	st, err := memory.New(memory.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	for _, tc := range []struct {
-		name string
-		cfg  worker.Config
-		want string
-	}{
-		{"no store", worker.Config{Queue: queue, Handler: h}, "Store is nil"},
-		{"no handler", worker.Config{Store: st, Queue: queue}, "Handler is nil"},
-		{"bad queue", worker.Config{Store: st, Handler: h}, "Queue"},
-		{"interval over a third of the extension", worker.Config{Store: st, Queue: queue, Handler: h,
-			LeaseExtender: &worker.LeaseExtenderConfig{Enabled: true, Interval: 11 * time.Second, Extension: 30 * time.Second}},
-			"Interval 11s exceeds a third of Extension 30s"},
-		{"interval over a third of the lease", worker.Config{Store: st, Queue: queue, Handler: h, LeaseDuration: 30 * time.Second,
-			LeaseExtender: &worker.LeaseExtenderConfig{Enabled: true, Interval: 60 * time.Second, Extension: 300 * time.Second}},
-			"Interval 1m0s exceeds a third of the lease duration 30s"},
-		{"disabled with settings", worker.Config{Store: st, Queue: queue, Handler: h,
-			LeaseExtender: &worker.LeaseExtenderConfig{Interval: time.Second}}, "Enabled is false"},
-		{"shutdown longer than the lease without a keeper", worker.Config{Store: st, Queue: queue, Handler: h,
-			LeaseDuration: 10 * time.Second, ShutdownTimeout: 20 * time.Second, LeaseExtender: &worker.LeaseExtenderConfig{}},
-			"ShutdownTimeout 20s exceeds LeaseDuration 10s"},
-		{"reap interval not below the lease", worker.Config{Store: st, Queue: queue, Handler: h,
-			LeaseDuration: 10 * time.Second, ReapInterval: 10 * time.Second}, "Interval 10s must be below the lease duration 10s"},
-		{"concurrency", worker.Config{Store: st, Queue: queue, Handler: h, Concurrency: -1}, "Concurrency is -1"},
-		{"lease", worker.Config{Store: st, Queue: queue, Handler: h, LeaseDuration: -time.Second}, "LeaseDuration"},
-		{"lease too short to keep", worker.Config{Store: st, Queue: queue, Handler: h, LeaseDuration: 999 * time.Millisecond},
-			"LeaseDuration is 999ms, must be at least 1s"},
-		{"worker id", worker.Config{Store: st, Queue: queue, Handler: h, WorkerID: strings.Repeat("w", 300)}, "WorkerID: invalid argument: worker id is 300 bytes"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := worker.New(tc.cfg)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("New: %v, want an error containing %q", err, tc.want)
-			}
-		})
-	}
-	if _, err := worker.New(worker.Config{Store: st, Queue: queue, Handler: h,
-		LeaseExtender: &worker.LeaseExtenderConfig{Enabled: true, Interval: 10 * time.Second, Extension: 30 * time.Second}}); err != nil {
-		t.Fatalf("interval of exactly a third: %v", err)
-	}
-}
-
-func TestKeepAlive(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx := context.Background()
-		st := newStore(t)
-		mb, err := mailbox.New(mailbox.Config{Store: st, Queue: queue})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := mb.SendBatch(ctx, [][]byte{[]byte("a"), []byte("b")}, mailbox.SendOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		receive := func() *mailbox.Message {
-			msgs, err := mb.Receive(ctx, mailbox.ReceiveOptions{Visibility: 3 * time.Second})
-			if err != nil || len(msgs) != 1 {
-				t.Fatalf("receive: %d, %v", len(msgs), err)
-			}
-			return msgs[0]
-		}
-		msgs := []*mailbox.Message{receive()}
-		cfg := worker.KeepAliveConfig{LeaseExtenderConfig: worker.LeaseExtenderConfig{Enabled: true, Interval: time.Second, Extension: 3 * time.Second}, Logger: quietLogger()}
-
-		// Kept alive through 10 s of work on a 3 s lease.
-		if err := worker.KeepAlive(ctx, msgs[0], cfg, func(ctx context.Context) error { return sleepCtx(ctx, 10*time.Second) }); err != nil {
-			t.Fatal(err)
-		}
-		if err := msgs[0].Ack(ctx); err != nil {
-			t.Fatalf("ack after KeepAlive: %v", err)
-		}
-
-		// The store refuses: the message was acked behind our back.
-		msgs = append(msgs, receive())
-		if err := msgs[1].Ack(ctx); err != nil {
-			t.Fatal(err)
-		}
-		var cause error
-		err = worker.KeepAlive(ctx, msgs[1], cfg, func(ctx context.Context) error {
-			cause = sleepCtx(ctx, 10*time.Second)
-			return cause
-		})
-		if !errors.Is(err, store.ErrLeaseLost) || !errors.Is(cause, store.ErrLeaseLost) {
-			t.Fatalf("KeepAlive = %v, fn's cause %v; want ErrLeaseLost for both", err, cause)
-		}
-		noop := func(context.Context) error { return nil }
-		if err := worker.KeepAlive(ctx, msgs[1], worker.KeepAliveConfig{LeaseExtenderConfig: worker.LeaseExtenderConfig{Enabled: true}}, noop); err == nil {
-			t.Fatal("KeepAlive without an extension: no error")
 		}
 	})
 }
@@ -269,7 +75,7 @@ func TestStoreRefusedExtensionCancels(t *testing.T) {
 		leases := make(chan store.Lease, 1)
 		causes := make(chan time.Duration, 1)
 		b := start(t, worker.Config{LeaseDuration: lease, MaxProcessingTime: time.Hour,
-			MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
+			Deps: metered(reader),
 			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 				t0 := time.Now()
 				leases <- m.Lease
@@ -292,7 +98,7 @@ func TestStoreRefusedExtensionCancels(t *testing.T) {
 		if n := b.store.completes.Load(); n != 0 {
 			t.Fatalf("the worker attempted %d completions of a lost lease", n)
 		}
-		data := collect(t, reader)
+		data := metrictest.Collect(t, reader)
 		ext := data["leasehold.lease.extensions"].(metricdata.Sum[int64])
 		var lostCount int64 = -1
 		for _, dp := range ext.DataPoints {
@@ -309,7 +115,7 @@ func TestStoreRefusedExtensionCancels(t *testing.T) {
 func TestWorkerMetrics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reader := sdkmetric.NewManualReader()
-		b := start(t, worker.Config{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
+		b := start(t, worker.Config{Deps: metered(reader),
 			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 				switch string(m.Payload) {
 				case "bad":
@@ -325,10 +131,10 @@ func TestWorkerMetrics(t *testing.T) {
 			store.NewMessage{Payload: []byte("bad")}, store.NewMessage{Payload: []byte("flaky")})
 		b.wait(time.Minute, "three completions", b.completed(3))
 		synctest.Wait()
-		data := collect(t, reader)
+		data := metrictest.Collect(t, reader)
 		for name, want := range map[string]int64{"leasehold.messages.claimed": 5, "leasehold.messages.completed": 3,
 			"leasehold.messages.failed": 1, "leasehold.messages.dead_lettered": 1, "leasehold.messages.in_flight": 0} {
-			if got := sum(t, data, name); got != want {
+			if got := metrictest.Sum(t, data, name); got != want {
 				t.Errorf("%s = %d, want %d", name, got, want)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/clock/clocktest"
+	"github.com/leasehold/leasehold/internal/maintenance"
 	"github.com/leasehold/leasehold/internal/worker"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/memory"
@@ -44,7 +45,7 @@ func TestHardStopWaitsForTheJobsSettling(t *testing.T) {
 		st := &gateStore{spyStore: newStore(t), gate: make(chan struct{})}
 		unblockB := make(chan struct{})
 		started := make(chan struct{}, 2)
-		w, err := worker.New(worker.Config{Store: st, Queue: queue, Logger: quietLogger(), Concurrency: 2,
+		w := newWorker(t, worker.Config{Deps: with(st), Queues: queues(2),
 			LeaseDuration: 30 * time.Second, ShutdownTimeout: 2 * time.Second, HardStopWait: time.Second,
 			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 				started <- struct{}{}
@@ -54,9 +55,6 @@ func TestHardStopWaitsForTheJobsSettling(t *testing.T) {
 				}
 				return sleepCtx(ctx, time.Hour) // A returns when cancelled
 			})})
-		if err != nil {
-			t.Fatal(err)
-		}
 		res, err := st.Enqueue(context.Background(), []store.NewMessage{{Queue: queue, Key: "A"}, {Queue: queue, Key: "B"}})
 		if err != nil {
 			t.Fatal(err)
@@ -101,17 +99,14 @@ func TestUnboundedLimitKeepsExpiry(t *testing.T) {
 		st := &spyStore{Store: mem}
 		st.setExtendErr(func() error { return errors.New("database unreachable") })
 		causes := make(chan error, 1)
-		w, err := worker.New(worker.Config{Store: st, Queue: queue, Clock: clk, Logger: quietLogger(), LeaseDuration: time.Second,
-			MaxProcessingTime: time.Hour, DisableReaper: true,
+		w := newWorker(t, worker.Config{Deps: maintenance.Deps{Store: st, Clock: clk}, LeaseDuration: time.Second,
+			MaxProcessingTime: time.Hour, ReapInterval: noReaper,
 			Kinds: map[string]worker.KindConfig{"forever": {MaxProcessingTime: math.MaxInt64}},
 			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 				<-ctx.Done()
 				causes <- context.Cause(ctx)
 				return nil
 			})})
-		if err != nil {
-			t.Fatal(err)
-		}
 		if _, err := st.Enqueue(context.Background(), []store.NewMessage{{Queue: queue, Kind: "forever", Payload: []byte("x")}}); err != nil {
 			t.Fatal(err)
 		}

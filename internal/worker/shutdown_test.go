@@ -3,7 +3,9 @@ package worker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -15,13 +17,10 @@ import (
 
 // runWorker builds and runs a worker without the cleanup of start, for
 // tests that stop it themselves.
-func runWorker(t *testing.T, st *spyStore, cfg worker.Config) (*worker.Worker, chan error) {
+func runWorker(t *testing.T, st store.Store, cfg worker.Config) (*worker.Worker, chan error) {
 	t.Helper()
-	cfg.Store, cfg.Queue, cfg.Logger = st, queue, quietLogger()
-	w, err := worker.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg.Deps = with(st)
+	w := newWorker(t, cfg)
 	ran := make(chan error, 1)
 	go func() { ran <- w.Run(context.Background()) }()
 	return w, ran
@@ -155,14 +154,11 @@ func TestHardStopOnContext(t *testing.T) {
 		st := newStore(t)
 		started := make(chan struct{})
 		ctx, cancel := context.WithCancel(context.Background())
-		w, err := worker.New(worker.Config{Store: st, Queue: queue, Logger: quietLogger(),
+		w := newWorker(t, worker.Config{Deps: with(st),
 			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 				close(started)
 				return sleepCtx(ctx, time.Hour)
 			})})
-		if err != nil {
-			t.Fatal(err)
-		}
 		ran := make(chan error, 1)
 		go func() { ran <- w.Run(ctx) }()
 		id := enqueue(t, st, 1)[0]
@@ -180,11 +176,8 @@ func TestHardStopOnContext(t *testing.T) {
 func TestShutdownBeforeRunAndTwice(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := newStore(t)
-		w, err := worker.New(worker.Config{Store: st, Queue: queue, Logger: quietLogger(),
+		w := newWorker(t, worker.Config{Deps: with(st),
 			Handler: worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil })})
-		if err != nil {
-			t.Fatal(err)
-		}
 		var wg sync.WaitGroup
 		for range 3 {
 			wg.Go(func() {
@@ -242,14 +235,11 @@ func TestUnstartedMessagesReleasedUncounted(t *testing.T) {
 		st := &gatedStore{spyStore: spy, gate: make(chan struct{})}
 		ids := enqueue(t, spy, 3)
 		var handled sync.Map
-		w, err := worker.New(worker.Config{Store: st, Queue: queue, Logger: quietLogger(),
+		w := newWorker(t, worker.Config{Deps: with(st),
 			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 				handled.Store(m.MessageID, true)
 				return nil
 			})})
-		if err != nil {
-			t.Fatal(err)
-		}
 		ran := make(chan error, 1)
 		go func() { ran <- w.Run(context.Background()) }()
 		synctest.Wait() // the worker waits at the gate with its claim
@@ -289,14 +279,11 @@ func TestShutdownKeepsToItsContextWhenTheStoreHangs(t *testing.T) {
 		unblock := make(chan struct{})
 		defer close(unblock)
 		const lease = 10 * time.Second
-		w, err := worker.New(worker.Config{Store: st, Queue: queue, Logger: quietLogger(), LeaseDuration: lease, HardStopWait: time.Second,
+		w := newWorker(t, worker.Config{Deps: with(st), LeaseDuration: lease, HardStopWait: time.Second,
 			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 				<-unblock // ignores its context
 				return nil
 			})})
-		if err != nil {
-			t.Fatal(err)
-		}
 		ran := make(chan error, 1)
 		go func() { ran <- w.Run(context.Background()) }()
 		enqueue(t, spy, 1)
@@ -311,7 +298,7 @@ func TestShutdownKeepsToItsContextWhenTheStoreHangs(t *testing.T) {
 			t.Fatalf("shutdown took %s with a 2 s context", took)
 		}
 		// Run ends once the hanging release times out with the lease.
-		err = recv(t, ran, time.Minute)
+		err := recv(t, ran, time.Minute)
 		if !errors.Is(err, worker.ErrAbandoned) {
 			t.Fatalf("run = %v, want ErrAbandoned", err)
 		}
@@ -321,23 +308,37 @@ func TestShutdownKeepsToItsContextWhenTheStoreHangs(t *testing.T) {
 	})
 }
 
-func TestMaxIterationsDrainIsBounded(t *testing.T) {
+// closingClaims is a store whose claims fail with store.ErrClosed after
+// the first, as when the store is closed under a running worker.
+type closingClaims struct {
+	*spyStore
+	claims atomic.Int32
+}
+
+func (c *closingClaims) Claim(ctx context.Context, cl store.Claim) ([]store.Delivery, error) {
+	if c.claims.Add(1) > 1 {
+		return nil, fmt.Errorf("claim: %w", store.ErrClosed)
+	}
+	return c.spyStore.Claim(ctx, cl)
+}
+
+// A claim loop that ends by itself drains the worker, and the drain keeps
+// to ShutdownTimeout as a Shutdown's does.
+func TestALoopsEndDrainsWithinTheTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := newStore(t)
+		st := &closingClaims{spyStore: newStore(t)}
 		unblock := make(chan struct{})
 		defer close(unblock)
-		w, err := worker.New(worker.Config{Store: st, Queue: queue, Logger: quietLogger(), MaxIterations: 1, ShutdownTimeout: time.Second,
-			HardStopWait: time.Second, Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+		id := enqueue(t, st, 1)[0]
+		w := newWorker(t, worker.Config{Deps: with(st), Queues: queues(2), ShutdownTimeout: time.Second, HardStopWait: time.Second,
+			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 				<-unblock
 				return nil
 			})})
-		if err != nil {
-			t.Fatal(err)
-		}
-		id := enqueue(t, st, 1)[0]
 		t0 := time.Now()
-		if err := w.Run(context.Background()); !errors.Is(err, worker.ErrAbandoned) {
-			t.Fatalf("run = %v, want ErrAbandoned", err)
+		err := w.Run(context.Background())
+		if !errors.Is(err, store.ErrClosed) || !errors.Is(err, worker.ErrAbandoned) {
+			t.Fatalf("run = %v, want ErrClosed and ErrAbandoned", err)
 		}
 		if took := time.Since(t0); took != 2*time.Second {
 			t.Fatalf("run took %s, want ShutdownTimeout + HardStopWait = 2 s", took)

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -13,34 +12,31 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/internal/maintenance"
 	"github.com/leasehold/leasehold/internal/runstate"
 )
 
-// Watchdog defaults.
+// Watchdog settings the client uses: a check a minute, and a loop silent
+// for twelve minutes counts as stalled.
 const (
 	DefaultWatchdogInterval  = 60 * time.Second
 	DefaultWatchdogThreshold = 720 * time.Second
 )
 
-// WatchdogConfig configures a Watchdog.
+// WatchdogConfig configures a Watchdog; nothing in it is checked.
 type WatchdogConfig struct {
-	// Interval is the time between checks. Default DefaultWatchdogInterval.
+	// Deps: the Clock times checks (the heartbeats watched must beat on
+	// it); the Logger receives an error line per stalled loop; the Meter
+	// makes leasehold.watchdog.stalls. The Store is not used.
+	maintenance.Deps
+	// Interval is the time between checks: positive.
 	Interval time.Duration
 	// Threshold is how long a loop may stay silent before it counts as
-	// stalled. Default DefaultWatchdogThreshold. It must exceed Interval.
+	// stalled: longer than Interval.
 	Threshold time.Duration
 	// OnStall is called, on the watchdog's goroutine, with the loops found
-	// stalled at a check. The command's callback ends the process non-zero
-	// so that an orchestrator restarts it. Optional.
+	// stalled at a check. Optional.
 	OnStall func([]Stall)
-	// Clock times checks and heartbeats. Default: the system clock.
-	Clock clock.Clock
-	// Logger receives an error line per stalled loop. Default slog.Default().
-	Logger *slog.Logger
-	// MeterProvider gets the watchdog.stalls counter. Default: the global
-	// OpenTelemetry provider, a no-op unless one is installed.
-	MeterProvider metric.MeterProvider
 }
 
 // Stall is a loop the watchdog found silent for too long.
@@ -53,7 +49,6 @@ type Stall struct {
 // silent longer than its threshold.
 type Watchdog struct {
 	cfg    WatchdogConfig
-	log    *slog.Logger
 	stalls metric.Int64Counter
 	state  runstate.State
 
@@ -62,23 +57,15 @@ type Watchdog struct {
 	last    []Stall
 }
 
-// NewWatchdog returns a watchdog with no loops to watch.
+// NewWatchdog returns a watchdog with no loops to watch; it fails only
+// when its instrument cannot be made.
 func NewWatchdog(cfg WatchdogConfig) (*Watchdog, error) {
-	cfg.Interval = cmp.Or(cfg.Interval, DefaultWatchdogInterval)
-	cfg.Threshold = cmp.Or(cfg.Threshold, DefaultWatchdogThreshold)
-	if cfg.Interval < 0 || cfg.Threshold < 0 {
-		return nil, fmt.Errorf("worker: watchdog Interval (%s) and Threshold (%s) must not be negative", cfg.Interval, cfg.Threshold)
-	}
-	if cfg.Threshold <= cfg.Interval {
-		return nil, fmt.Errorf("worker: watchdog Threshold %s must exceed Interval %s", cfg.Threshold, cfg.Interval)
-	}
-	cfg.Clock = clock.OrSystem(cfg.Clock)
-	stalls, err := meter(cfg.MeterProvider).Int64Counter("leasehold.watchdog.stalls", metric.WithUnit("{loop}"),
+	stalls, err := cfg.Meter.Int64Counter("leasehold.watchdog.stalls", metric.WithUnit("{loop}"),
 		metric.WithDescription("Loops the watchdog found silent longer than its threshold, per check."))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("worker: watchdog metrics: %w", err)
 	}
-	return &Watchdog{cfg: cfg, log: orDefaultLogger(cfg.Logger), stalls: stalls, watched: make(map[string]*Heartbeat)}, nil
+	return &Watchdog{cfg: cfg, stalls: stalls, watched: make(map[string]*Heartbeat)}, nil
 }
 
 // Watch adds a loop's heartbeat under name, replacing any of the same name.
@@ -86,13 +73,6 @@ func (w *Watchdog) Watch(name string, hb *Heartbeat) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.watched[name] = hb
-}
-
-// Unwatch removes the loop named name.
-func (w *Watchdog) Unwatch(name string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.watched, name)
 }
 
 // Check looks at every heartbeat once and reports the stalled loops, by
@@ -109,7 +89,7 @@ func (w *Watchdog) Check(ctx context.Context) []Stall {
 	w.last = stalled
 	w.mu.Unlock()
 	for _, s := range stalled {
-		w.log.Error("loop stalled", "loop", s.Name, "silent", s.Silent, "threshold", w.cfg.Threshold)
+		w.cfg.Logger.Error("loop stalled", "loop", s.Name, "silent", s.Silent, "threshold", w.cfg.Threshold)
 		w.stalls.Add(ctx, 1, metric.WithAttributes(attribute.String("loop", s.Name)))
 	}
 	if len(stalled) > 0 && w.cfg.OnStall != nil {
@@ -147,7 +127,7 @@ func (w *Watchdog) Run(ctx context.Context) error {
 		return err
 	}
 	defer w.state.End()
-	every(ctx, w.cfg.Clock, w.cfg.Interval, w.state.Stopping(), func() { w.Check(ctx) })
+	maintenance.Every(ctx, w.cfg.Clock, w.cfg.Interval, w.state.Stopping(), func() { w.Check(ctx) })
 	return nil
 }
 
@@ -157,19 +137,3 @@ func (w *Watchdog) Shutdown(ctx context.Context) error { return w.state.Shutdown
 
 // Running reports whether Run is running.
 func (w *Watchdog) Running() bool { return w.state.Running() }
-
-// every calls f every interval on clk until ctx ends or stop is closed.
-func every(ctx context.Context, clk clock.Clock, interval time.Duration, stop <-chan struct{}, f func()) {
-	t := clk.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-stop:
-			return
-		case <-t.C():
-			f()
-		}
-	}
-}

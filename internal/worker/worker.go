@@ -9,20 +9,22 @@ import (
 
 	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/internal/mailbox"
+	"github.com/leasehold/leasehold/internal/maintenance"
 )
 
 // Worker claims messages of its queues and runs a handler on each, under a
 // lease that its lease keeper keeps alive; see the package documentation
 // for its rules.
 type Worker struct {
-	cfg     resolved
-	queues  []*queue
-	keeper  *keeper
-	reaper  *Reaper
-	cleaner *Cleaner
-	// maint holds the database's maintainer lease: the reaper and the
-	// cleaner run while it does. Nil when both are off.
-	maint *maintainer
+	cfg    Config
+	queues []*queue
+	// concurrency is the sum of the queues' concurrencies.
+	concurrency int
+	keeper      *keeper
+	// maint is the worker's part in the database's upkeep: its reaper and
+	// cleaner run while it holds the maintainer lease. Nil when both are
+	// off.
+	maint *maintenance.Maintenance
 	log   *slog.Logger
 	m     *workerMetrics
 	phase phases
@@ -41,64 +43,41 @@ type queue struct {
 	keeperName string
 }
 
-// New returns a worker for cfg, or an error naming every field that is out
-// of range.
+// New returns a worker for cfg, which must be valid (see Config). It
+// fails only when the worker's instruments cannot be made.
 func New(cfg Config) (*Worker, error) {
-	r, err := cfg.resolve(true)
-	if err != nil {
-		return nil, err
-	}
-	m, err := newWorkerMetrics(r.MeterProvider)
+	m, err := newWorkerMetrics(cfg.Meter)
 	if err != nil {
 		return nil, fmt.Errorf("worker: metrics: %w", err)
 	}
-	log := r.Logger.With("worker_id", r.WorkerID)
-	if len(r.queues) == 1 {
-		log = log.With("queue", r.queues[0].Name)
+	log := cfg.Logger.With("worker_id", cfg.WorkerID)
+	if len(cfg.Queues) == 1 {
+		log = log.With("queue", cfg.Queues[0].Name)
 	}
-	w := &Worker{cfg: r, log: log, m: m}
-	w.phase.init(r.Clock, r.ShutdownTimeout)
-	for _, qc := range r.queues {
-		mb, err := mailbox.New(mailbox.Config{Store: r.Store, Queue: qc.Name, WorkerID: r.WorkerID, PollInterval: r.PollInterval, Clock: r.Clock})
-		if err != nil {
-			return nil, fmt.Errorf("worker: %w", err)
-		}
+	w := &Worker{cfg: cfg, log: log, m: m}
+	w.phase.init(cfg.Clock, cfg.ShutdownTimeout)
+	for _, qc := range cfg.Queues {
+		w.concurrency += qc.Concurrency
+		mb := mailbox.New(mailbox.Config{Store: cfg.Store, Queue: qc.Name, WorkerID: cfg.WorkerID, PollInterval: cfg.PollInterval, Clock: cfg.Clock})
 		qlog, keeperName := log, ""
-		if len(r.queues) > 1 {
+		if len(cfg.Queues) > 1 {
 			qlog, keeperName = log.With("queue", qc.Name), qc.Name
 		}
-		w.queues = append(w.queues, &queue{name: qc.Name, concurrency: qc.Concurrency, mb: mb, hb: NewHeartbeat(r.Clock),
+		w.queues = append(w.queues, &queue{name: qc.Name, concurrency: qc.Concurrency, mb: mb, hb: NewHeartbeat(cfg.Clock),
 			log: qlog, attrs: newQueueAttrs(qc.Name), keeperName: keeperName})
 	}
-	w.keeper = newKeeper(r.Store, r.Clock, r.extender, log, m)
-	if !r.DisableReaper {
-		w.reaper, err = NewReaper(ReaperConfig{Store: r.Store, LeaseDuration: r.LeaseDuration, Interval: r.ReapInterval,
-			Clock: r.Clock, Logger: log, MeterProvider: r.MeterProvider})
+	w.keeper = newKeeper(cfg.Store, cfg.Clock, cfg.HeartbeatInterval, cfg.LeaseDuration, log, m)
+	if cfg.ReapInterval > 0 || cfg.Retention != nil {
+		d := cfg.Deps
+		d.Logger = log
+		w.maint, err = maintenance.New(maintenance.Config{Deps: d, ID: cfg.WorkerID, LeaseDuration: cfg.LeaseDuration,
+			ReapInterval: cfg.ReapInterval, Retention: cfg.Retention})
 		if err != nil {
-			return nil, err
-		}
-	}
-	if !r.DisableCleaner {
-		w.cleaner, err = NewCleaner(CleanerConfig{Store: r.Store, CompletedRetention: r.CompletedRetention,
-			DeadRetention: r.DeadRetention, Clock: r.Clock, Logger: log, MeterProvider: r.MeterProvider})
-		if err != nil {
-			return nil, err
-		}
-	}
-	if w.reaper != nil || w.cleaner != nil {
-		if w.maint, err = newMaintainer(r.Store, r.WorkerID, r.LeaseDuration, r.Clock, log, r.MeterProvider); err != nil {
-			return nil, fmt.Errorf("worker: metrics: %w", err)
+			return nil, fmt.Errorf("worker: %w", err)
 		}
 	}
 	return w, nil
 }
-
-// ID returns the worker id.
-func (w *Worker) ID() string { return w.cfg.WorkerID }
-
-// Heartbeat is the first queue's heartbeat (see Heartbeats): give it to a
-// Watchdog.
-func (w *Worker) Heartbeat() *Heartbeat { return w.queues[0].hb }
 
 // Heartbeats are the heartbeats of the worker's claim loops, by queue: each
 // beats whenever its loop goes round, at least every PollInterval while it
@@ -111,22 +90,12 @@ func (w *Worker) Heartbeats() map[string]*Heartbeat {
 	return hbs
 }
 
-// Maintaining reports whether the worker holds the database's maintainer
-// lease now: its reaper and cleaner run only while it does.
-func (w *Worker) Maintaining() bool { return w.maint != nil && w.maint.holding() }
-
 // Running reports whether Run is running.
 func (w *Worker) Running() bool { return w.phase.inRun.Load() }
 
-// Draining reports whether the worker has stopped claiming: Shutdown or
-// Drain was called, or Run is ending.
-func (w *Worker) Draining() bool { return w.phase.current() >= paused }
-
-// Drain stops claiming but keeps Run going: running handlers finish and
-// their leases are kept, and the process stays up (for a deployment that
-// takes the worker out of rotation before stopping it). Readiness fails
-// from then on.
-func (w *Worker) Drain() { w.phase.advance(paused) }
+// Draining reports whether the worker has stopped claiming: Shutdown was
+// called, or Run is ending.
+func (w *Worker) Draining() bool { return w.phase.current() >= draining }
 
 // Ready reports whether the worker should be given work: nil unless it is
 // draining or its store cannot be reached.
@@ -140,19 +109,19 @@ func (w *Worker) Ready(ctx context.Context) error {
 	return nil
 }
 
-// Run claims and handles messages until Shutdown is called, ctx ends,
-// MaxIterations receives have been made on a queue, or the store is
-// closed; when one queue's claim loop ends, all do. It returns nil after a
-// clean stop.
+// Run claims and handles messages until Shutdown is called, ctx ends, or
+// a claim loop ends (the store closed); when one queue's claim loop ends,
+// all do. It returns nil after a clean stop.
 //
-// A graceful stop (Shutdown, MaxIterations) claims nothing more, releases at
-// once and without counting a delivery any message received but not
-// started, and waits for running handlers while the lease keeper keeps their
-// leases alive. The end of ctx, or of Shutdown's patience, is a hard stop:
-// running handlers' contexts are cancelled with cause ErrShutdown, and after
-// HardStopWait the leases of those that have not returned are released so
-// that another worker can take the messages at once; Run then returns an
-// error wrapping ErrShutdown. The lease keeper stops last.
+// A graceful stop claims nothing more, releases at once and without
+// counting a delivery any message received but not started, and waits for
+// running handlers, for ShutdownTimeout at most, while the lease keeper
+// keeps their leases alive. The end of ctx, of Shutdown's context or of
+// ShutdownTimeout is a hard stop: running handlers' contexts are cancelled
+// with cause ErrShutdown, and after HardStopWait the leases of those that
+// have not returned are released so that another worker can take the
+// messages at once; Run then returns an error wrapping ErrShutdown. The
+// lease keeper and the upkeep stop last.
 //
 // Run may be called once; Shutdown before Run makes it return nil at once.
 func (w *Worker) Run(ctx context.Context) error {
@@ -163,27 +132,21 @@ func (w *Worker) Run(ctx context.Context) error {
 	handlersStopped := false
 	defer func() { w.phase.end(handlersStopped) }()
 
-	// The keeper, the reaper and the handlers outlive ctx long enough to
-	// settle every lease. Handlers' contexts are not children of a
+	// The handlers, the lease keeper and the upkeep outlive ctx long
+	// enough to settle every lease: their contexts are of base, which ctx's
+	// end does not reach. Handlers' contexts are not children of a
 	// cancellable parent (a hard stop cancels each) because a shared
-	// parent costs a map insert and delete per message.
+	// parent costs a map insert and delete per message; the keeper and the
+	// upkeep share bg, which ends when Run returns.
 	base := context.WithoutCancel(ctx)
-	keeperCtx, stopKeeper := context.WithCancel(base)
+	bgCtx, stopBg := context.WithCancel(base)
 	var bg sync.WaitGroup
-	bg.Go(func() { w.keeper.run(keeperCtx) })
-	reaperCtx, stopReaper := context.WithCancel(ctx)
+	bg.Go(func() { w.keeper.run(bgCtx) })
 	if w.maint != nil {
-		bg.Go(func() { w.maint.run(reaperCtx) })
-	}
-	if w.reaper != nil {
-		bg.Go(func() { w.reaper.loop(reaperCtx, nil, w.maint.holding) })
-	}
-	if w.cleaner != nil {
-		bg.Go(func() { w.cleaner.loop(reaperCtx, w.maint.holding) })
+		bg.Go(func() { _ = w.maint.Run(bgCtx) })
 	}
 	defer func() {
-		stopReaper()
-		stopKeeper()
+		stopBg()
 		bg.Wait()
 	}()
 
@@ -216,7 +179,7 @@ func (w *Worker) Run(ctx context.Context) error {
 // Shutdown stops the worker gracefully and waits for Run to return: it
 // claims nothing more and lets running handlers finish, for up to
 // ShutdownTimeout or until ctx ends, whichever comes first, before a hard
-// stop (see Run). It returns nil when everything in flight finished, and an
+// stop (see Run); Shutdown keeps to ctx, not to the hard stop. It returns nil when everything in flight finished, and an
 // error otherwise. Safe before Run, more than once and from several
 // goroutines.
 func (w *Worker) Shutdown(ctx context.Context) error {

@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,7 +14,12 @@ import (
 	"testing/synctest"
 	"time"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/internal/backoff"
+	"github.com/leasehold/leasehold/internal/mailbox"
+	"github.com/leasehold/leasehold/internal/maintenance"
 	"github.com/leasehold/leasehold/internal/worker"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/memory"
@@ -96,44 +102,84 @@ func newStore(t *testing.T) *spyStore {
 	return &spyStore{Store: st}
 }
 
-// start builds a worker from cfg on a fresh memory store (unless cfg has
-// one) and runs it. Call inside a synctest bubble.
-func start(t *testing.T, cfg worker.Config) *bundle {
+// noReaper, as a test's ReapInterval, runs the worker without a reaper.
+const noReaper = -1
+
+// valid fills in what a test leaves out of cfg, as the client would, with
+// quick exact retries, on a fresh spy store unless cfg has one.
+func valid(t *testing.T, cfg worker.Config) worker.Config {
 	t.Helper()
-	b := &bundle{t: t, ran: make(chan error, 1)}
 	if cfg.Store == nil {
-		b.store = newStore(t)
-		cfg.Store = b.store
-	} else {
-		b.store = cfg.Store.(*spyStore)
+		cfg.Store = newStore(t)
 	}
-	cfg.Queue = queue
-	if cfg.Logger == nil {
-		cfg.Logger = quietLogger()
+	if cfg.Queues == nil {
+		cfg.Queues = queues(worker.DefaultConcurrency)
 	}
-	cfg.Backoff = cmpBackoff(cfg.Backoff)
-	w, err := worker.New(cfg)
+	cfg.Clock = clock.OrSystem(cfg.Clock)
+	cfg.Logger = cmp.Or(cfg.Logger, quietLogger())
+	if cfg.Meter == nil {
+		cfg.Meter = maintenance.Meter(nil)
+	}
+	cfg.WorkerID = cmp.Or(cfg.WorkerID, "w")
+	cfg.LeaseDuration = cmp.Or(cfg.LeaseDuration, worker.DefaultLeaseDuration)
+	cfg.HeartbeatInterval = cmp.Or(cfg.HeartbeatInterval, cfg.LeaseDuration/3)
+	cfg.MaxProcessingTime = cmp.Or(cfg.MaxProcessingTime, 3*cfg.LeaseDuration)
+	if cfg.Backoff.Initial == 0 && cfg.Backoff.Max == 0 && cfg.Backoff.Rand == nil {
+		cfg.Backoff = backoff.Exponential{Initial: time.Second, Max: time.Second, Jitter: backoff.NoJitter}
+	}
+	cfg.LongPoll = cmp.Or(cfg.LongPoll, worker.DefaultLongPoll)
+	cfg.PollInterval = cmp.Or(cfg.PollInterval, mailbox.DefaultPollInterval)
+	cfg.ShutdownTimeout = cmp.Or(cfg.ShutdownTimeout, worker.DefaultShutdownTimeout)
+	cfg.HardStopWait = cmp.Or(cfg.HardStopWait, worker.DefaultHardStopWait)
+	switch cfg.ReapInterval {
+	case 0:
+		cfg.ReapInterval = min(maintenance.DefaultReapInterval, cfg.LeaseDuration/2)
+	case noReaper:
+		cfg.ReapInterval = 0
+	}
+	if cfg.Retention == nil {
+		cfg.Retention = &maintenance.Retention{Completed: maintenance.DefaultCompletedRetention, Dead: maintenance.DefaultDeadRetention}
+	}
+	return cfg
+}
+
+// queues is the test queue alone, with n handlers.
+func queues(n int) []worker.QueueConfig { return []worker.QueueConfig{{Name: queue, Concurrency: n}} }
+
+// with are deps of st alone, for a test's Config; valid fills in the rest.
+func with(st store.Store) maintenance.Deps { return maintenance.Deps{Store: st} }
+
+// metered are deps whose meter reports to reader.
+func metered(reader *sdkmetric.ManualReader) maintenance.Deps {
+	return maintenance.Deps{Meter: maintenance.Meter(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))}
+}
+
+// newWorker returns a worker of cfg made valid.
+func newWorker(t *testing.T, cfg worker.Config) *worker.Worker {
+	t.Helper()
+	w, err := worker.New(valid(t, cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.w = w
-	go func() { b.ran <- w.Run(context.Background()) }()
+	return w
+}
+
+// start builds a worker from cfg on a fresh spy store (unless cfg has
+// one) and runs it until the test ends. Call inside a synctest bubble.
+func start(t *testing.T, cfg worker.Config) *bundle {
+	t.Helper()
+	cfg = valid(t, cfg)
+	b := &bundle{t: t, store: cfg.Store.(*spyStore), ran: make(chan error, 1)}
+	b.w = newWorker(t, cfg)
+	go func() { b.ran <- b.w.Run(context.Background()) }()
 	t.Cleanup(func() {
-		if err := w.Shutdown(context.Background()); err != nil {
+		if err := b.w.Shutdown(context.Background()); err != nil {
 			t.Errorf("shutdown: %v", err)
 		}
 		if err := <-b.ran; err != nil {
 			t.Errorf("run: %v", err)
 		}
 	})
-	return b
-}
-
-// cmpBackoff makes retries quick and exact unless a test says otherwise.
-func cmpBackoff(b backoff.Exponential) backoff.Exponential {
-	if b.Initial == 0 && b.Max == 0 && b.Rand == nil {
-		return backoff.Exponential{Initial: time.Second, Max: time.Second, Jitter: backoff.NoJitter}
-	}
 	return b
 }
 
@@ -230,37 +276,6 @@ func TestKeeperKeepsLongHandlerAlive(t *testing.T) {
 	})
 }
 
-func TestKeeperDisabledLosesLease(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const lease = 3 * time.Second
-		causes := make(chan error, 2)
-		b := start(t, worker.Config{LeaseDuration: lease, MaxProcessingTime: time.Hour,
-			LeaseExtender: &worker.LeaseExtenderConfig{Enabled: false},
-			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
-				if m.Attempt > 1 {
-					return nil
-				}
-				err := sleepCtx(ctx, 10*lease)
-				causes <- err
-				return err
-			})})
-		b.enqueue(store.NewMessage{Payload: []byte("slow")})
-		b.wait(10*lease, "redelivery and completion", b.completed(1))
-		if err := recv(t, causes, time.Minute); !errors.Is(err, store.ErrLeaseLost) {
-			t.Fatalf("first attempt's cause = %v, want ErrLeaseLost", err)
-		}
-		if n := b.store.extendCalls.Load(); n != 0 {
-			t.Fatalf("extend calls = %d with the extender disabled", n)
-		}
-		if n := b.store.completes.Load(); n != 1 {
-			t.Fatalf("completions attempted = %d, want 1 (the second delivery only)", n)
-		}
-		if got := b.list(queue, store.Completed)[0].Deliveries; got != 2 {
-			t.Fatalf("deliveries = %d, want 2", got)
-		}
-	})
-}
-
 func TestTransientExtendErrors(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const lease = 3 * time.Second
@@ -274,7 +289,7 @@ func TestTransientExtendErrors(t *testing.T) {
 			}
 			return nil
 		})
-		b := start(t, worker.Config{Store: st, LeaseDuration: lease, MaxProcessingTime: time.Hour,
+		b := start(t, worker.Config{Deps: with(st), LeaseDuration: lease, MaxProcessingTime: time.Hour,
 			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 				return sleepCtx(ctx, 4*lease)
 			})})
@@ -293,7 +308,7 @@ func TestExtendErrorsUntilExpiryCancel(t *testing.T) {
 		st.setExtendErr(func() error { return errors.New("database unreachable") })
 		causes := make(chan error, 1)
 		began := make(chan time.Time, 1)
-		b := start(t, worker.Config{Store: st, LeaseDuration: lease, MaxProcessingTime: time.Hour, DisableReaper: true,
+		b := start(t, worker.Config{Deps: with(st), LeaseDuration: lease, MaxProcessingTime: time.Hour, ReapInterval: noReaper,
 			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 				began <- time.Now()
 				err := sleepCtx(ctx, 10*lease)
@@ -337,25 +352,6 @@ func TestMaxProcessingTime(t *testing.T) {
 		d := b.list(queue, store.Dead)[0]
 		if d.DeadReason != store.ReasonMaxProcessingTime || !strings.Contains(d.LastError, "maximum processing time") {
 			t.Fatalf("dead reason %q, error %q", d.DeadReason, d.LastError)
-		}
-	})
-}
-
-func TestDefaultMaxProcessingTimeIsThreeLeases(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const lease = 2 * time.Second
-		causes := make(chan time.Duration, 1)
-		start(t, worker.Config{LeaseDuration: lease,
-			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
-				t0 := time.Now()
-				err := sleepCtx(ctx, time.Hour)
-				if errors.Is(err, worker.ErrMaxProcessingTime) {
-					causes <- time.Since(t0)
-				}
-				return err
-			})}).enqueue(store.NewMessage{Payload: []byte("x"), MaxDeliveries: 1})
-		if got := recv(t, causes, time.Minute); got != 3*lease {
-			t.Fatalf("cancelled after %s, want %s", got, 3*lease)
 		}
 	})
 }
@@ -412,7 +408,7 @@ func TestFailuresRetryThenDeadLetter(t *testing.T) {
 func TestConcurrencyBound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var running, peak atomic.Int64
-		b := start(t, worker.Config{Concurrency: 3,
+		b := start(t, worker.Config{Queues: queues(3),
 			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 				n := running.Add(1)
 				for {
@@ -437,25 +433,6 @@ func TestConcurrencyBound(t *testing.T) {
 		if p := peak.Load(); p != 3 {
 			t.Fatalf("peak concurrency %d, want 3", p)
 		}
-	})
-}
-
-func TestBackpressure(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var saturated atomic.Bool
-		saturated.Store(true)
-		b := start(t, worker.Config{
-			Saturated: func(context.Context) bool { return saturated.Load() },
-			Handler:   worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error { return nil }),
-		})
-		b.enqueue(store.NewMessage{Payload: []byte("x")}, store.NewMessage{Payload: []byte("y")})
-		time.Sleep(time.Minute)
-		synctest.Wait()
-		if got := len(b.list(queue, store.Pending)); got != 2 {
-			t.Fatalf("pending = %d while saturated, want 2", got)
-		}
-		saturated.Store(false)
-		b.wait(5*time.Second, "completions once capacity is back", b.completed(2))
 	})
 }
 
@@ -506,7 +483,7 @@ func TestKeeperOneCallPerTick(t *testing.T) {
 		const lease = 30 * time.Second
 		release := make(chan struct{})
 		var started atomic.Int64
-		b := start(t, worker.Config{Concurrency: n, LeaseDuration: lease,
+		b := start(t, worker.Config{Queues: queues(n), LeaseDuration: lease,
 			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 				started.Add(1)
 				select {
@@ -538,30 +515,6 @@ func TestKeeperOneCallPerTick(t *testing.T) {
 		}
 		close(release)
 		b.wait(time.Second, "completions", b.completed(n))
-	})
-}
-
-func TestMaxIterations(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		st := newStore(t)
-		var handled atomic.Int64
-		w, err := worker.New(worker.Config{Store: st, Queue: queue, Logger: quietLogger(), MaxIterations: 2, Concurrency: 1,
-			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error { handled.Add(1); return nil })})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := st.Enqueue(context.Background(), []store.NewMessage{{Queue: queue}, {Queue: queue}, {Queue: queue}}); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Run(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		if handled.Load() != 2 {
-			t.Fatalf("handled %d messages in 2 iterations of 1 slot", handled.Load())
-		}
-		if w.Running() {
-			t.Fatal("Running after Run returned")
-		}
 	})
 }
 
@@ -653,7 +606,7 @@ func TestCompletionRetriedAfterTransientErrors(t *testing.T) {
 					return nil
 				}
 				var runs atomic.Int64
-				b := start(t, worker.Config{Store: st, Concurrency: concurrency, LeaseDuration: 30 * time.Second,
+				b := start(t, worker.Config{Deps: with(st), Queues: queues(concurrency), LeaseDuration: 30 * time.Second,
 					Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 						runs.Add(1)
 						return nil
@@ -684,7 +637,7 @@ func TestCompletionRetriesEndWithTheLease(t *testing.T) {
 			return nil
 		}
 		runs := make(chan time.Time, 10)
-		b := start(t, worker.Config{Store: st, Concurrency: 1, LeaseDuration: 1500 * time.Millisecond,
+		b := start(t, worker.Config{Deps: with(st), Queues: queues(1), LeaseDuration: 1500 * time.Millisecond,
 			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 				runs <- time.Now()
 				if m.Attempt == 2 {
@@ -732,42 +685,6 @@ func TestSnoozeRunsAgainLaterWithoutCounting(t *testing.T) {
 			if gap := runs[i].Sub(runs[i-1]); gap < 10*time.Second || gap > 11*time.Second {
 				t.Fatalf("run %d came %s after the one before, want 10 s", i+1, gap)
 			}
-		}
-	})
-}
-
-// An extension shorter than the claim's lease moves the lease's end
-// earlier: when later extensions fail, the lease is lost at the end of the
-// last one that succeeded, not at the end of the claim's lease.
-func TestShorterExtensionMovesExpiryEarlier(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const lease = 30 * time.Second
-		st := newStore(t)
-		var calls atomic.Int64
-		st.setExtendErr(func() error {
-			if calls.Add(1) == 1 {
-				return nil
-			}
-			return errors.New("database unreachable")
-		})
-		causes := make(chan error, 1)
-		began := make(chan time.Time, 1)
-		b := start(t, worker.Config{Store: st, LeaseDuration: lease, MaxProcessingTime: time.Hour, DisableReaper: true,
-			LeaseExtender: &worker.LeaseExtenderConfig{Interval: time.Second, Extension: 3 * time.Second, Enabled: true},
-			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
-				began <- time.Now()
-				causes <- sleepCtx(ctx, time.Hour)
-				return nil
-			})})
-		b.enqueue(store.NewMessage{Payload: []byte("x")})
-		t0 := recv(t, began, time.Second)
-		err := recv(t, causes, time.Minute)
-		if !errors.Is(err, store.ErrLeaseLost) {
-			t.Fatalf("cause = %v, want ErrLeaseLost", err)
-		}
-		// The first tick, 1s after the claim, extended to 4s.
-		if took := time.Since(t0); took != 4*time.Second {
-			t.Fatalf("cancelled after %s, want 4s", took)
 		}
 	})
 }

@@ -17,8 +17,6 @@ import (
 
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/clock"
-	"github.com/leasehold/leasehold/internal/anyjob"
-	"github.com/leasehold/leasehold/internal/worker"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -164,8 +162,8 @@ func Run(ctx context.Context, st store.Store, f Config, log *slog.Logger, progre
 	var done, failures atomic.Int64
 	allDone := make(chan struct{})
 	var allOnce sync.Once
-	handler := worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
-		lat.add(m.MessageID, clk.Now().Sub(m.EnqueuedAt))
+	handler := func(ctx context.Context, job *leasehold.RawJob) error {
+		lat.add(job.ID, clk.Now().Sub(job.EnqueuedAt))
 		if f.HandlerTime > 0 {
 			t := clk.NewTimer(f.HandlerTime)
 			defer t.Stop()
@@ -189,7 +187,7 @@ func Run(ctx context.Context, st store.Store, f Config, log *slog.Logger, progre
 			}
 		}
 		return nil
-	})
+	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
@@ -203,7 +201,7 @@ func Run(ctx context.Context, st store.Store, f Config, log *slog.Logger, progre
 		if err != nil {
 			return Result{}, err
 		}
-		anyjob.Handle(c, handler)
+		c.HandleAny(handler)
 		clients = append(clients, c)
 	}
 	began := clk.Monotonic()

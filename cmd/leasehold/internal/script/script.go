@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/internal/worker"
 )
@@ -59,7 +60,7 @@ type Handler struct {
 // scriptEnv is the environment of a message's script: the worker's own,
 // without leasehold's settings (the database's address may hold a
 // password) or PGPASSWORD, plus the message's variables.
-func scriptEnv(environ []string, m *worker.Message) []string {
+func scriptEnv(environ []string, job *leasehold.RawJob) []string {
 	env := make([]string, 0, len(environ)+5)
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
@@ -69,19 +70,21 @@ func scriptEnv(environ []string, m *worker.Message) []string {
 		env = append(env, kv)
 	}
 	return append(env,
-		"LEASEHOLD_MESSAGE_ID="+strconv.FormatInt(m.MessageID, 10),
-		"LEASEHOLD_QUEUE="+m.Queue,
-		"LEASEHOLD_KEY="+m.Key,
-		"LEASEHOLD_ATTEMPT="+strconv.Itoa(m.Attempt),
-		"LEASEHOLD_FENCING_TOKEN="+strconv.FormatInt(m.FencingToken, 10),
+		"LEASEHOLD_MESSAGE_ID="+strconv.FormatInt(job.ID, 10),
+		"LEASEHOLD_QUEUE="+job.Queue,
+		"LEASEHOLD_KEY="+job.Key,
+		"LEASEHOLD_ATTEMPT="+strconv.Itoa(job.Attempt),
+		"LEASEHOLD_FENCING_TOKEN="+strconv.FormatInt(job.FencingToken, 10),
 	)
 }
 
-func (h *Handler) Handle(ctx context.Context, m *worker.Message) error {
+// Handle runs the command for job: the client's raw handler
+// (leasehold.Client.HandleAny).
+func (h *Handler) Handle(ctx context.Context, job *leasehold.RawJob) error {
 	name := h.Argv[0]
 	var p pipes
 	defer p.closeAll()
-	stdin, err := p.input(m.Payload)
+	stdin, err := p.input(job.Payload)
 	if err != nil {
 		return worker.NotStarted(err)
 	}
@@ -94,7 +97,7 @@ func (h *Handler) Handle(ctx context.Context, m *worker.Message) error {
 	var reply *limitedBuffer
 	outLines := &lineWriter{w: h.Stdout}
 	var out io.Writer = outLines
-	if m.ReplyTo != "" {
+	if job.ReplyTo != "" {
 		reply = &limitedBuffer{max: worker.MaxReplyOutput}
 		out = reply
 	}
@@ -116,7 +119,7 @@ func (h *Handler) Handle(ctx context.Context, m *worker.Message) error {
 	cmd := exec.Command(selfExe, append([]string{SuperviseArg}, h.Argv...)...)
 	cmd.Args[0] = "leasehold"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Env = scriptEnv(os.Environ(), m)
+	cmd.Env = scriptEnv(os.Environ(), job)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	cmd.ExtraFiles = []*os.File{lifeR, reportW}
 	if err := cmd.Start(); err != nil {
@@ -157,7 +160,7 @@ func (h *Handler) Handle(ctx context.Context, m *worker.Message) error {
 	for _, lw := range []*lineWriter{outLines, errLines} {
 		lw.flush()
 		if lw.split {
-			h.Log.Warn("a line of the script's output was longer than the limit and was split", "message_id", m.MessageID,
+			h.Log.Warn("a line of the script's output was longer than the limit and was split", "message_id", job.ID,
 				"limit_bytes", maxLine)
 		}
 	}
@@ -175,9 +178,9 @@ func (h *Handler) Handle(ctx context.Context, m *worker.Message) error {
 	if ended.status.Exited() && ended.status.ExitStatus() == 0 {
 		if reply != nil {
 			if reply.over {
-				return worker.Permanent(fmt.Errorf("%s: reply over %d bytes", name, worker.MaxReplyOutput))
+				return leasehold.Permanent(fmt.Errorf("%s: reply over %d bytes", name, worker.MaxReplyOutput))
 			}
-			m.SetReply(reply.buf)
+			job.SetReply(reply.buf)
 		}
 		return nil
 	}
@@ -186,7 +189,7 @@ func (h *Handler) Handle(ctx context.Context, m *worker.Message) error {
 		failure = fmt.Errorf("%w: %s", failure, t)
 	}
 	if ended.status.Exited() && ended.status.ExitStatus() == exitDataErr {
-		return worker.Permanent(failure)
+		return leasehold.Permanent(failure)
 	}
 	return failure
 }

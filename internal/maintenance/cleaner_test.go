@@ -1,14 +1,14 @@
-package worker_test
+package maintenance_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/leasehold/leasehold/clock/clocktest"
-	"github.com/leasehold/leasehold/internal/worker"
+	"github.com/leasehold/leasehold/internal/maintenance"
 	"github.com/leasehold/leasehold/store"
-	"github.com/leasehold/leasehold/store/memory"
 )
 
 // The cleaner deletes completed messages after their retention and dead
@@ -17,12 +17,8 @@ import (
 func TestCleanerDeletesPastRetention(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktest.New()
-	st, err := memory.New(memory.Config{Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	msgs := make([]store.NewMessage, worker.CleanBatch+5)
+	st := newStore(t, clk)
+	msgs := make([]store.NewMessage, maintenance.CleanBatch+5)
 	for i := range msgs {
 		msgs[i] = store.NewMessage{Queue: "q", MaxDeliveries: 1}
 	}
@@ -46,33 +42,44 @@ func TestCleanerDeletesPastRetention(t *testing.T) {
 	if _, err := st.Cancel(ctx, "q", []int64{ds[1].MessageID}); err != nil {
 		t.Fatal(err)
 	}
-	keepDead, err := worker.NewCleaner(worker.CleanerConfig{Store: st, Clock: clk, DeadRetention: worker.KeepForever, Logger: quietLogger()})
+	keepDead, err := maintenance.NewCleaner(maintenance.CleanerConfig{Deps: deps(st, clk),
+		Retention: maintenance.Retention{Completed: maintenance.DefaultCompletedRetention, Dead: maintenance.KeepForever}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cleaner, err := worker.NewCleaner(worker.CleanerConfig{Store: st, Clock: clk, Logger: quietLogger()})
+	cleaner, err := maintenance.NewCleaner(maintenance.CleanerConfig{Deps: deps(st, clk),
+		Retention: maintenance.Retention{Completed: maintenance.DefaultCompletedRetention, Dead: maintenance.DefaultDeadRetention}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk.Advance(worker.DefaultCompletedRetention - time.Minute)
-	if got, err := cleaner.RunOnce(ctx); err != nil || got != (worker.Cleaned{}) {
+	clk.Advance(maintenance.DefaultCompletedRetention - time.Minute)
+	if got, err := cleaner.RunOnce(ctx); err != nil || got != (maintenance.Cleaned{}) {
 		t.Fatalf("inside every retention: %+v, %v; want nothing deleted", got, err)
 	}
 	clk.Advance(time.Minute)
-	if got, err := keepDead.RunOnce(ctx); err != nil || got != (worker.Cleaned{Completed: len(cs)}) {
+	if got, err := keepDead.RunOnce(ctx); err != nil || got != (maintenance.Cleaned{Completed: len(cs)}) {
 		t.Fatalf("after the completed retention: %+v, %v; want %d completed deleted", got, err, len(cs))
 	}
-	clk.Advance(worker.DefaultDeadRetention)
-	if got, err := keepDead.RunOnce(ctx); err != nil || got != (worker.Cleaned{}) {
+	clk.Advance(maintenance.DefaultDeadRetention)
+	if got, err := keepDead.RunOnce(ctx); err != nil || got != (maintenance.Cleaned{}) {
 		t.Fatalf("KeepForever deleted %+v, %v", got, err)
 	}
-	if got, err := cleaner.RunOnce(ctx); err != nil || got != (worker.Cleaned{Dead: 1, Cancelled: 1}) {
+	if got, err := cleaner.RunOnce(ctx); err != nil || got != (maintenance.Cleaned{Dead: 1, Cancelled: 1}) {
 		t.Fatalf("after the dead retention: %+v, %v; want the dead and the cancelled one deleted", got, err)
 	}
 	if s, _ := st.Stats(ctx, "q"); s != (store.Stats{Queue: "q"}) {
 		t.Fatalf("stats after cleaning: %+v", s)
 	}
-	if _, err := worker.NewCleaner(worker.CleanerConfig{Store: st, CompletedRetention: -time.Hour}); err == nil {
-		t.Fatal("a negative retention other than KeepForever was accepted")
+}
+
+// A retention is positive or KeepForever; the check names each other one
+// by its setting.
+func TestRetentionCheck(t *testing.T) {
+	if err := (maintenance.Retention{Completed: time.Hour, Dead: maintenance.KeepForever}).Check(); err != nil {
+		t.Fatalf("good retentions refused: %v", err)
+	}
+	err := maintenance.Retention{Completed: -time.Hour, Dead: 0}.Check()
+	if err == nil || !strings.Contains(err.Error(), "CompletedRetention is -1h0m0s") || !strings.Contains(err.Error(), "DeadRetention is 0s") {
+		t.Fatalf("Check = %v, want both retentions named", err)
 	}
 }

@@ -1,4 +1,4 @@
-package worker_test
+package maintenance_test
 
 import (
 	"context"
@@ -6,19 +6,19 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/worker"
+	"github.com/leasehold/leasehold/internal/maintenance"
 	"github.com/leasehold/leasehold/store"
 )
 
-// Every Maintenance reaps; only the one that holds the maintainer lease
-// cleans, and when it stops another takes over.
+// Every Maintenance that always reaps does; only the one that holds the
+// maintainer lease cleans, and when it stops another takes over.
 func TestMaintenance(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		st := newStore(t)
-		start := func(id string) (*worker.Maintenance, chan error) {
-			m, err := worker.NewMaintenance(worker.MaintenanceConfig{Store: st, ID: id, LeaseDuration: 3 * time.Second,
-				ReapInterval: time.Second, CompletedRetention: time.Hour, Logger: quietLogger()})
+		st := newStore(t, nil)
+		start := func(id string) (*maintenance.Maintenance, chan error) {
+			m, err := maintenance.New(maintenance.Config{Deps: deps(st, nil), ID: id, LeaseDuration: 3 * time.Second,
+				ReapInterval: time.Second, AlwaysReap: true, Retention: &maintenance.Retention{Completed: time.Hour, Dead: time.Hour}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package worker
+package maintenance
 
 import (
 	"context"
@@ -15,8 +15,7 @@ import (
 // the store at each collection, for the queues that queues names then;
 // counting reads only live messages and a count of completed ones, never
 // history. It returns the function that unregisters them.
-func ObserveQueues(p metric.MeterProvider, st store.Store, queues func(context.Context) ([]string, error)) (func() error, error) {
-	m := meter(p)
+func ObserveQueues(m metric.Meter, st store.Store, queues func(context.Context) ([]string, error)) (func() error, error) {
 	depth, err1 := m.Int64ObservableGauge("leasehold.queue.depth", metric.WithUnit("{job}"),
 		metric.WithDescription("Jobs of a queue by state: pending, waiting (behind their key), processing, completed, dead, cancelled."))
 	age, err2 := m.Float64ObservableGauge("leasehold.queue.oldest_pending_age", metric.WithUnit("s"),

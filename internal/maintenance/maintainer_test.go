@@ -1,4 +1,4 @@
-package worker_test
+package maintenance_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/worker"
+	"github.com/leasehold/leasehold/internal/maintenance"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -27,17 +27,16 @@ func (c *cutOff) HoldMaintainer(ctx context.Context, holder string, d time.Durat
 	return c.Store.HoldMaintainer(ctx, holder, d)
 }
 
-// One worker of several maintains the database. One that cannot renew the
-// lease stops maintaining when its holding ends, before another can take
-// the lease; one that stops gives the lease up, and another takes it
+// One process of several maintains the database. One that cannot renew
+// the lease stops maintaining when its holding ends, before another can
+// take the lease; one that stops gives the lease up, and another takes it
 // within a renewal interval.
 func TestOneMaintainer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const lease = 3 * time.Second
-		shared := newStore(t)
-		run := func(id string, st store.Store) (*worker.Worker, func()) {
-			w, err := worker.New(worker.Config{Store: st, Queue: queue, WorkerID: id, LeaseDuration: lease,
-				Handler: worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil }), Logger: quietLogger()})
+		shared := newStore(t, nil)
+		run := func(id string, st store.Store) (*maintenance.Maintenance, func()) {
+			w, err := maintenance.New(maintenance.Config{Deps: deps(st, nil), ID: id, LeaseDuration: lease})
 			if err != nil {
 				t.Fatal(err)
 			}

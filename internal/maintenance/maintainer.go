@@ -1,4 +1,4 @@
-package worker
+package maintenance
 
 import (
 	"context"
@@ -12,11 +12,11 @@ import (
 	"github.com/leasehold/leasehold/store"
 )
 
-// maintainer holds the database's maintainer lease for a worker, so that
+// maintainer holds the database's maintainer lease for a process, so that
 // one process at a time does the database's upkeep (its reaper and
 // cleaner run only while it holds the lease; the others' skip their
 // runs), and another takes over when that process dies, freezes or stops.
-// Every worker is a candidate.
+// Every process that maintains is a candidate.
 type maintainer struct {
 	st    store.Store
 	id    string
@@ -36,8 +36,8 @@ type maintainer struct {
 	held  metric.Int64Gauge
 }
 
-func newMaintainer(st store.Store, id string, lease time.Duration, clk clock.Clock, log *slog.Logger, mp metric.MeterProvider) (*maintainer, error) {
-	held, err := meter(mp).Int64Gauge("leasehold.maintainer.held", metric.WithUnit("{lease}"),
+func newMaintainer(st store.Store, id string, lease time.Duration, clk clock.Clock, log *slog.Logger, m metric.Meter) (*maintainer, error) {
+	held, err := m.Int64Gauge("leasehold.maintainer.held", metric.WithUnit("{lease}"),
 		metric.WithDescription("1 while this process holds the database's maintainer lease, 0 otherwise."))
 	if err != nil {
 		return nil, err
@@ -56,7 +56,7 @@ func (m *maintainer) holding() bool {
 // at its next try.
 func (m *maintainer) run(ctx context.Context) {
 	m.renew(ctx)
-	every(ctx, m.clk, m.every, nil, func() { m.renew(ctx) })
+	Every(ctx, m.clk, m.every, nil, func() { m.renew(ctx) })
 	if m.holding() {
 		rctx, cancel := clock.WithTimeout(context.WithoutCancel(ctx), m.clk, m.every)
 		defer cancel()
