@@ -369,6 +369,18 @@ func (c *Client[TTx]) Start(ctx context.Context) error {
 	return c.startLocked(ctx)
 }
 
+// startOnce starts the client unless it has started, and returns its run.
+func (c *Client[TTx]) startOnce(ctx context.Context) (*clientRun, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.run == nil {
+		if err := c.startLocked(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return c.run, nil
+}
+
 // startLocked starts the client; c.mu is held and it has not started.
 func (c *Client[TTx]) startLocked(ctx context.Context) error {
 	if len(c.cfg.Queues) == 0 {
@@ -515,13 +527,7 @@ func (c *Client[TTx]) RunUntilSignal(ctx context.Context) error {
 	co.RepeatWindow, co.Clock = lifecycle.DuplicateSignalWindow, c.cfg.Clock
 	unlisten := co.Listen()
 	defer unlisten()
-	c.mu.Lock()
-	var err error
-	if c.run == nil {
-		err = c.startLocked(ctx)
-	}
-	r := c.run
-	c.mu.Unlock()
+	r, err := c.startOnce(ctx)
 	if err != nil {
 		return err
 	}

@@ -28,12 +28,7 @@ func (l *clientLoop[TTx]) Run(ctx context.Context) error {
 	}
 	defer l.state.End()
 	c := l.c
-	c.mu.Lock()
-	if c.run == nil {
-		err = c.startLocked(ctx)
-	}
-	r := c.run
-	c.mu.Unlock()
+	r, err := c.startOnce(ctx)
 	if err != nil {
 		return err
 	}
