@@ -222,30 +222,33 @@ func (a *app) work(ctx context.Context, cfg leasehold.Config, f workFlags, argv 
 	// A reader of standard output that goes away must not kill the worker
 	// with SIGPIPE while it holds leases.
 	signal.Ignore(syscall.SIGPIPE)
-	if err := c.Start(runCtx); err != nil {
-		return err
-	}
-	a.log.Info("worker started", "queue", f.queue, "concurrency", f.concurrency, "db", a.dsn.String())
 	watchCtx, endWatch := context.WithCancel(runCtx)
 	var watchers sync.WaitGroup
 	defer func() {
 		endWatch()
 		watchers.Wait()
 	}()
+	// RunUntilSignal starts the client once it listens for signals, so
+	// that no signal in between takes its default action and kills the
+	// worker; what needs the client running waits for it here.
 	watchers.Go(func() {
+		if !running(watchCtx, c) {
+			return
+		}
+		a.log.Info("worker started", "queue", f.queue, "concurrency", f.concurrency, "db", a.dsn.String())
+		if f.drain {
+			watchers.Go(func() {
+				if waitEmpty(watchCtx, st, f.queue, a.log) {
+					askStop()
+				}
+			})
+		}
 		select {
 		case <-stopAsked:
 			_ = c.Stop(context.WithoutCancel(ctx)) // RunUntilSignal reports how it went
 		case <-watchCtx.Done():
 		}
 	})
-	if f.drain {
-		watchers.Go(func() {
-			if waitEmpty(watchCtx, st, f.queue, a.log) {
-				askStop()
-			}
-		})
-	}
 	err = c.RunUntilSignal(runCtx)
 	startMu.Lock()
 	if cannotStart != nil {
@@ -257,6 +260,24 @@ func (a *app) work(ctx context.Context, cfg leasehold.Config, f workFlags, argv 
 	}
 	return err
 }
+
+// running waits until the client works its queues and reports true then;
+// false when ctx ends first.
+func running[TTx any](ctx context.Context, c *leasehold.Client[TTx]) bool {
+	t := clock.System().NewTicker(startPoll)
+	defer t.Stop()
+	for c.Ready(ctx) != nil {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C():
+		}
+	}
+	return true
+}
+
+// startPoll is how often work looks whether its client has started.
+const startPoll = 10 * time.Millisecond
 
 // waitEmpty waits until the queue is empty, or paused with nothing in
 // flight, and reports true then; false when ctx ends first.
