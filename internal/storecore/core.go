@@ -42,11 +42,11 @@ type Backend interface {
 	Enqueue(ctx context.Context, msgs []store.NewMessage) ([]store.Enqueued, error)
 	Claim(ctx context.Context, c store.Claim) ([]store.Delivery, error)
 	Extend(ctx context.Context, leases []store.Lease, extension time.Duration) (store.Extended, error)
-	// Settle runs fn in one transaction (or under one lock) and commits
+	// Settle runs st in one transaction (or under one lock) and commits
 	// what it did when it returns nil; nothing when it returns an error.
-	// Complete, Fail, Reap and Cancel are written once over it (see
+	// Complete, Fail, Reap and Cancel are written once as Settlements (see
 	// settle.go).
-	Settle(ctx context.Context, fn func(SettleTx) error) error
+	Settle(ctx context.Context, st Settlement) error
 	// Requeue gives a claimed message back without counting its delivery
 	// (store.Release with Uncount).
 	Requeue(ctx context.Context, r store.Release) error
@@ -187,25 +187,16 @@ func run[T any](s *Store, op string, check error, fn func() (T, error)) (T, erro
 	return v, nil
 }
 
-// settle runs fn in one of the backend's settling transactions, as run
-// runs an operation, and wakes the queues fn noted once it has committed.
-func settle[T any](ctx context.Context, s *Store, op string, check error, fn func(*settled, SettleTx) (T, error)) (T, error) {
-	var w settled
-	v, err := run(s, op, check, func() (T, error) {
-		var v T
-		err := s.b.Settle(ctx, func(tx SettleTx) error {
-			var err error
-			v, err = fn(&w, tx)
-			return err
-		})
-		return v, err
-	})
+// settle runs st in one of the backend's settling transactions, as run
+// runs an operation, and wakes the queues it noted once it has committed.
+func (s *Store) settle(ctx context.Context, op string, check error, st Settlement) error {
+	_, err := run(s, op, check, func() (struct{}, error) { return struct{}{}, s.b.Settle(ctx, st) })
 	if err == nil {
-		for _, q := range distinct(w.wake) {
+		for _, q := range distinct(st.woken()) {
 			s.wake.Notify(q)
 		}
 	}
-	return v, err
+	return err
 }
 
 // Enqueue implements store.Store.
@@ -241,19 +232,19 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) ([]error, e
 			cs[i].Reply = replies[i]
 		}
 	}
-	return settle(ctx, s, "complete", err, func(w *settled, tx SettleTx) ([]error, error) {
-		results := make([]error, len(cs))
-		if len(cs) == 0 {
-			return results, nil
-		}
-		return results, w.settleComplete(ctx, tx, cs, results)
-	})
+	c := &completion{cs: cs, results: make([]error, len(cs))}
+	if err := s.settle(ctx, "complete", err, c); err != nil {
+		return nil, err
+	}
+	return c.results, nil
 }
 
 // Fail implements store.Store.
 func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
 	f, err := CheckFailure(f, s.opts)
-	return settle(ctx, s, "fail", err, func(w *settled, tx SettleTx) (bool, error) { return w.settleFail(ctx, tx, f) })
+	fl := &failure{f: f}
+	err = s.settle(ctx, "fail", err, fl)
+	return fl.dead && err == nil, err
 }
 
 // Release implements store.Store. A counted release is a failure with
@@ -273,11 +264,12 @@ func (s *Store) Release(ctx context.Context, r store.Release) error {
 
 // Reap implements store.Store: the recovered messages come back by id.
 func (s *Store) Reap(ctx context.Context) ([]store.Recovered, error) {
-	out, err := settle(ctx, s, "reap", nil, func(w *settled, tx SettleTx) ([]store.Recovered, error) {
-		return w.settleReap(ctx, tx)
-	})
-	slices.SortFunc(out, func(a, b store.Recovered) int { return cmp.Compare(a.ID, b.ID) })
-	return out, err
+	rp := &reaping{}
+	if err := s.settle(ctx, "reap", nil, rp); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(rp.recovered, func(a, b store.Recovered) int { return cmp.Compare(a.ID, b.ID) })
+	return rp.recovered, nil
 }
 
 // checkDeadLetters checks the arguments of Redrive and Purge.
@@ -376,9 +368,11 @@ func (s *Store) Cancel(ctx context.Context, queue string, ids []int64) ([]int64,
 	if queue != "" {
 		check = cmp.Or(check, CheckQueue(queue))
 	}
-	return settle(ctx, s, "cancel", check, func(w *settled, tx SettleTx) ([]int64, error) {
-		return w.settleCancel(ctx, tx, queue, ids)
-	})
+	cn := &cancellation{queue: queue, ids: ids}
+	if err := s.settle(ctx, "cancel", check, cn); err != nil {
+		return nil, err
+	}
+	return cn.cancelled, nil
 }
 
 // HoldMaintainer implements store.Store.

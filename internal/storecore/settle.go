@@ -49,13 +49,14 @@ type Found struct {
 // transaction's time is the backend's time authority's now, read once.
 // Ids passed to the methods that change messages are of messages the
 // transaction has found and locked (through CompleteCurrent, Current,
-// Expired or Find).
+// Expired or Find). A slice a primitive returns may be reused by the next
+// transaction: it is read within this one only.
 type SettleTx interface {
-	// CompleteCurrent completes the messages of those of leases that are
-	// current and returns them, each message once, in any order. It is
-	// one step so that a backend can fence and finish a batch in one
-	// statement.
-	CompleteCurrent(ctx context.Context, leases []store.Lease) ([]Held, error)
+	// CompleteCurrent completes the messages of those of the completions'
+	// leases that are current and returns them, each message once, in any
+	// order; it ignores their replies. It is one step so that a backend
+	// can fence and finish a batch in one statement.
+	CompleteCurrent(ctx context.Context, cs []store.Completion) ([]Held, error)
 	// Current returns the message of a lease if the lease is current.
 	Current(ctx context.Context, l store.Lease) (Held, bool, error)
 	// Expired returns the processing messages whose leases have run out,
@@ -86,11 +87,21 @@ type SettleTx interface {
 	Notify(ctx context.Context, queues []string) error
 }
 
-// settled is what a settling transaction leaves to do after its commit:
-// the queues whose receivers in this process to wake.
+// A Settlement is the work of one settling transaction, which
+// Backend.Settle runs: a completion batch, a failure, a reap or a cancel.
+type Settlement interface {
+	Settle(ctx context.Context, tx SettleTx) error
+	// woken returns the queues whose receivers in this process to wake
+	// once the transaction has committed.
+	woken() []string
+}
+
+// settled is what every Settlement keeps: the queues to wake.
 type settled struct{ wake []string }
 
 func (w *settled) add(queues ...string) { w.wake = append(w.wake, queues...) }
+
+func (w *settled) woken() []string { return w.wake }
 
 // Dies reports whether a failure dead-letters the message it fails: when
 // the failure is permanent, or the delivery it ends was the last allowed.
@@ -139,30 +150,39 @@ func (w *settled) after(ctx context.Context, tx SettleTx, lines []Line, replies 
 	return nil
 }
 
-// settleComplete completes each completion whose lease is current, once
-// however often the batch lists it, and sends its reply.
-func (w *settled) settleComplete(ctx context.Context, tx SettleTx, cs []store.Completion, results []error) error {
-	leases := make([]store.Lease, len(cs))
-	for i, c := range cs {
-		leases[i] = c.Lease
-	}
-	done, err := tx.CompleteCurrent(ctx, leases)
+// completion completes each completion whose lease is current, once
+// however often the batch lists it, and sends its reply. Its results hold
+// one entry per completion: nil, or the lost lease's error.
+type completion struct {
+	settled
+	cs      []store.Completion
+	results []error
+}
+
+func (cp *completion) Settle(ctx context.Context, tx SettleTx) error {
+	cs, results := cp.cs, cp.results
+	done, err := tx.CompleteCurrent(ctx, cs)
 	if err != nil {
 		return err
 	}
-	finished := make(map[store.Lease]Held, len(done))
-	for _, h := range done {
-		finished[h.Lease] = h
+	// The completed leases, sorted to be found by binary search: cheaper
+	// than a map on a path that every message takes.
+	slices.SortFunc(done, func(a, b Held) int { return compareLeases(a.Lease, b.Lease) })
+	var small [64]bool // on the stack for the usual batch
+	reported := small[:]
+	if len(done) > len(small) {
+		reported = make([]bool, len(done))
 	}
 	var lines []Line
 	var replies []store.NewMessage
 	for i, c := range cs {
-		h, ok := finished[c.Lease]
-		if !ok {
+		j, ok := slices.BinarySearchFunc(done, c.Lease, func(h Held, l store.Lease) int { return compareLeases(h.Lease, l) })
+		if !ok || reported[j] { // a lease listed twice completes once
 			results[i] = store.LeaseLost(c.Lease)
 			continue
 		}
-		delete(finished, c.Lease) // a lease listed twice completes once
+		reported[j] = true
+		h := done[j]
 		results[i] = nil
 		if h.Key != "" {
 			lines = append(lines, Line{h.Queue, h.Key})
@@ -171,27 +191,38 @@ func (w *settled) settleComplete(ctx context.Context, tx SettleTx, cs []store.Co
 			replies = append(replies, *c.Reply)
 		}
 	}
-	return w.after(ctx, tx, lines, replies, nil)
+	return cp.after(ctx, tx, lines, replies, nil)
 }
 
-// settleFail retries a failed message or dead-letters it, and sends the
-// reply of a failure that dead-letters.
-func (w *settled) settleFail(ctx context.Context, tx SettleTx, f store.Failure) (dead bool, err error) {
+func compareLeases(a, b store.Lease) int {
+	return cmp.Or(cmp.Compare(a.MessageID, b.MessageID), cmp.Compare(a.FencingToken, b.FencingToken))
+}
+
+// failure retries a failed message or dead-letters it, and sends the
+// reply of a failure that dead-letters; dead says which.
+type failure struct {
+	settled
+	f    store.Failure
+	dead bool
+}
+
+func (fl *failure) Settle(ctx context.Context, tx SettleTx) error {
+	f := fl.f
 	h, ok, err := tx.Current(ctx, f.Lease)
 	if err != nil {
-		return false, err
+		return err
 	}
 	if !ok {
-		return false, store.LeaseLost(f.Lease)
+		return store.LeaseLost(f.Lease)
 	}
-	if !Dies(f, h) {
+	if fl.dead = Dies(f, h); !fl.dead {
 		if err := tx.Retry(ctx, []int64{h.MessageID}, f.RetryDelay, f.Error, true); err != nil {
-			return false, err
+			return err
 		}
-		return false, w.after(ctx, tx, nil, nil, []string{h.Queue})
+		return fl.after(ctx, tx, nil, nil, []string{h.Queue})
 	}
 	if err := tx.Kill(ctx, []int64{h.MessageID}, f.Reason, f.Error); err != nil {
-		return true, err
+		return err
 	}
 	var lines []Line
 	if h.Key != "" {
@@ -203,16 +234,22 @@ func (w *settled) settleFail(ctx context.Context, tx SettleTx, f store.Failure) 
 	}
 	// The failed message's queue is woken in this process even without a
 	// key: its receivers learn at once that the lease is gone.
-	w.add(h.Queue)
-	return true, w.after(ctx, tx, lines, replies, nil)
+	fl.add(h.Queue)
+	return fl.after(ctx, tx, lines, replies, nil)
 }
 
-// settleReap takes back the messages whose leases expired: pending again,
+// reaping takes back the messages whose leases expired: pending again,
 // at once, or dead on their last delivery, as a failure would leave them.
-func (w *settled) settleReap(ctx context.Context, tx SettleTx) ([]store.Recovered, error) {
+// It reports them in recovered.
+type reaping struct {
+	settled
+	recovered []store.Recovered
+}
+
+func (rp *reaping) Settle(ctx context.Context, tx SettleTx) error {
 	expired, err := tx.Expired(ctx)
 	if err != nil || len(expired) == 0 {
-		return nil, err
+		return err
 	}
 	out := make([]store.Recovered, len(expired))
 	var back, dead []int64
@@ -234,24 +271,34 @@ func (w *settled) settleReap(ctx context.Context, tx SettleTx) ([]store.Recovere
 	}
 	if len(back) > 0 {
 		if err := tx.Retry(ctx, back, 0, "", false); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if len(dead) > 0 {
 		if err := tx.Kill(ctx, dead, store.ReasonLeaseExpired, LeaseExpiredError); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return out, w.after(ctx, tx, lines, nil, queues)
+	rp.recovered = out
+	return rp.after(ctx, tx, lines, nil, queues)
 }
 
-// settleCancel cancels the messages of the ids that have not finished,
-// and lets the next message of each cancelled head's line go. Every id must
-// name a message of the queue (any queue when it is empty).
-func (w *settled) settleCancel(ctx context.Context, tx SettleTx, queue string, ids []int64) ([]int64, error) {
+// cancellation cancels the messages of the ids that have not finished,
+// and lets the next message of each cancelled head's line go; cancelled
+// lists them in input order. Every id must name a message of the queue
+// (any queue when it is empty).
+type cancellation struct {
+	settled
+	queue     string
+	ids       []int64
+	cancelled []int64
+}
+
+func (cn *cancellation) Settle(ctx context.Context, tx SettleTx) error {
+	queue, ids := cn.queue, cn.ids
 	found, err := tx.Find(ctx, ids)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	byID := make(map[int64]Found, len(found))
 	for _, f := range found {
@@ -262,7 +309,7 @@ func (w *settled) settleCancel(ctx context.Context, tx SettleTx, queue string, i
 	for _, id := range ids { // each once: the ids are checked
 		f, ok := byID[id]
 		if !ok || queue != "" && f.Queue != queue {
-			return nil, NoMessage(queue, id)
+			return NoMessage(queue, id)
 		}
 		switch f.State {
 		case store.Pending, store.Processing:
@@ -276,14 +323,15 @@ func (w *settled) settleCancel(ctx context.Context, tx SettleTx, queue string, i
 		out = append(out, id)
 	}
 	if len(out) == 0 {
-		return nil, nil
+		return nil
 	}
 	if err := tx.Cancel(ctx, out); err != nil {
-		return nil, err
+		return err
 	}
+	cn.cancelled = out
 	// Every cancel first, then the lines' next messages: one cancelled
 	// here too must not become a head.
-	return out, w.after(ctx, tx, distinctLines(lines), nil, nil)
+	return cn.after(ctx, tx, distinctLines(lines), nil, nil)
 }
 
 // distinct sorts names and drops repeats, in place.

@@ -23,8 +23,8 @@ type recorder struct {
 	calls []string
 }
 
-func (r *recorder) Settle(_ context.Context, fn func(storecore.SettleTx) error) error {
-	return fn(recorderTx{r})
+func (r *recorder) Settle(ctx context.Context, st storecore.Settlement) error {
+	return st.Settle(ctx, recorderTx{r})
 }
 
 type recorderTx struct{ r *recorder }
@@ -33,13 +33,13 @@ func (t recorderTx) call(format string, args ...any) {
 	t.r.calls = append(t.r.calls, fmt.Sprintf(format, args...))
 }
 
-func (t recorderTx) CompleteCurrent(_ context.Context, leases []store.Lease) ([]storecore.Held, error) {
-	t.call("complete %d", len(leases))
+func (t recorderTx) CompleteCurrent(_ context.Context, cs []store.Completion) ([]storecore.Held, error) {
+	t.call("complete %d", len(cs))
 	var out []storecore.Held
-	for _, l := range leases {
-		if h, ok := t.r.held[l]; ok {
+	for _, c := range cs {
+		if h, ok := t.r.held[c.Lease]; ok {
 			out = append(out, h)
-			delete(t.r.held, l)
+			delete(t.r.held, c.Lease)
 		}
 	}
 	return out, nil

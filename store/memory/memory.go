@@ -52,6 +52,8 @@ type backend struct {
 	paused  map[string]bool
 	records map[string]*record
 	maint   store.Maintainer
+	// settling is the state of the settling step that holds mu.
+	settling settleState
 
 	stopReaper context.CancelFunc
 	reaperDone chan struct{}
@@ -410,7 +412,10 @@ func (s *backend) finishLocked(m *message, st store.State, now int64) {
 	if st == store.Completed {
 		q.completed = append(q.completed, m)
 	}
-	if line := q.keys[m.key]; m.key != "" && line != nil && line.head == m {
+	if m.key == "" {
+		return
+	}
+	if line := q.keys[m.key]; line != nil && line.head == m {
 		line.head = nil
 		if len(line.waiting) == 0 {
 			delete(q.keys, m.key)

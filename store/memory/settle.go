@@ -12,50 +12,61 @@ import (
 // Settle runs fn under the store's lock. The memory store has no
 // rollback: its primitives never fail, and the rules check every message
 // before they change one, so an error leaves nothing half done.
-func (s *backend) Settle(_ context.Context, fn func(storecore.SettleTx) error) error {
+func (s *backend) Settle(ctx context.Context, st storecore.Settlement) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return fn(settleTx{s, s.clk.Now().UnixNano()})
+	s.settling.now = s.clk.Now().UnixNano()
+	return st.Settle(ctx, (*settleTx)(s))
 }
 
-// settleTx is one settling step under the store's lock, at one time.
-type settleTx struct {
-	s   *backend
+// settleTx is the backend while Settle holds its lock: one settling step,
+// at one time. It is the backend itself, so that Settle allocates nothing.
+type settleTx backend
+
+// settleState is what a settling step keeps in the backend.
+type settleState struct {
+	// now is the step's time.
 	now int64
+	// held is reused by each step's CompleteCurrent.
+	held []storecore.Held
 }
+
+// b is the backend that the step is.
+func (t *settleTx) b() *backend { return (*backend)(t) }
 
 func held(m *message) storecore.Held {
 	return storecore.Held{Lease: store.Lease{MessageID: m.id, FencingToken: m.fence}, Queue: m.queue.name, Key: m.key,
 		Deliveries: m.deliveries, MaxDeliveries: m.maxDeliv}
 }
 
-func (t settleTx) CompleteCurrent(_ context.Context, leases []store.Lease) ([]storecore.Held, error) {
-	out := make([]storecore.Held, 0, len(leases))
-	for _, l := range leases {
+func (t *settleTx) CompleteCurrent(_ context.Context, cs []store.Completion) ([]storecore.Held, error) {
+	out := t.settling.held[:0]
+	defer func() { t.settling.held = out[:0] }()
+	for _, c := range cs {
 		// A lease listed twice finds its message completed the second time.
-		if m, err := t.s.currentLocked(l, t.now); err == nil {
-			t.s.finishLocked(m, store.Completed, t.now)
+		if m, err := t.b().currentLocked(c.Lease, t.settling.now); err == nil {
+			t.b().finishLocked(m, store.Completed, t.settling.now)
 			out = append(out, held(m))
 		}
 	}
 	return out, nil
 }
 
-func (t settleTx) Current(_ context.Context, l store.Lease) (storecore.Held, bool, error) {
-	m, err := t.s.currentLocked(l, t.now)
+func (t *settleTx) Current(_ context.Context, l store.Lease) (storecore.Held, bool, error) {
+	m, err := t.b().currentLocked(l, t.settling.now)
 	if err != nil {
 		return storecore.Held{}, false, nil
 	}
 	return held(m), true, nil
 }
 
-func (t settleTx) Expired(context.Context) ([]storecore.Held, error) {
+func (t *settleTx) Expired(context.Context) ([]storecore.Held, error) {
 	var out []storecore.Held
-	for _, q := range t.s.queues {
+	for _, q := range t.b().queues {
 		for _, m := range q.processing {
-			if t.now >= m.lockedUntil {
+			if t.settling.now >= m.lockedUntil {
 				h := held(m)
-				h.StuckFor = time.Duration(t.now - m.lockedUntil)
+				h.StuckFor = time.Duration(t.settling.now - m.lockedUntil)
 				out = append(out, h)
 			}
 		}
@@ -63,41 +74,41 @@ func (t settleTx) Expired(context.Context) ([]storecore.Held, error) {
 	return out, nil
 }
 
-func (t settleTx) Find(_ context.Context, ids []int64) ([]storecore.Found, error) {
+func (t *settleTx) Find(_ context.Context, ids []int64) ([]storecore.Found, error) {
 	out := make([]storecore.Found, 0, len(ids))
 	for _, id := range ids {
-		if m := t.s.byIDLocked(id); m != nil {
+		if m := t.b().byIDLocked(id); m != nil {
 			out = append(out, storecore.Found{ID: id, Queue: m.queue.name, Key: m.key, State: m.state})
 		}
 	}
 	return out, nil
 }
 
-func (t settleTx) Kill(_ context.Context, ids []int64, reason store.DeadReason, errText string) error {
+func (t *settleTx) Kill(_ context.Context, ids []int64, reason store.DeadReason, errText string) error {
 	for _, id := range ids {
-		m := t.s.byIDLocked(id)
+		m := t.b().byIDLocked(id)
 		m.lastError, m.deadReason = errText, reason
-		t.s.finishLocked(m, store.Dead, t.now)
+		t.b().finishLocked(m, store.Dead, t.settling.now)
 	}
 	return nil
 }
 
-func (t settleTx) Retry(_ context.Context, ids []int64, delay time.Duration, errText string, setError bool) error {
+func (t *settleTx) Retry(_ context.Context, ids []int64, delay time.Duration, errText string, setError bool) error {
 	for _, id := range ids {
-		m := t.s.byIDLocked(id)
+		m := t.b().byIDLocked(id)
 		if setError {
 			m.lastError = errText
 		}
-		t.s.requeueLocked(m, t.now+int64(delay), t.now)
+		t.b().requeueLocked(m, t.settling.now+int64(delay), t.settling.now)
 	}
 	return nil
 }
 
-func (t settleTx) Cancel(_ context.Context, ids []int64) error {
+func (t *settleTx) Cancel(_ context.Context, ids []int64) error {
 	for _, id := range ids {
-		m := t.s.byIDLocked(id)
+		m := t.b().byIDLocked(id)
 		if m.state != store.Waiting {
-			t.s.finishLocked(m, store.Cancelled, t.now)
+			t.b().finishLocked(m, store.Cancelled, t.settling.now)
 			continue
 		}
 		line := m.queue.keys[m.key]
@@ -106,17 +117,17 @@ func (t settleTx) Cancel(_ context.Context, ids []int64) error {
 			delete(m.queue.keys, m.key)
 		}
 		m.queue.setState(m, store.Cancelled)
-		m.finishedAt = t.now
+		m.finishedAt = t.settling.now
 	}
 	return nil
 }
 
 // Lock takes nothing: the store's lock is held.
-func (settleTx) Lock(context.Context, []storecore.Line, []store.NewMessage) error { return nil }
+func (*settleTx) Lock(context.Context, []storecore.Line, []store.NewMessage) error { return nil }
 
-func (t settleTx) Promote(_ context.Context, lines []storecore.Line) error {
+func (t *settleTx) Promote(_ context.Context, lines []storecore.Line) error {
 	for _, l := range lines {
-		q := t.s.queues[l.Queue]
+		q := t.b().queues[l.Queue]
 		line := q.keys[l.Key]
 		if line == nil || line.head != nil {
 			continue
@@ -125,18 +136,18 @@ func (t settleTx) Promote(_ context.Context, lines []storecore.Line) error {
 		line.waiting = line.waiting[1:]
 		line.head = next
 		q.setState(next, store.Pending)
-		q.pushPending(next, t.now)
+		q.pushPending(next, t.settling.now)
 	}
 	return nil
 }
 
-func (t settleTx) Insert(_ context.Context, msgs []store.NewMessage) error {
+func (t *settleTx) Insert(_ context.Context, msgs []store.NewMessage) error {
 	for i := range msgs {
-		t.s.enqueueLocked(&msgs[i], t.now)
+		t.b().enqueueLocked(&msgs[i], t.settling.now)
 	}
 	return nil
 }
 
 // Notify tells no one: the memory store has one process, which the caller
 // wakes.
-func (settleTx) Notify(context.Context, []string) error { return nil }
+func (*settleTx) Notify(context.Context, []string) error { return nil }

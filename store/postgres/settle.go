@@ -11,8 +11,8 @@ import (
 )
 
 // Settle runs fn in one READ COMMITTED transaction.
-func (s *backend) Settle(ctx context.Context, fn func(storecore.SettleTx) error) error {
-	return s.inTx(ctx, func(tx pgx.Tx) error { return fn(settleTx{s, tx}) })
+func (s *backend) Settle(ctx context.Context, st storecore.Settlement) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error { return st.Settle(ctx, settleTx{s, tx}) })
 }
 
 // settleTx is one settling transaction.
@@ -21,8 +21,8 @@ type settleTx struct {
 	tx pgx.Tx
 }
 
-func (t settleTx) CompleteCurrent(ctx context.Context, leases []store.Lease) ([]storecore.Held, error) {
-	ids, fences := leaseArrays(len(leases), func(i int) store.Lease { return leases[i] })
+func (t settleTx) CompleteCurrent(ctx context.Context, cs []store.Completion) ([]storecore.Held, error) {
+	ids, fences := leaseArrays(len(cs), func(i int) store.Lease { return cs[i].Lease })
 	rows, err := t.tx.Query(ctx, t.s.sql.Text(qComplete), replan, t.s.now(), ids, fences)
 	if err != nil {
 		return nil, err

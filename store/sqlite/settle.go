@@ -11,8 +11,8 @@ import (
 )
 
 // Settle runs fn in one IMMEDIATE transaction.
-func (s *backend) Settle(ctx context.Context, fn func(storecore.SettleTx) error) error {
-	return s.write(ctx, func(tx *sql.Tx, now int64) error { return fn(settleTx{s, tx, now}) })
+func (s *backend) Settle(ctx context.Context, st storecore.Settlement) error {
+	return s.write(ctx, func(tx *sql.Tx, now int64) error { return st.Settle(ctx, settleTx{s, tx, now}) })
 }
 
 // settleTx is one settling transaction, at one time.
@@ -22,8 +22,8 @@ type settleTx struct {
 	now int64
 }
 
-func (t settleTx) CompleteCurrent(ctx context.Context, leases []store.Lease) ([]storecore.Held, error) {
-	rows, err := t.tx.StmtContext(ctx, t.s.st.prepared[qComplete]).QueryContext(ctx, t.now, leasesJSON(leases, func(l store.Lease) store.Lease { return l }))
+func (t settleTx) CompleteCurrent(ctx context.Context, cs []store.Completion) ([]storecore.Held, error) {
+	rows, err := t.tx.StmtContext(ctx, t.s.st.prepared[qComplete]).QueryContext(ctx, t.now, leasesJSON(cs, func(c store.Completion) store.Lease { return c.Lease }))
 	if err != nil {
 		return nil, err
 	}
