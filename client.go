@@ -71,7 +71,11 @@ type Config struct {
 	// and counts it in leasehold.watchdog.stalls, and calls OnStall again
 	// at every look while the loops stay stalled. A program that cannot
 	// mend that in place should stop, so that its supervisor starts it
-	// afresh: leasehold work does. Nil: the client does not look.
+	// afresh. OnStall runs on the client's watchdog goroutine, which Stop
+	// waits for: it must return promptly, and must not itself call Stop or
+	// StopAndCancel, which would wait for it; it may cancel the context
+	// that RunUntilSignal runs under (as leasehold work does) or start
+	// the stop on another goroutine. Nil: the client does not look.
 	OnStall func(queues []string)
 	// Codec encodes job args for storage and decodes them for handlers.
 	// Default JSON.

@@ -55,9 +55,11 @@
 // and done, forward only. Within Run:
 //
 //   - each queue's claim loop, on a goroutine of its own, ends when the
-//     worker drains. Its receives take Run's context, whose end cuts a claim
-//     short, and stop waiting, without cutting a claim short, when the
-//     worker drains; messages claimed then are given back uncounted;
+//     worker drains. Its receives stop waiting, without cutting a claim
+//     short, when the worker drains (messages claimed then are given back
+//     uncounted); a hard stop, or the end of Run's context, cuts a claim
+//     short, so that a database that does not answer cannot hold up the
+//     stop;
 //   - each queue's handler goroutines, kept between messages, end once the
 //     queue's claim loop has ended and their message is settled. A
 //     handler's context is its own, of Run's context without its

@@ -88,7 +88,7 @@ func (l *loop) claim() error {
 			}
 			continue
 		}
-		msgs, err := l.q.mb.Receive(l.r.ctx, mailbox.ReceiveOptions{Max: p.free, Visibility: w.cfg.LeaseDuration,
+		msgs, err := l.q.mb.Receive(l.r.claims, mailbox.ReceiveOptions{Max: p.free, Visibility: w.cfg.LeaseDuration,
 			Wait: w.cfg.LongPoll, Stop: l.r.draining})
 		if err != nil {
 			if !l.r.claiming() {

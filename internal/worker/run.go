@@ -17,6 +17,12 @@ type run struct {
 	ctx, base context.Context
 	// draining is closed when the worker stops claiming.
 	draining <-chan struct{}
+	// claims is the context of the claim loops' receives: Run's, and cut
+	// at the hard stop, so that a claim stuck on the database cannot hold
+	// the stop up. A drain only ends their waits (draining), never a
+	// claim under way.
+	claims     context.Context
+	stopClaims context.CancelFunc
 	// ops is the context of the store calls that settle messages; a hard
 	// stop cancels it when they outlast HardStopWait.
 	ops       context.Context
@@ -24,8 +30,10 @@ type run struct {
 	// complete takes jobs whose handler succeeded to the completer, which
 	// completes whatever has queued up in one store call and then reports
 	// each job done to its pool. Buffered for every slot of every queue.
-	complete      chan *job
-	completerDone sync.WaitGroup
+	complete chan *job
+	// own counts the run's own goroutines: the completer, and the one
+	// that cuts claims at the hard stop.
+	own sync.WaitGroup
 }
 
 // newRun starts the completer of a Run with ctx, whose handlers' context
@@ -33,7 +41,16 @@ type run struct {
 func newRun(w *Worker, ctx, base context.Context) *run {
 	r := &run{w: w, ctx: ctx, base: base, draining: w.phase.reached(draining), complete: make(chan *job, w.concurrency)}
 	r.ops, r.cancelOps = context.WithCancel(base)
-	r.completerDone.Go(r.completer)
+	r.claims, r.stopClaims = context.WithCancel(ctx)
+	stop := w.phase.reached(hardStop)
+	r.own.Go(func() {
+		select {
+		case <-stop:
+			r.stopClaims()
+		case <-r.claims.Done():
+		}
+	})
+	r.own.Go(r.completer)
 	return r
 }
 
@@ -45,8 +62,9 @@ func (r *run) claiming() bool { return r.w.phase.current() < draining }
 // close stops the completer, once every loop has ended, and then the
 // settling store calls' context.
 func (r *run) close() {
+	r.stopClaims()
 	close(r.complete)
-	r.completerDone.Wait()
+	r.own.Wait()
 	r.cancelOps()
 }
 

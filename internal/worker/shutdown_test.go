@@ -372,3 +372,42 @@ func TestStopIsAHardStop(t *testing.T) {
 		}
 	})
 }
+
+// stuckClaims holds every claim until its context ends, as a claim on a
+// database that stopped answering does.
+type stuckClaims struct {
+	*spyStore
+	claiming chan struct{}
+}
+
+func (s *stuckClaims) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, error) {
+	select {
+	case s.claiming <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// A claim that hangs does not hold up a graceful drain's hard stop: Stop
+// cuts it short and returns.
+func TestHardStopCutsAStuckClaim(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &stuckClaims{spyStore: newStore(t), claiming: make(chan struct{}, 1)}
+		w, ran := runWorker(t, st, worker.Config{Handler: worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil })})
+		recv(t, st.claiming, time.Second)
+		shutdown := make(chan error, 1)
+		go func() { shutdown <- w.Shutdown(context.Background()) }()
+		synctest.Wait()
+		select {
+		case err := <-shutdown:
+			t.Fatalf("Shutdown returned %v while a claim was under way; a drain must not cut it short", err)
+		default:
+		}
+		go w.Stop()
+		if err := recv(t, ran, time.Minute); err != nil {
+			t.Fatalf("run = %v, want nil: no handler was running", err)
+		}
+		<-shutdown
+	})
+}
