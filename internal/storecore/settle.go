@@ -45,12 +45,11 @@ type Found struct {
 	State store.State
 }
 
-// SettleTx is what a backend does inside one settling transaction. The
-// transaction's time is the backend's time authority's now, read once.
-// Ids passed to the methods that change messages are of messages the
-// transaction has found and locked (through CompleteCurrent, Current,
-// Expired or Find). A slice a primitive returns may be reused by the next
-// transaction: it is read within this one only.
+// SettleTx is what a backend does inside one settling transaction, at its
+// time authority's now. Ids passed to the methods that change messages are
+// of messages the transaction has found and locked (through
+// CompleteCurrent, Current, Expired or Find). A slice a primitive returns
+// may be reused by the next transaction: it is read within this one only.
 type SettleTx interface {
 	// CompleteCurrent completes the messages of those of the completions'
 	// leases that are current and returns them, each message once, in any
@@ -66,8 +65,10 @@ type SettleTx interface {
 	// ids that name none; a backend that locks keys takes the locks of
 	// their keys before it locks them.
 	Find(ctx context.Context, ids []int64) ([]Found, error)
-	// Kill dead-letters messages with a reason and an error.
-	Kill(ctx context.Context, ids []int64, reason store.DeadReason, errText string) error
+	// Kill dead-letters messages with a reason and an error. With
+	// visibleNow, their visible time becomes now, as a reaped message's
+	// always does.
+	Kill(ctx context.Context, ids []int64, reason store.DeadReason, errText string, visibleNow bool) error
 	// Retry makes messages pending again, visible after delay. When
 	// setError, errText becomes their last error; else it is kept.
 	Retry(ctx context.Context, ids []int64, delay time.Duration, errText string, setError bool) error
@@ -221,7 +222,7 @@ func (fl *failure) Settle(ctx context.Context, tx SettleTx) error {
 		}
 		return fl.after(ctx, tx, nil, nil, []string{h.Queue})
 	}
-	if err := tx.Kill(ctx, []int64{h.MessageID}, f.Reason, f.Error); err != nil {
+	if err := tx.Kill(ctx, []int64{h.MessageID}, f.Reason, f.Error, false); err != nil {
 		return err
 	}
 	var lines []Line
@@ -275,7 +276,7 @@ func (rp *reaping) Settle(ctx context.Context, tx SettleTx) error {
 		}
 	}
 	if len(dead) > 0 {
-		if err := tx.Kill(ctx, dead, store.ReasonLeaseExpired, LeaseExpiredError); err != nil {
+		if err := tx.Kill(ctx, dead, store.ReasonLeaseExpired, LeaseExpiredError, true); err != nil {
 			return err
 		}
 	}

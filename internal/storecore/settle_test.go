@@ -61,8 +61,8 @@ func (t recorderTx) Expired(context.Context) ([]storecore.Held, error) {
 
 func (t recorderTx) Find(context.Context, []int64) ([]storecore.Found, error) { return t.r.found, nil }
 
-func (t recorderTx) Kill(_ context.Context, ids []int64, reason store.DeadReason, errText string) error {
-	t.call("kill %v %s %q", ids, reason, errText)
+func (t recorderTx) Kill(_ context.Context, ids []int64, reason store.DeadReason, errText string, visibleNow bool) error {
+	t.call("kill %v %s %q %v", ids, reason, errText, visibleNow)
 	return nil
 }
 
@@ -156,8 +156,8 @@ func TestSettleFail(t *testing.T) {
 	}
 	checkCalls(t, r,
 		`retry [1] 1s "boom" true`, "notify [q]",
-		`kill [2] max_deliveries "boom"`,
-		`kill [1] permanent_error "bad"`, "lock [{q k}] 1", "promote [{q k}]", "notify [q]", "insert 1")
+		`kill [2] max_deliveries "boom" false`,
+		`kill [1] permanent_error "bad" false`, "lock [{q k}] 1", "promote [{q k}]", "notify [q]", "insert 1")
 }
 
 // The reaper gives back expired leases at once, dead-letters those on
@@ -174,7 +174,7 @@ func TestSettleReap(t *testing.T) {
 	if len(got) != 2 || !got[0].Dead || got[1].Dead {
 		t.Errorf("Reap = %+v, want message 1 dead and 5 back", got)
 	}
-	checkCalls(t, r, `retry [5] 0s "" false`, `kill [1] lease_expired "lease expired"`, "lock [{q k}] 0", "promote [{q k}]", "notify [other q]")
+	checkCalls(t, r, `retry [5] 0s "" false`, `kill [1] lease_expired "lease expired" true`, "lock [{q k}] 0", "promote [{q k}]", "notify [other q]")
 }
 
 // Cancel cancels what has not finished, in input order, leaves finished

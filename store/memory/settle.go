@@ -84,10 +84,13 @@ func (t *settleTx) Find(_ context.Context, ids []int64) ([]storecore.Found, erro
 	return out, nil
 }
 
-func (t *settleTx) Kill(_ context.Context, ids []int64, reason store.DeadReason, errText string) error {
+func (t *settleTx) Kill(_ context.Context, ids []int64, reason store.DeadReason, errText string, visibleNow bool) error {
 	for _, id := range ids {
 		m := t.b().byIDLocked(id)
 		m.lastError, m.deadReason = errText, reason
+		if visibleNow {
+			m.visibleAt = t.settling.now
+		}
 		t.b().finishLocked(m, store.Dead, t.settling.now)
 	}
 	return nil

@@ -173,7 +173,10 @@ UPDATE {s}.messages SET state = {pending}, visible_at = COALESCE($1::timestamptz
 WHERE id = ANY($2::bigint[])
 
 -- name: kill
-UPDATE {s}.messages SET state = {dead}, dead_reason = $3, last_error = $4, finished_at = COALESCE($1::timestamptz, now())
+-- Dead-letters the messages in $2; with $5, their visible time becomes
+-- now too.
+UPDATE {s}.messages SET state = {dead}, dead_reason = $3, last_error = $4, finished_at = COALESCE($1::timestamptz, now()),
+	visible_at = CASE WHEN $5 THEN COALESCE($1::timestamptz, now()) ELSE visible_at END
 WHERE id = ANY($2::bigint[])
 
 -- name: release

@@ -12,16 +12,42 @@ import (
 
 // Settle runs fn in one READ COMMITTED transaction.
 func (s *backend) Settle(ctx context.Context, st storecore.Settlement) error {
-	return s.inTx(ctx, func(tx pgx.Tx) error { return st.Settle(ctx, settleTx{s, tx}) })
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		t := &settleTx{s: s, tx: tx}
+		if err := st.Settle(ctx, t); err != nil {
+			return err
+		}
+		return t.countCompleted(ctx)
+	})
 }
 
 // settleTx is one settling transaction.
 type settleTx struct {
 	s  *backend
 	tx pgx.Tx
+	// completed counts the messages CompleteCurrent completed, by queue,
+	// for countCompleted.
+	completed map[string]int64
 }
 
-func (t settleTx) CompleteCurrent(ctx context.Context, cs []store.Completion) ([]storecore.Held, error) {
+// countCompleted adds the completions to their queues' counts, in this
+// connection's shard; no trigger counts them (see the migrations). It runs
+// last, after every other lock the transaction takes: a completion waiting
+// on a key's lock must not hold a count row that other completions of the
+// queue need meanwhile.
+func (t *settleTx) countCompleted(ctx context.Context) error {
+	if len(t.completed) == 0 {
+		return nil
+	}
+	qs, ns := make([]string, 0, len(t.completed)), make([]int64, 0, len(t.completed))
+	for q, n := range t.completed {
+		qs, ns = append(qs, q), append(ns, n)
+	}
+	_, err := t.tx.Exec(ctx, t.s.sql.Text(qCountCompleted), replan, qs, ns)
+	return err
+}
+
+func (t *settleTx) CompleteCurrent(ctx context.Context, cs []store.Completion) ([]storecore.Held, error) {
 	ids, fences := leaseArrays(len(cs), func(i int) store.Lease { return cs[i].Lease })
 	rows, err := t.tx.Query(ctx, t.s.sql.Text(qComplete), replan, t.s.now(), ids, fences)
 	if err != nil {
@@ -30,29 +56,19 @@ func (t settleTx) CompleteCurrent(ctx context.Context, cs []store.Completion) ([
 	var out []storecore.Held
 	var h storecore.Held
 	var key *string
-	completed := map[string]int64{}
-	if _, err := pgx.ForEachRow(rows, []any{&h.MessageID, &h.FencingToken, &h.Queue, &key}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&h.MessageID, &h.FencingToken, &h.Queue, &key}, func() error {
 		h.Key = deref(key)
 		out = append(out, h)
-		completed[h.Queue]++
+		if t.completed == nil {
+			t.completed = map[string]int64{}
+		}
+		t.completed[h.Queue]++
 		return nil
-	}); err != nil {
-		return nil, err
-	}
-	if len(completed) == 0 {
-		return out, nil
-	}
-	// No trigger counts completions (see the migrations): the count of
-	// each queue grows here, in this connection's shard.
-	qs, ns := make([]string, 0, len(completed)), make([]int64, 0, len(completed))
-	for q, n := range completed {
-		qs, ns = append(qs, q), append(ns, n)
-	}
-	_, err = t.tx.Exec(ctx, t.s.sql.Text(qCountCompleted), replan, qs, ns)
+	})
 	return out, err
 }
 
-func (t settleTx) Current(ctx context.Context, l store.Lease) (storecore.Held, bool, error) {
+func (t *settleTx) Current(ctx context.Context, l store.Lease) (storecore.Held, bool, error) {
 	h := storecore.Held{Lease: l}
 	var deliveries, max int32
 	var key *string
@@ -67,7 +83,7 @@ func (t settleTx) Current(ctx context.Context, l store.Lease) (storecore.Held, b
 	return h, true, nil
 }
 
-func (t settleTx) Expired(ctx context.Context) ([]storecore.Held, error) {
+func (t *settleTx) Expired(ctx context.Context) ([]storecore.Held, error) {
 	// Read messages_processing in order (see reapScan in queries.sql).
 	if _, err := t.tx.Exec(ctx, t.s.sql.Text(qReapScan)); err != nil {
 		return nil, err
@@ -88,7 +104,7 @@ func (t settleTx) Expired(ctx context.Context) ([]storecore.Held, error) {
 	return out, err
 }
 
-func (t settleTx) Find(ctx context.Context, ids []int64) ([]storecore.Found, error) {
+func (t *settleTx) Find(ctx context.Context, ids []int64) ([]storecore.Found, error) {
 	// The keys' locks first, waiting messages' too, as every change to a
 	// key's line takes them: a promotion running meanwhile must not make a
 	// message this changes its key's head again. A message's key never
@@ -126,17 +142,17 @@ func (t settleTx) Find(ctx context.Context, ids []int64) ([]storecore.Found, err
 	return out, err
 }
 
-func (t settleTx) Kill(ctx context.Context, ids []int64, reason store.DeadReason, errText string) error {
-	_, err := t.tx.Exec(ctx, t.s.sql.Text(qKill), replan, t.s.now(), ids, string(reason), errText)
+func (t *settleTx) Kill(ctx context.Context, ids []int64, reason store.DeadReason, errText string, visibleNow bool) error {
+	_, err := t.tx.Exec(ctx, t.s.sql.Text(qKill), replan, t.s.now(), ids, string(reason), errText, visibleNow)
 	return err
 }
 
-func (t settleTx) Retry(ctx context.Context, ids []int64, delay time.Duration, errText string, setError bool) error {
+func (t *settleTx) Retry(ctx context.Context, ids []int64, delay time.Duration, errText string, setError bool) error {
 	_, err := t.tx.Exec(ctx, t.s.sql.Text(qRetry), replan, t.s.now(), ids, micros(delay), errText, setError)
 	return err
 }
 
-func (t settleTx) Cancel(ctx context.Context, ids []int64) error {
+func (t *settleTx) Cancel(ctx context.Context, ids []int64) error {
 	_, err := t.tx.Exec(ctx, t.s.sql.Text(qCancel), replan, t.s.now(), ids)
 	return err
 }
@@ -144,7 +160,7 @@ func (t settleTx) Cancel(ctx context.Context, ids []int64) error {
 // Lock takes the advisory locks of the lines' keys and of the messages'
 // keys and dedup ids in one sorted call. Advisory locks are re-entrant, so
 // Promote and Insert taking them again never wait.
-func (t settleTx) Lock(ctx context.Context, lines []storecore.Line, msgs []store.NewMessage) error {
+func (t *settleTx) Lock(ctx context.Context, lines []storecore.Line, msgs []store.NewMessage) error {
 	locks := enqueueLocks(nil, msgs)
 	for _, l := range lines {
 		locks = append(locks, keyLock(l.Queue, l.Key))
@@ -152,7 +168,7 @@ func (t settleTx) Lock(ctx context.Context, lines []storecore.Line, msgs []store
 	return t.s.lockKeys(ctx, t.runner(), locks)
 }
 
-func (t settleTx) Promote(ctx context.Context, lines []storecore.Line) error {
+func (t *settleTx) Promote(ctx context.Context, lines []storecore.Line) error {
 	for _, l := range lines {
 		if _, err := t.tx.Exec(ctx, t.s.sql.Text(qPromote), replan, l.Queue, l.Key); err != nil {
 			return err
@@ -161,13 +177,13 @@ func (t settleTx) Promote(ctx context.Context, lines []storecore.Line) error {
 	return nil
 }
 
-func (t settleTx) Insert(ctx context.Context, msgs []store.NewMessage) error {
+func (t *settleTx) Insert(ctx context.Context, msgs []store.NewMessage) error {
 	_, err := t.s.enqueueTx(ctx, t.runner(), msgs, nil)
 	return err
 }
 
-func (t settleTx) Notify(ctx context.Context, queues []string) error {
+func (t *settleTx) Notify(ctx context.Context, queues []string) error {
 	return t.s.notify(ctx, t.runner(), queues, nil)
 }
 
-func (t settleTx) runner() runner { return t.s.pgxRunner(t.tx) }
+func (t *settleTx) runner() runner { return t.s.pgxRunner(t.tx) }

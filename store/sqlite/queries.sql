@@ -86,19 +86,23 @@ WHERE m.state = {cancelled}
 SELECT queue, state, key FROM leasehold_messages WHERE id = ?
 
 -- name: cancel
--- Cancels a message that has not finished.
+-- Cancels the messages in the JSON array of ids ?2 that have not finished.
 UPDATE leasehold_messages SET state = {cancelled}, finished_at = ?1
-WHERE id = ?2 AND state IN ({pending}, {waiting}, {processing})
+WHERE id IN (SELECT value FROM json_each(?2)) AND state IN ({pending}, {waiting}, {processing})
 
 -- name: kill
--- Dead-letters a message that failed for good.
-UPDATE leasehold_messages SET state = {dead}, dead_reason = ?, last_error = ?, finished_at = ? WHERE id = ?
+-- Dead-letters the messages in the JSON array of ids ?5 at time ?3; with
+-- ?4, their visible time becomes ?3 too.
+UPDATE leasehold_messages SET state = {dead}, dead_reason = ?1, last_error = ?2, finished_at = ?3,
+	visible_at = CASE WHEN ?4 THEN ?3 ELSE visible_at END
+WHERE id IN (SELECT value FROM json_each(?5))
 
 -- name: retry
--- Makes a message pending again, visible from ?1; with ?3, ?2 becomes its
--- last error, else it keeps the one it has.
+-- Makes the messages in the JSON array of ids ?4 pending again, visible
+-- from ?1; with ?3, ?2 becomes their last error, else they keep theirs.
 UPDATE leasehold_messages SET state = {pending}, visible_at = ?1,
-	last_error = CASE WHEN ?3 THEN ?2 ELSE last_error END WHERE id = ?4
+	last_error = CASE WHEN ?3 THEN ?2 ELSE last_error END
+WHERE id IN (SELECT value FROM json_each(?4))
 
 -- name: release
 -- Gives a message back under its lease, uncounted.

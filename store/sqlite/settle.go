@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/leasehold/leasehold/internal/storecore"
@@ -111,26 +112,33 @@ func (t settleTx) Find(ctx context.Context, ids []int64) ([]storecore.Found, err
 	return out, nil
 }
 
-// each runs a statement once per id, with args before the id.
-func (t settleTx) each(ctx context.Context, query string, ids []int64, args ...any) error {
-	for _, id := range ids {
-		if _, err := t.tx.ExecContext(ctx, query, append(args, id)...); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (t settleTx) Kill(ctx context.Context, ids []int64, reason store.DeadReason, errText string) error {
-	return t.each(ctx, t.s.st.Text(qKill), ids, string(reason), errText, t.now)
+func (t settleTx) Kill(ctx context.Context, ids []int64, reason store.DeadReason, errText string, visibleNow bool) error {
+	_, err := t.tx.ExecContext(ctx, t.s.st.Text(qKill), string(reason), errText, t.now, visibleNow, idsJSON(ids))
+	return err
 }
 
 func (t settleTx) Retry(ctx context.Context, ids []int64, delay time.Duration, errText string, setError bool) error {
-	return t.each(ctx, t.s.st.Text(qRetry), ids, t.now+delay.Microseconds(), errText, setError)
+	_, err := t.tx.ExecContext(ctx, t.s.st.Text(qRetry), t.now+delay.Microseconds(), errText, setError, idsJSON(ids))
+	return err
 }
 
 func (t settleTx) Cancel(ctx context.Context, ids []int64) error {
-	return t.each(ctx, t.s.st.Text(qCancel), ids, t.now)
+	_, err := t.tx.ExecContext(ctx, t.s.st.Text(qCancel), t.now, idsJSON(ids))
+	return err
+}
+
+// idsJSON encodes message ids as a JSON array, so that a batch is one
+// statement.
+func idsJSON(ids []int64) string {
+	b := make([]byte, 0, 2+len(ids)*8)
+	b = append(b, '[')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
+	}
+	return string(append(b, ']'))
 }
 
 // Lock takes nothing: the IMMEDIATE transaction holds the database's write

@@ -85,7 +85,12 @@ func testReaperDeadLettersExhausted(t *testing.T, f Factory) {
 	if len(rs) != 1 || !rs[0].Dead || rs[0].StuckFor != time.Second {
 		t.Fatalf("reap = %+v", rs)
 	}
-	if in := b.wantState(id, store.Dead); in.DeadReason != store.ReasonLeaseExpired {
-		t.Fatalf("reason %q", in.DeadReason)
+	in := b.wantState(id, store.Dead)
+	if in.DeadReason != store.ReasonLeaseExpired || in.LastError != "lease expired" {
+		t.Fatalf("reason %q, last error %q; want lease_expired, lease expired", in.DeadReason, in.LastError)
+	}
+	// A reaped message is visible from the reap, as one given back is.
+	if !in.VisibleAt.Equal(in.FinishedAt) || !in.FinishedAt.Equal(b.clk.Now()) {
+		t.Fatalf("visible at %s, finished at %s; want both the reap's time %s", in.VisibleAt, in.FinishedAt, b.clk.Now())
 	}
 }
