@@ -166,30 +166,42 @@ func (cp *completion) Settle(ctx context.Context, tx SettleTx) error {
 	if err != nil {
 		return err
 	}
-	// The completed leases, sorted to be found by binary search: cheaper
-	// than a map on a path that every message takes.
-	slices.SortFunc(done, func(a, b Held) int { return compareLeases(a.Lease, b.Lease) })
-	var small [64]bool // on the stack for the usual batch
-	reported := small[:]
-	if len(done) > len(small) {
-		reported = make([]bool, len(done))
-	}
 	var lines []Line
 	var replies []store.NewMessage
-	for i, c := range cs {
-		j, ok := slices.BinarySearchFunc(done, c.Lease, func(h Held, l store.Lease) int { return compareLeases(h.Lease, l) })
-		if !ok || reported[j] { // a lease listed twice completes once
-			results[i] = store.LeaseLost(c.Lease)
-			continue
-		}
-		reported[j] = true
-		h := done[j]
+	complete := func(i int, h Held) {
 		results[i] = nil
 		if h.Key != "" {
 			lines = append(lines, Line{h.Queue, h.Key})
 		}
-		if c.Reply != nil {
+		if c := cs[i]; c.Reply != nil {
 			replies = append(replies, *c.Reply)
+		}
+	}
+	// A backend that returns the completed messages in the completions'
+	// order (the memory store does) is matched as it comes; any other
+	// order, by search. Either way a lease listed twice completes once:
+	// the first completion that lists it gets its message.
+	j := 0
+	for i, c := range cs {
+		if j < len(done) && done[j].Lease == c.Lease {
+			complete(i, done[j])
+			j++
+		} else {
+			results[i] = store.LeaseLost(c.Lease)
+		}
+	}
+	if j < len(done) {
+		lines, replies = lines[:0], replies[:0]
+		slices.SortFunc(done, func(a, b Held) int { return compareLeases(a.Lease, b.Lease) })
+		reported := make([]bool, len(done))
+		for i, c := range cs {
+			j, ok := slices.BinarySearchFunc(done, c.Lease, func(h Held, l store.Lease) int { return compareLeases(h.Lease, l) })
+			if !ok || reported[j] {
+				results[i] = store.LeaseLost(c.Lease)
+				continue
+			}
+			reported[j] = true
+			complete(i, done[j])
 		}
 	}
 	return cp.after(ctx, tx, lines, replies, nil)

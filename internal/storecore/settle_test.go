@@ -18,7 +18,10 @@ import (
 // found (the messages by id).
 type recorder struct {
 	closesOnly
-	held  map[store.Lease]storecore.Held
+	// reverse makes CompleteCurrent return what it completed in reverse
+	// order, as a database may.
+	reverse bool
+	held    map[store.Lease]storecore.Held
 	found []storecore.Found
 	calls []string
 }
@@ -41,6 +44,9 @@ func (t recorderTx) CompleteCurrent(_ context.Context, cs []store.Completion) ([
 			out = append(out, h)
 			delete(t.r.held, c.Lease)
 		}
+	}
+	if t.r.reverse {
+		slices.Reverse(out)
 	}
 	return out, nil
 }
@@ -122,17 +128,22 @@ var (
 // listed, a lost one is reported, and the key's next message goes and the
 // replies are sent only after every lock is taken.
 func TestSettleComplete(t *testing.T) {
-	s, r := newRecorder(t, keyed, unkeyed)
-	lost := store.Lease{MessageID: 3, FencingToken: 30}
-	reply := &store.NewMessage{Queue: "replies", Payload: []byte("ok")}
-	results, err := s.Complete(t.Context(), []store.Completion{{Lease: keyed.Lease, Reply: reply}, {Lease: keyed.Lease}, {Lease: lost}, {Lease: unkeyed.Lease}})
-	if err != nil {
-		t.Fatal(err)
+	for _, reverse := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reverse=%v", reverse), func(t *testing.T) {
+			s, r := newRecorder(t, keyed, unkeyed)
+			r.reverse = reverse
+			lost := store.Lease{MessageID: 3, FencingToken: 30}
+			reply := &store.NewMessage{Queue: "replies", Payload: []byte("ok")}
+			results, err := s.Complete(t.Context(), []store.Completion{{Lease: keyed.Lease, Reply: reply}, {Lease: keyed.Lease}, {Lease: lost}, {Lease: unkeyed.Lease}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if results[0] != nil || !errors.Is(results[1], store.ErrLeaseLost) || !errors.Is(results[2], store.ErrLeaseLost) || results[3] != nil {
+				t.Errorf("results = %v, want nil, lost (listed twice), lost, nil", results)
+			}
+			checkCalls(t, r, "complete 4", "lock [{q k}] 1", "promote [{q k}]", "notify [q]", "insert 1")
+		})
 	}
-	if results[0] != nil || !errors.Is(results[1], store.ErrLeaseLost) || !errors.Is(results[2], store.ErrLeaseLost) || results[3] != nil {
-		t.Errorf("results = %v, want nil, lost (listed twice), lost, nil", results)
-	}
-	checkCalls(t, r, "complete 4", "lock [{q k}] 1", "promote [{q k}]", "notify [q]", "insert 1")
 }
 
 // A failure retries the message until its last delivery, then

@@ -40,8 +40,8 @@ func held(m *message) storecore.Held {
 }
 
 func (t *settleTx) CompleteCurrent(_ context.Context, cs []store.Completion) ([]storecore.Held, error) {
+	// In the completions' order: the rules then match them as they come.
 	out := t.settling.held[:0]
-	defer func() { t.settling.held = out[:0] }()
 	for _, c := range cs {
 		// A lease listed twice finds its message completed the second time.
 		if m, err := t.b().currentLocked(c.Lease, t.settling.now); err == nil {
@@ -49,6 +49,7 @@ func (t *settleTx) CompleteCurrent(_ context.Context, cs []store.Completion) ([]
 			out = append(out, held(m))
 		}
 	}
+	t.settling.held = out[:0]
 	return out, nil
 }
 
