@@ -7,7 +7,8 @@
 // In a file of statements, a "-- name: X" line starts the statement X; the
 // comment lines under it say why it is written so, and are not sent to the
 // database. The code names each statement with a constant, and the store
-// fails to open when the file and the constants disagree.
+// fails to open when the file and the constants disagree. Collect reads
+// the rows of a statement run through database/sql.
 package sqlstate
 
 import (

@@ -22,8 +22,8 @@ type recorder struct {
 	// order, as a database may.
 	reverse bool
 	held    map[store.Lease]storecore.Held
-	found []storecore.Found
-	calls []string
+	found   []storecore.Found
+	calls   []string
 }
 
 func (r *recorder) Settle(ctx context.Context, st storecore.Settlement) error {

@@ -916,16 +916,7 @@ func (s *backend) listSQL(ctx context.Context, tx *sql.Tx, f store.ListFilter) (
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []store.Info
-	for rows.Next() {
-		in, err := scanInfo(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, in)
-	}
-	return out, rows.Err()
+	return sqlstate.Collect(rows, func(r *sql.Rows) (store.Info, error) { return scanInfo(r) })
 }
 
 // listPgx lists through q, the pool or a pgx transaction.

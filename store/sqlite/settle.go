@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/sqlstate"
 	"github.com/leasehold/leasehold/internal/storecore"
 	"github.com/leasehold/leasehold/store"
 )
@@ -28,13 +29,7 @@ func (t settleTx) CompleteCurrent(ctx context.Context, cs []store.Completion) ([
 	if err != nil {
 		return nil, err
 	}
-	var out []storecore.Held
-	err = eachRow(rows, func(scan func(...any) error) error {
-		h, err := scanHeld(scan)
-		out = append(out, h)
-		return err
-	})
-	return out, err
+	return sqlstate.Collect(rows, func(r *sql.Rows) (storecore.Held, error) { return scanHeld(r.Scan) })
 }
 
 // scanHeld reads a row's id, fencing token, queue and key, then the
@@ -45,20 +40,6 @@ func scanHeld(scan func(...any) error, extra ...any) (storecore.Held, error) {
 	err := scan(append([]any{&h.MessageID, &h.FencingToken, &h.Queue, &key}, extra...)...)
 	h.Key = key.String
 	return h, err
-}
-
-// eachRow calls fn for each of rows, with the row's Scan, and closes rows.
-func eachRow(rows *sql.Rows, fn func(scan func(...any) error) error) error {
-	defer rows.Close()
-	for rows.Next() {
-		if err := fn(rows.Scan); err != nil {
-			return err
-		}
-	}
-	if err := rows.Close(); err != nil {
-		return err
-	}
-	return rows.Err()
 }
 
 func (t settleTx) Current(ctx context.Context, l store.Lease) (storecore.Held, bool, error) {
@@ -81,17 +62,14 @@ func (t settleTx) Expired(ctx context.Context) ([]storecore.Held, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []storecore.Held
-	err = eachRow(rows, func(scan func(...any) error) error {
+	return sqlstate.Collect(rows, func(r *sql.Rows) (storecore.Held, error) {
 		var deliveries, max int
 		var lockedUntil int64
-		h, err := scanHeld(scan, &deliveries, &max, &lockedUntil)
+		h, err := scanHeld(r.Scan, &deliveries, &max, &lockedUntil)
 		h.Deliveries, h.MaxDeliveries = deliveries, max
 		h.StuckFor = time.Duration(t.now-lockedUntil) * time.Microsecond
-		out = append(out, h)
-		return err
+		return h, err
 	})
-	return out, err
 }
 
 func (t settleTx) Find(ctx context.Context, ids []int64) ([]storecore.Found, error) {

@@ -440,19 +440,7 @@ func (s *backend) Queues(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var q string
-		if err := rows.Scan(&q); err != nil {
-			return nil, err
-		}
-		out = append(out, q)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return sqlstate.Collect(rows, func(r *sql.Rows) (q string, err error) { return q, r.Scan(&q) })
 }
 
 // Ping checks the database.
@@ -667,16 +655,7 @@ func (s *backend) cancelledOf(ctx context.Context, tx *sql.Tx, leases []store.Le
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []store.Lease
-	for rows.Next() {
-		var l store.Lease
-		if err := rows.Scan(&l.MessageID, &l.FencingToken); err != nil {
-			return nil, err
-		}
-		out = append(out, l)
-	}
-	return out, rows.Err()
+	return sqlstate.Collect(rows, func(r *sql.Rows) (l store.Lease, err error) { return l, r.Scan(&l.MessageID, &l.FencingToken) })
 }
 
 // leasesJSON encodes leases as a JSON array of [id, fencing token] pairs.
@@ -816,20 +795,11 @@ func (s *backend) list(ctx context.Context, q interface {
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []store.Info
-	for rows.Next() {
-		in, err := scanInfo(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, in)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return sqlstate.Collect(rows, scanRow)
 }
+
+// scanRow reads a row of a listing.
+func scanRow(r *sql.Rows) (store.Info, error) { return scanInfo(r) }
 
 func (s *backend) Get(ctx context.Context, id int64) (store.Info, error) {
 	in, err := scanInfo(s.db.QueryRowContext(ctx, s.st.Text(qGet), id))
@@ -847,19 +817,10 @@ func (s *backend) BlockedKeys(ctx context.Context, queue, afterKey string, limit
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []store.BlockedKey
-	for rows.Next() {
-		var k store.BlockedKey
-		if k.Head, err = scanInfo(rows, &k.Key, &k.Waiting); err != nil {
-			return nil, err
-		}
-		out = append(out, k)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return sqlstate.Collect(rows, func(r *sql.Rows) (k store.BlockedKey, err error) {
+		k.Head, err = scanInfo(r, &k.Key, &k.Waiting)
+		return k, err
+	})
 }
 
 // scanInfo reads a message's columns, in the order list, get and
