@@ -104,15 +104,13 @@ func (w *settled) add(queues ...string) { w.wake = append(w.wake, queues...) }
 
 func (w *settled) woken() []string { return w.wake }
 
-// Dies reports whether a failure dead-letters the message it fails: when
-// the failure is permanent, or the delivery it ends was the last allowed.
-func Dies(f store.Failure, h Held) bool {
-	return f.Permanent || h.Deliveries >= h.MaxDeliveries
-}
+// lastDelivery reports whether a held message's delivery was the last it
+// is allowed: a failure, or a lease that expires, then dead-letters it.
+func lastDelivery(h Held) bool { return h.Deliveries >= h.MaxDeliveries }
 
-// LeaseExpiredError is recorded on a message dead-lettered because the
+// leaseExpiredError is recorded on a message dead-lettered because the
 // lease of its last delivery expired.
-const LeaseExpiredError = "lease expired"
+const leaseExpiredError = "lease expired"
 
 // after lets the next message of each line whose head this transaction
 // finished go and sends the replies, taking every lock first; then it
@@ -228,7 +226,7 @@ func (fl *failure) Settle(ctx context.Context, tx SettleTx) error {
 	if !ok {
 		return store.LeaseLost(f.Lease)
 	}
-	if fl.dead = Dies(f, h); !fl.dead {
+	if fl.dead = f.Permanent || lastDelivery(h); !fl.dead {
 		if err := tx.Retry(ctx, []int64{h.MessageID}, f.RetryDelay, f.Error, true); err != nil {
 			return err
 		}
@@ -270,7 +268,7 @@ func (rp *reaping) Settle(ctx context.Context, tx SettleTx) error {
 	queues := make([]string, 0, len(expired))
 	for i, h := range expired {
 		r := store.Recovered{ID: h.MessageID, Queue: h.Queue, StuckFor: h.StuckFor}
-		r.Dead = Dies(store.Failure{}, h)
+		r.Dead = lastDelivery(h)
 		if r.Dead {
 			dead = append(dead, h.MessageID)
 			if h.Key != "" {
@@ -288,7 +286,7 @@ func (rp *reaping) Settle(ctx context.Context, tx SettleTx) error {
 		}
 	}
 	if len(dead) > 0 {
-		if err := tx.Kill(ctx, dead, store.ReasonLeaseExpired, LeaseExpiredError, true); err != nil {
+		if err := tx.Kill(ctx, dead, store.ReasonLeaseExpired, leaseExpiredError, true); err != nil {
 			return err
 		}
 	}
