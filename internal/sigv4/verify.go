@@ -12,9 +12,11 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -108,39 +110,73 @@ func parseAuthorization(h string) (authorization, error) {
 	return a, nil
 }
 
-// Verify checks r's signature over body, which is r's whole body (r.Body
-// is not read). It returns nil or an *Error.
-func (v *Verifier) Verify(r *http.Request, body []byte) error {
+// Signed is a request whose Authorization header passed Check: its form,
+// key id, signing time and signed headers are acceptable, and only the
+// signature over its body is left to check.
+type Signed struct {
+	v        *Verifier
+	r        *http.Request
+	auth     authorization
+	signedAt time.Time
+}
+
+// mustSign reports whether a header, by its lower-case name, must be
+// signed when the request carries it: the action (X-Amz-Target), the body's
+// type, and every x-amz-* header. A header that chooses what the request
+// does and is not signed could be changed by whoever captured the request:
+// a captured SendMessage replayed as PurgeQueue.
+func mustSign(name string) bool {
+	return name == "content-type" || strings.HasPrefix(name, "x-amz-")
+}
+
+// Check checks what r's headers alone say, before its body is read: that
+// it carries an Authorization header of this package's algorithm, made
+// with the verifier's key id, signed within MaxSkew of now, over host,
+// X-Amz-Target, Content-Type and every x-amz-* header it carries. It
+// returns the request to finish with Signed.Verify, or an *Error.
+func (v *Verifier) Check(r *http.Request) (*Signed, error) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		return refuse(CodeMissing, "the request is not signed: it needs an AWS Signature Version 4 Authorization header")
+		return nil, refuse(CodeMissing, "the request is not signed: it needs an AWS Signature Version 4 Authorization header")
 	}
 	a, err := parseAuthorization(h)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	stamp := r.Header.Get("X-Amz-Date")
 	if stamp == "" {
-		return refuse(CodeIncomplete, "the request has no X-Amz-Date header")
+		return nil, refuse(CodeIncomplete, "the request has no X-Amz-Date header")
 	}
 	signedAt, err := time.Parse("20060102T150405Z", stamp)
 	if err != nil {
-		return refuse(CodeIncomplete, "X-Amz-Date %q is not a time like 20060102T150405Z", stamp)
+		return nil, refuse(CodeIncomplete, "X-Amz-Date %q is not a time like 20060102T150405Z", stamp)
 	}
 	if !strings.HasPrefix(stamp, a.date) {
-		return refuse(CodeMismatch, "the credential's date %s is not the date of X-Amz-Date %s", a.date, stamp)
+		return nil, refuse(CodeMismatch, "the credential's date %s is not the date of X-Amz-Date %s", a.date, stamp)
 	}
-	if a.accessKey != v.accessKey {
-		return refuse(CodeUnknownKey, "the access key id %q is not known here", a.accessKey)
+	if subtle.ConstantTimeCompare([]byte(a.accessKey), []byte(v.accessKey)) != 1 {
+		return nil, refuse(CodeUnknownKey, "the access key id %q is not known here", a.accessKey)
 	}
 	now := v.clk.Now()
 	if skew := now.Sub(signedAt); skew > MaxSkew || skew < -MaxSkew {
-		return refuse(CodeExpired, "the signature was made at %s, more than %s from the server's time %s", stamp, MaxSkew, now.UTC().Format("20060102T150405Z"))
+		return nil, refuse(CodeExpired, "the signature was made at %s, more than %s from the server's time %s", stamp, MaxSkew, now.UTC().Format("20060102T150405Z"))
 	}
 	if !slices.Contains(a.signedHeaders, "host") {
-		return refuse(CodeIncomplete, "the signed headers must include host")
+		return nil, refuse(CodeIncomplete, "the signed headers must include host")
 	}
+	for _, name := range slices.Sorted(maps.Keys(r.Header)) {
+		lower := strings.ToLower(name)
+		if mustSign(lower) && !slices.Contains(a.signedHeaders, lower) {
+			return nil, refuse(CodeIncomplete, "the header %s is not signed: X-Amz-Target, Content-Type and every x-amz-* header must be, when the request carries them", name)
+		}
+	}
+	return &Signed{v: v, r: r, auth: a, signedAt: signedAt}, nil
+}
 
+// Verify checks the request's signature over body, which is its whole
+// body (the request's Body is not read). It returns nil or an *Error.
+func (s *Signed) Verify(body []byte) error {
+	r, a, v := s.r, s.auth, s.v
 	// Sign a copy of the request that holds exactly the headers the client
 	// signed, with the same scope and time, and compare.
 	// No scheme: the signer then keeps the Host header whole, port and
@@ -163,7 +199,7 @@ func (v *Verifier) Verify(r *http.Request, body []byte) error {
 	}
 	sum := sha256.Sum256(body)
 	creds := aws.Credentials{AccessKeyID: v.accessKey, SecretAccessKey: v.secret}
-	if err := v.signer.SignHTTP(context.Background(), creds, c, hex.EncodeToString(sum[:]), a.service, a.region, signedAt); err != nil {
+	if err := v.signer.SignHTTP(context.Background(), creds, c, hex.EncodeToString(sum[:]), a.service, a.region, s.signedAt); err != nil {
 		return refuse(CodeIncomplete, "the request cannot be signed again: %v", err)
 	}
 	want, err := parseAuthorization(c.Header.Get("Authorization"))
@@ -178,6 +214,16 @@ func (v *Verifier) Verify(r *http.Request, body []byte) error {
 		return refuse(CodeMismatch, "the request signature we calculated does not match the signature you provided; check your secret access key and signing method")
 	}
 	return nil
+}
+
+// Verify checks r's headers (Check) and its signature over body, which
+// is r's whole body (r.Body is not read). It returns nil or an *Error.
+func (v *Verifier) Verify(r *http.Request, body []byte) error {
+	s, err := v.Check(r)
+	if err != nil {
+		return err
+	}
+	return s.Verify(body)
 }
 
 // Region returns the region named in r's credential scope, or "" when r

@@ -115,3 +115,76 @@ func TestSignedUserAgentIsRefusedAndNamed(t *testing.T) {
 		t.Fatalf("a signature over user-agent: %v", err)
 	}
 }
+
+// signedWithout is a good signature over a request that did not carry the
+// header name when it was signed, to which name is added afterwards, as
+// whoever captured the request could.
+func signedWithout(t *testing.T, body, name, value string) *http.Request {
+	t.Helper()
+	r := httptest.NewRequest(http.MethodPost, "http://h:1/", strings.NewReader(body))
+	for _, h := range []string{"Content-Type", "X-Amz-Target"} {
+		if h != name {
+			r.Header.Set(h, map[string]string{"Content-Type": "application/x-amz-json-1.0", "X-Amz-Target": "AmazonSQS.ListQueues"}[h])
+		}
+	}
+	sum := sha256.Sum256([]byte(body))
+	if err := v4.NewSigner().SignHTTP(context.Background(), aws.Credentials{AccessKeyID: "AKID", SecretAccessKey: "secret"},
+		r, hex.EncodeToString(sum[:]), "sqs", "eu-west-1", signedAt); err != nil {
+		t.Fatal(err)
+	}
+	r.Header.Set(name, value)
+	return r
+}
+
+// The headers that choose what a request does must be signed: a captured
+// request whose unsigned X-Amz-Target is changed to PurgeQueue is
+// refused, by Check alone, before any body is read, with the header named.
+func TestUnsignedActionHeadersAreRefused(t *testing.T) {
+	v := verifier(t, signedAt)
+	body := `{"QueueUrl":"/q"}`
+	for _, tc := range []struct{ name, value string }{
+		{"X-Amz-Target", "AmazonSQS.PurgeQueue"},
+		{"Content-Type", "application/x-amz-json-1.0"},
+		{"X-Amz-Security-Token", "stolen"},
+		{"X-Amz-Anything", "1"},
+	} {
+		r := signedWithout(t, body, tc.name, tc.value)
+		_, err := v.Check(r)
+		if code(err) != sigv4.CodeIncomplete || !strings.Contains(err.Error(), tc.name) {
+			t.Errorf("%s added after signing: Check says %v; want %s naming the header", tc.name, err, sigv4.CodeIncomplete)
+		}
+		if err := v.Verify(r, []byte(body)); err == nil {
+			t.Errorf("%s added after signing: Verify accepts it", tc.name)
+		}
+	}
+	// Headers outside the rule may stay unsigned.
+	r := signedWithout(t, body, "X-Amzn-Trace-Id", "Root=1")
+	if err := v.Verify(r, []byte(body)); err != nil {
+		t.Errorf("an unsigned X-Amzn-Trace-Id: %v", err)
+	}
+}
+
+// Check refuses what the headers alone condemn, and passes a good
+// request on to the check of its body's signature.
+func TestCheckThenVerify(t *testing.T) {
+	v := verifier(t, signedAt)
+	body := `{"QueueNamePrefix":"a"}`
+	s, err := v.Check(signed(t, "h:1", body, "secret", "", nil))
+	if err != nil {
+		t.Fatalf("Check of a good request: %v", err)
+	}
+	if err := s.Verify([]byte(body)); err != nil {
+		t.Errorf("Verify of a good body: %v", err)
+	}
+	if err := s.Verify([]byte(`{}`)); code(err) != sigv4.CodeMismatch {
+		t.Errorf("Verify of another body: %v, want %s", err, sigv4.CodeMismatch)
+	}
+	other := signed(t, "h:1", body, "secret", "", nil)
+	other.Header.Set("Authorization", strings.Replace(other.Header.Get("Authorization"), "Credential=AKID/", "Credential=NOPE/", 1))
+	if _, err := v.Check(other); code(err) != sigv4.CodeUnknownKey {
+		t.Errorf("Check of another key id: %v, want %s", err, sigv4.CodeUnknownKey)
+	}
+	if _, err := v.Check(httptest.NewRequest(http.MethodPost, "http://h:1/", nil)); code(err) != sigv4.CodeMissing {
+		t.Errorf("Check of an unsigned request: %v, want %s", err, sigv4.CodeMissing)
+	}
+}
