@@ -34,6 +34,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/internal/mailbox"
@@ -46,9 +47,22 @@ const contentType = "application/x-amz-json-1.0"
 // targetPrefix starts the X-Amz-Target header of every SQS request.
 const targetPrefix = "AmazonSQS."
 
-// maxRequestBody bounds a request's body: ten messages of the largest
-// size, their attributes, and JSON's escapes.
-const maxRequestBody = 24 << 20
+// maxRequestBody bounds a request's body at the largest valid request:
+// a SendMessageBatch whose messages, attributes included, add up to SQS's
+// 1 MiB. That mebibyte counts text as its UTF-8 bytes and binary values
+// as their bytes; in JSON, one byte of text takes at most six ("\u0041"
+// is a valid way to write "A"), and one byte of binary at most eight
+// (base64's four characters per three bytes, each written as an escape).
+// So 8 MiB covers the worst a client may legally send; 256 KiB more covers
+// what is not counted in the mebibyte: the keys and punctuation, ten
+// entry ids, group and deduplication ids, and whitespace. The AWS SDKs
+// send far less: no escapes but for quotes, backslashes and (boto3)
+// characters beyond ASCII, three bytes each at worst.
+const maxRequestBody = 8<<20 + 256<<10
+
+// bufferWait is how long a request waits for room among the bytes all
+// requests may buffer before it is answered ServiceUnavailable.
+const bufferWait = time.Second
 
 // Defaults of Config.
 const (
@@ -58,6 +72,9 @@ const (
 	// read again: a change of its attributes made by another server takes
 	// effect here within it.
 	DefaultCacheTTL = time.Second
+	// DefaultMaxBufferedBytes bounds the request bodies held in memory
+	// at once, all requests together.
+	DefaultMaxBufferedBytes = 256 << 20
 )
 
 // Config configures an API.
@@ -86,6 +103,14 @@ type Config struct {
 	// Logger receives a line per request that failed on the server's side.
 	// Default slog.Default().
 	Logger *slog.Logger
+	// MaxBufferedBytes bounds the bytes of request bodies held in memory
+	// at once, all requests together: a request that would go beyond it
+	// waits up to a second for room, then is answered ServiceUnavailable
+	// (HTTP 503, Retry-After), which the AWS SDKs retry. A request holds
+	// its Content-Length, or the largest valid request (8.25 MiB) when it
+	// sends none. Default DefaultMaxBufferedBytes; it must be at least
+	// the largest valid request.
+	MaxBufferedBytes int64
 	// MeterProvider gets leasehold.sqs.requests and
 	// leasehold.sqs.request.duration, by action. Default: the global
 	// OpenTelemetry provider.
@@ -114,6 +139,10 @@ type API struct {
 	receives    *sharedClaims
 	requests    metric.Int64Counter
 	duration    metric.Float64Histogram
+	// buffered holds the bytes of the request bodies in memory.
+	buffered *semaphore.Weighted
+	// authFailures slows the addresses that fail to authenticate.
+	authFailures *authFailures
 }
 
 type cached struct {
@@ -128,6 +157,12 @@ func New(cfg Config) (*API, error) {
 	}
 	if cfg.PollInterval < 0 || cfg.CacheTTL < 0 {
 		return nil, fmt.Errorf("sqsapi: PollInterval (%s) and CacheTTL (%s) must not be negative", cfg.PollInterval, cfg.CacheTTL)
+	}
+	if cfg.MaxBufferedBytes == 0 {
+		cfg.MaxBufferedBytes = DefaultMaxBufferedBytes
+	}
+	if cfg.MaxBufferedBytes < maxRequestBody {
+		return nil, fmt.Errorf("sqsapi: MaxBufferedBytes (%d) must be at least %d, the largest valid request", cfg.MaxBufferedBytes, maxRequestBody)
 	}
 	if cfg.Region == "" {
 		cfg.Region = DefaultRegion
@@ -161,6 +196,8 @@ func New(cfg Config) (*API, error) {
 	}
 	a := &API{cfg: cfg, st: cfg.Store, clk: clock.OrSystem(cfg.Clock), log: cfg.Logger, cache: map[string]cached{},
 		requests: requests, duration: duration}
+	a.buffered = semaphore.NewWeighted(cfg.MaxBufferedBytes)
+	a.authFailures = newAuthFailures(a.clk, a.log)
 	a.drain, a.stopDrain = context.WithCancel(context.Background())
 	a.acts = a.actions()
 	a.completions = newCoalescer(a.clk, a.st.Complete)
@@ -184,8 +221,12 @@ type call struct {
 	body []byte
 }
 
-// decode reads the request's input into v.
+// decode reads the request's input into v, once its JSON is within
+// SQS's limits and its text is Unicode (scanInput).
 func (c *call) decode(v any) error {
+	if err := scanInput(c.body); err != nil {
+		return err
+	}
 	d := json.NewDecoder(bytes.NewReader(c.body))
 	if err := d.Decode(v); err != nil {
 		if len(bytes.TrimSpace(c.body)) == 0 {
@@ -225,9 +266,10 @@ var unsupported = []string{"AddPermission", "RemovePermission", "ListDeadLetterS
 // ServeHTTP answers one SQS request.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := a.clk.Monotonic()
-	w.Header().Set("X-Amzn-Requestid", requestID())
+	id := requestID()
+	w.Header().Set("X-Amzn-Requestid", id)
 	name := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), targetPrefix)
-	out, err := a.serve(r, name)
+	out, err := a.serve(w, r, name)
 	outcome := "ok"
 	if err != nil {
 		var ae *apiError
@@ -235,13 +277,22 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			ae = fromStore(err)
 		}
 		if ae.status >= 500 {
-			a.log.Error("sqs request failed", "action", name, "error", err)
+			var detail error = ae
+			if ae.cause != nil {
+				detail = ae.cause
+			}
+			a.log.Error("sqs request failed", "request_id", id, "action", name, "error", detail)
 		}
 		outcome = ae.code
 		writeError(w, ae)
 	} else {
+		if o, ok := out.(interface{ serverCauses() []error }); ok {
+			for _, cause := range o.serverCauses() {
+				a.log.Error("sqs batch entry failed", "request_id", id, "action", name, "error", cause)
+			}
+		}
 		w.Header().Set("Content-Type", contentType)
-		_ = json.NewEncoder(w).Encode(out)
+		_ = encodeJSON(w, out)
 	}
 	if _, known := a.acts[name]; !known {
 		name = "unknown"
@@ -251,21 +302,37 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.duration.Record(ctx, (a.clk.Monotonic() - start).Seconds(), metric.WithAttributes(attribute.String("action", name)))
 }
 
-func (a *API) serve(r *http.Request, name string) (any, error) {
+// serve answers a request: it checks what the headers say, reads the
+// body, checks the signature over it, and runs the action. A request
+// refused before its body is read has its connection closed after the
+// answer, so that the body is never read at all.
+func (a *API) serve(w http.ResponseWriter, r *http.Request, name string) (any, error) {
 	if r.Method != http.MethodPost {
 		return nil, errInvalidAction.f("SQS requests are POST requests, not %s", r.Method)
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxRequestBody))
-	if err != nil {
-		return nil, errInvalidParameter.f("the request body cannot be read: %v", err)
-	}
+	var signed *sigv4.Signed
+	addr := clientAddr(r)
 	if a.cfg.Verifier != nil {
-		if err := a.cfg.Verifier.Verify(r, body); err != nil {
-			var se *sigv4.Error
-			if errors.As(err, &se) {
-				return nil, authError(se.Code, se.Message)
-			}
-			return nil, authError(sigv4.CodeMismatch, err.Error())
+		if ok, wait := a.authFailures.allow(addr); !ok {
+			closeAfter(w)
+			return nil, errThrottled.f("too many requests from %s failed authentication; retry later", addr).retryIn(wait)
+		}
+		var err error
+		if signed, err = a.cfg.Verifier.Check(r); err != nil {
+			a.authFailures.failed(addr, name, err)
+			closeAfter(w)
+			return nil, refused(err)
+		}
+	}
+	body, release, err := a.readBody(w, r, name)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if signed != nil {
+		if err := signed.Verify(body); err != nil {
+			a.authFailures.failed(addr, name, err)
+			return nil, refused(err)
 		}
 	}
 	if r.Header.Get("X-Amz-Target") == "" {
@@ -279,6 +346,64 @@ func (a *API) serve(r *http.Request, name string) (any, error) {
 		return nil, errInvalidAction.f("the action %q is not valid for this endpoint", r.Header.Get("X-Amz-Target"))
 	}
 	return act(r.Context(), &call{r: r, body: body})
+}
+
+// refused is the error of a request whose signature was refused.
+func refused(err error) *apiError {
+	var se *sigv4.Error
+	if errors.As(err, &se) {
+		return authError(se.Code, se.Message)
+	}
+	return authError(sigv4.CodeMismatch, err.Error())
+}
+
+// closeAfter closes the request's connection after the answer, without
+// reading what is left of its body.
+func closeAfter(w http.ResponseWriter) { w.Header().Set("Connection", "close") }
+
+// readBody reads r's body, once there is room for it among the bytes all
+// requests buffer (MaxBufferedBytes); release gives the room back.
+func (a *API) readBody(w http.ResponseWriter, r *http.Request, name string) (body []byte, release func(), err error) {
+	tooLong := func() *apiError {
+		closeAfter(w)
+		kind := errInvalidParameter
+		if name == "SendMessageBatch" {
+			kind = errBatchTooLong
+		}
+		return kind.f("the request body is over %d bytes, more than the largest valid request", maxRequestBody)
+	}
+	n := r.ContentLength
+	switch {
+	case n == 0:
+		return nil, func() {}, nil
+	case n > maxRequestBody:
+		return nil, nil, tooLong()
+	case n < 0:
+		n = maxRequestBody
+	}
+	ctx, cancel := clock.WithTimeout(r.Context(), a.clk, bufferWait)
+	err = a.buffered.Acquire(ctx, n)
+	cancel()
+	if err != nil {
+		closeAfter(w)
+		return nil, nil, errUnavailable.f("the server holds as many request bodies as it may (%d bytes); retry later", a.cfg.MaxBufferedBytes).retryIn(time.Second)
+	}
+	release = func() { a.buffered.Release(n) }
+	if r.ContentLength > 0 {
+		body = make([]byte, n)
+		_, err = io.ReadFull(r.Body, body)
+	} else {
+		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, n))
+	}
+	if err != nil {
+		release()
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return nil, nil, tooLong()
+		}
+		closeAfter(w)
+		return nil, nil, errInvalidParameter.f("the request body cannot be read: %v", err)
+	}
+	return body, release, nil
 }
 
 // queueURL is the URL of a queue, on the host the request was sent to.

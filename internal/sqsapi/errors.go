@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/leasehold/leasehold/store"
 )
@@ -19,6 +22,11 @@ type apiError struct {
 	code    string
 	server  bool
 	message string
+	// retryAfter, when positive, is sent as Retry-After, in seconds.
+	retryAfter int
+	// cause is the detail of a server-side failure: logged under the
+	// request's id, never sent to the client.
+	cause error
 }
 
 func (e *apiError) Error() string { return e.code + ": " + e.message }
@@ -54,6 +62,7 @@ var (
 	errInvalidAddress         = errorKind{404, "InvalidAddress", "InvalidAddress"}
 	errInternal               = errorKind{500, "InternalFailure", "InternalFailure"}
 	errUnavailable            = errorKind{503, "ServiceUnavailable", "ServiceUnavailable"}
+	errThrottled              = errorKind{400, "RequestThrottled", "RequestThrottled"}
 )
 
 // authError is a refused signature: HTTP 403 under the signer's code.
@@ -74,10 +83,17 @@ func fromStore(err error) *apiError {
 	case errors.Is(err, store.ErrClosed):
 		return errUnavailable.f("the server is stopping")
 	default:
-		e := errInternal.f("%v", err)
-		e.server = true
+		e := errInternal.f("the server failed; its log has the detail under this response's request id (x-amzn-RequestId)")
+		e.server, e.cause = true, err
 		return e
 	}
+}
+
+// retryIn sets how long the client is told to wait before it retries, in
+// whole seconds, at least one.
+func (e *apiError) retryIn(d time.Duration) *apiError {
+	e.retryAfter = max(1, int((d+time.Second-1)/time.Second))
+	return e
 }
 
 // writeError writes e in the JSON protocol's shape.
@@ -89,9 +105,20 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	h := w.Header()
 	h.Set("Content-Type", contentType)
 	h.Set("X-Amzn-Query-Error", e.code+";"+fault)
+	if e.retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(e.retryAfter))
+	}
 	w.WriteHeader(e.status)
-	_ = json.NewEncoder(w).Encode(struct {
+	_ = encodeJSON(w, struct {
 		Type    string `json:"__type"`
 		Message string `json:"message"`
 	}{"com.amazonaws.sqs#" + e.shape, e.message})
+}
+
+// encodeJSON writes v as SQS's JSON: characters HTML gives meaning to
+// (<, >, &) are sent as they are, not as six-byte escapes.
+func encodeJSON(w io.Writer, v any) error {
+	e := json.NewEncoder(w)
+	e.SetEscapeHTML(false)
+	return e.Encode(v)
 }

@@ -76,8 +76,8 @@ func checkAttrs(attrs map[string]attrValue, system bool) (int, *apiError) {
 				return 0, errInvalidParameter.f("%s %q has characters outside those SQS allows", what, name)
 			}
 			if base == "Number" {
-				if _, err := strconv.ParseFloat(strings.TrimSpace(*v.StringValue), 64); err != nil {
-					return 0, errInvalidParameter.f("%s %q of type Number has value %q, which is not a number", what, name, *v.StringValue)
+				if !validNumber(*v.StringValue) {
+					return 0, errInvalidParameter.f("%s %q of type Number has value %q, which is not a number SQS takes: decimal digits, with an optional sign, point and exponent, at most 38 significant digits, zero or from 10^-128 to 10^126 in magnitude", what, name, *v.StringValue)
 				}
 			}
 			size += len(*v.StringValue)
@@ -85,6 +85,76 @@ func checkAttrs(attrs map[string]attrValue, system bool) (int, *apiError) {
 		size += len(name) + len(v.DataType)
 	}
 	return size, nil
+}
+
+// Limits of SQS's Number attributes.
+const (
+	maxNumberDigits   = 38
+	maxNumberExponent = 126
+	minNumberExponent = -128
+)
+
+// validNumber applies SQS's rules to a Number attribute's value: a
+// decimal number, optionally signed, with an optional fraction and an
+// optional exponent ("-1.5e3"), of at most 38 significant digits (leading
+// and trailing zeros do not count), zero or of a magnitude from 10^-128
+// to 10^126. Not hex, not NaN or Infinity, no underscores or spaces.
+func validNumber(s string) bool {
+	i := 0
+	if i < len(s) && (s[i] == '-' || s[i] == '+') {
+		i++
+	}
+	var digits []byte
+	intDigits, point := 0, false
+mantissa:
+	for ; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			digits = append(digits, c)
+			if !point {
+				intDigits++
+			}
+		case c == '.' && !point:
+			point = true
+		default:
+			break mantissa
+		}
+	}
+	if len(digits) == 0 {
+		return false
+	}
+	exp := 0
+	if i < len(s) {
+		if s[i] != 'e' && s[i] != 'E' {
+			return false
+		}
+		rest := s[i+1:]
+		if rest != "" && (rest[0] == '-' || rest[0] == '+') {
+			rest = rest[1:]
+		}
+		if rest == "" || len(rest) > 6 || strings.Trim(rest, "0123456789") != "" {
+			return false
+		}
+		n, _ := strconv.Atoi(rest)
+		if s[i+1] == '-' {
+			n = -n
+		}
+		exp = n
+	}
+	first := slices.IndexFunc(digits, func(c byte) bool { return c != '0' })
+	if first < 0 {
+		return true // zero
+	}
+	last := len(digits) - 1
+	for digits[last] == '0' {
+		last--
+	}
+	if last-first+1 > maxNumberDigits {
+		return false
+	}
+	// The value is d.ddd × 10^magnitude, d its first significant digit.
+	magnitude := intDigits - first - 1 + exp
+	return magnitude >= minNumberExponent && (magnitude < maxNumberExponent || magnitude == maxNumberExponent && first == last && digits[first] == '1')
 }
 
 // checkAttrName applies SQS's rules for message attribute names.

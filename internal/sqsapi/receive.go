@@ -250,8 +250,16 @@ func (o *batchOutput[T]) add(id string, err error, ok T) {
 		o.Successful = append(o.Successful, ok)
 		return
 	}
-	o.Failed = append(o.Failed, failure(id, fromStore(err)))
+	e := fromStore(err)
+	if e.cause != nil {
+		o.causes = append(o.causes, e.cause)
+	}
+	o.Failed = append(o.Failed, failure(id, e))
 }
+
+// serverCauses are the details of entries that failed on the server's
+// side, for the log.
+func (o batchOutput[T]) serverCauses() []error { return o.causes }
 
 // visibilityTimeout checks a new visibility timeout.
 func visibilityTimeout(v *int) (time.Duration, *apiError) {

@@ -197,6 +197,9 @@ func failure(id string, e *apiError) batchFailure {
 type batchOutput[T any] struct {
 	Successful []T            `json:"Successful"`
 	Failed     []batchFailure `json:"Failed"`
+	// causes are the details of Failed's server-side failures, which the
+	// response does not carry.
+	causes []error
 }
 
 func (a *API) sendMessageBatch(ctx context.Context, c *call) (any, error) {

@@ -1,0 +1,439 @@
+package sqsapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+
+	"github.com/leasehold/leasehold/clock/clocktest"
+	"github.com/leasehold/leasehold/internal/sigv4"
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/memory"
+)
+
+// logLines is a log handler that keeps its records.
+type logLines struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (l *logLines) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logLines) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.recs = append(l.recs, r.Clone())
+	return nil
+}
+func (l *logLines) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logLines) WithGroup(string) slog.Handler      { return l }
+
+func (l *logLines) text() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b strings.Builder
+	for _, r := range l.recs {
+		b.WriteString(r.Message)
+		r.Attrs(func(a slog.Attr) bool { fmt.Fprintf(&b, " %s=%v", a.Key, a.Value); return true })
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+type bundle struct {
+	api *API
+	clk *clocktest.Clock
+	log *logLines
+}
+
+// setup is an API over a memory store on a fake clock; edit adjusts its
+// config.
+func setup(t *testing.T, edit func(*Config)) bundle {
+	t.Helper()
+	clk := clocktest.New()
+	st, err := memory.New(memory.Config{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	log := &logLines{}
+	cfg := Config{Store: st, Clock: clk, Logger: slog.New(log)}
+	if edit != nil {
+		edit(&cfg)
+	}
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Drain()
+	return bundle{a, clk, log}
+}
+
+type answer struct {
+	status int
+	header http.Header
+	Type   string `json:"__type"`
+	Msg    string `json:"message"`
+	body   []byte
+}
+
+func (b bundle) do(t *testing.T, r *http.Request) answer {
+	t.Helper()
+	w := httptest.NewRecorder()
+	b.api.ServeHTTP(w, r)
+	out := answer{status: w.Code, header: w.Header(), body: w.Body.Bytes()}
+	_ = json.Unmarshal(out.body, &out)
+	out.Type = strings.TrimPrefix(out.Type, "com.amazonaws.sqs#")
+	return out
+}
+
+func request(action, body string) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "http://h:1/", strings.NewReader(body))
+	r.Header.Set("X-Amz-Target", targetPrefix+action)
+	r.Header.Set("Content-Type", contentType)
+	return r
+}
+
+func (b bundle) call(t *testing.T, action, body string) answer {
+	t.Helper()
+	return b.do(t, request(action, body))
+}
+
+func TestValidNumber(t *testing.T) {
+	for s, want := range map[string]bool{
+		"0": true, "-1": true, "+1": true, "1.5": true, ".5": true, "5.": true, "1e3": true, "-1.5E-3": true, "0.000": true,
+		"12345678901234567890123456789012345678": true, "1234567890123456789012345678901234567800000": true,
+		"123456789012345678901234567890123456789": false,
+		"1e126": true, "1.1e126": false, "9e125": true, "1e127": false, "1e-128": true, "9e-129": false, "0e999": true,
+		"": false, "-": false, ".": false, "NaN": false, "Inf": false, "Infinity": false, "0x1p3": false, "1_000": false,
+		" 1": false, "1 ": false, "1e": false, "1e+": false, "--1": false, "1.2.3": false, "1e1000000000": false,
+	} {
+		if got := validNumber(s); got != want {
+			t.Errorf("validNumber(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// Text that is not Unicode is refused with SQS's errors, not turned into
+// U+FFFD; and the characters SQS forbids are refused too.
+func TestSendRefusesWhatIsNotText(t *testing.T) {
+	b := setup(t, nil)
+	b.call(t, "CreateQueue", `{"QueueName":"q"}`)
+	for _, tc := range []struct{ body, want string }{
+		{"{\"QueueUrl\":\"/q\",\"MessageBody\":\"bad\xffutf8\"}", "InvalidMessageContents"},
+		{`{"QueueUrl":"/q","MessageBody":"lone \ud800 high"}`, "InvalidMessageContents"},
+		{`{"QueueUrl":"/q","MessageBody":"lone \udc00 low"}`, "InvalidMessageContents"},
+		{`{"QueueUrl":"/q","messagebody":"\ud800"}`, "InvalidMessageContents"},
+		{`{"QueueUrl":"/q","MessageBody":"nul \u0000"}`, "InvalidMessageContents"},
+		{`{"QueueUrl":"/q","MessageBody":"x","MessageAttributes":{"a":{"DataType":"String","StringValue":"\udfff"}}}`, "InvalidParameterValue"},
+		{"{\"QueueUrl\":\"/q\",\"MessageBody\":\"x\",\"MessageAttributes\":{\"a\":{\"DataType\":\"String\",\"StringValue\":\"\xc3\"}}}", "InvalidParameterValue"},
+		{`{"QueueUrl":"/q","MessageBody":"x","MessageAttributes":{"a":{"DataType":"String","StringValue":"\u0001"}}}`, "InvalidParameterValue"},
+		{`{"QueueUrl":"/q","MessageBody":"x","MessageAttributes":{"a":{"DataType":"Number","StringValue":"NaN"}}}`, "InvalidParameterValue"},
+		{`{"QueueUrl":"/q","MessageBody":"x","MessageAttributes":{"a":{"DataType":"Number","StringValue":"1e127"}}}`, "InvalidParameterValue"},
+	} {
+		if got := b.call(t, "SendMessage", tc.body); got.status != 400 || got.Type != tc.want {
+			t.Errorf("%q: %d %s %s; want 400 %s", tc.body, got.status, got.Type, got.Msg, tc.want)
+		}
+	}
+	for _, ok := range []string{`{"QueueUrl":"/q","MessageBody":"pair \ud83d\ude00 and \ufffd"}`,
+		`{"QueueUrl":"/q","MessageBody":"x","MessageAttributes":{"a":{"DataType":"Number","StringValue":"-1.5e3"}}}`} {
+		if got := b.call(t, "SendMessage", ok); got.status != 200 {
+			t.Errorf("%s: %d %s %s; want it sent", ok, got.status, got.Type, got.Msg)
+		}
+	}
+}
+
+// allocated is how many bytes f allocates.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// A request with far more attributes or entries than SQS takes is
+// refused as the scan reaches the limit, without decoding them all: it
+// costs little more than its body.
+func TestOverLimitContainersStopTheDecoding(t *testing.T) {
+	b := setup(t, nil)
+	b.call(t, "CreateQueue", `{"QueueName":"q"}`)
+	var attrs, entries bytes.Buffer
+	for i := 0; attrs.Len() < 8<<20; i++ {
+		fmt.Fprintf(&attrs, `%s"a%d":{"DataType":"String","StringValue":"v"}`, map[bool]string{true: "", false: ","}[i == 0], i)
+	}
+	for i := 0; entries.Len() < 8<<20; i++ {
+		fmt.Fprintf(&entries, `%s{"Id":"e%d","MessageBody":"b"}`, map[bool]string{true: "", false: ","}[i == 0], i)
+	}
+	for _, tc := range []struct{ action, body, want string }{
+		{"SendMessage", `{"QueueUrl":"/q","MessageBody":"x","MessageAttributes":{` + attrs.String() + `}}`, "InvalidParameterValue"},
+		{"SendMessageBatch", `{"QueueUrl":"/q","Entries":[` + entries.String() + `]}`, "TooManyEntriesInBatchRequest"},
+		{"ListQueueTags", `{"QueueUrl":"/q","Tags":{` + attrs.String() + `}}`, "InvalidParameterValue"},
+	} {
+		var got answer
+		cost := allocated(func() { got = b.call(t, tc.action, tc.body) })
+		if got.Type != tc.want {
+			t.Errorf("%s of %d bytes: %d %s %s; want %s", tc.action, len(tc.body), got.status, got.Type, got.Msg, tc.want)
+		}
+		// The body is read once (and built once by the test's request);
+		// decoding the attributes cost ten times the body.
+		if limit := uint64(3*len(tc.body) + 4<<20); cost > limit {
+			t.Errorf("%s of %d bytes allocated %d bytes; want at most %d", tc.action, len(tc.body), cost, limit)
+		}
+	}
+	for _, body := range []string{
+		`{"QueueUrl":"/q","Entries":[` + strings.Repeat(`{"Id":"a","MessageBody":"b"},`, 10) + `{"Id":"k","MessageBody":"b"}]}`,
+	} {
+		if got := b.call(t, "SendMessageBatch", body); got.Type != "TooManyEntriesInBatchRequest" {
+			t.Errorf("11 entries: %s %s", got.Type, got.Msg)
+		}
+	}
+	if got := b.call(t, "SendMessage", `{"QueueUrl":"/q","MessageBody":"x","a":`+strings.Repeat("[", 20)+strings.Repeat("]", 20)+`}`); got.Type != "InvalidParameterValue" {
+		t.Errorf("20 levels deep: %s %s", got.Type, got.Msg)
+	}
+}
+
+// A body longer than the largest valid request is refused by its
+// Content-Length alone, unread, and the connection closed.
+func TestBodyOverTheLargestRequestIsNotRead(t *testing.T) {
+	b := setup(t, nil)
+	body := &countingReader{}
+	r := httptest.NewRequest(http.MethodPost, "http://h:1/", body)
+	r.ContentLength = maxRequestBody + 1
+	r.Header.Set("X-Amz-Target", targetPrefix+"SendMessageBatch")
+	got := b.do(t, r)
+	if got.Type != "BatchRequestTooLong" || body.n != 0 || got.header.Get("Connection") != "close" {
+		t.Fatalf("a %d-byte batch: %s %s, %d bytes read, Connection %q", r.ContentLength, got.Type, got.Msg, body.n, got.header.Get("Connection"))
+	}
+}
+
+// countingReader counts what is read of an endless body.
+type countingReader struct{ n int }
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	c.n += len(p)
+	for i := range p {
+		p[i] = ' '
+	}
+	return len(p), nil
+}
+
+const (
+	testKey    = "AKID"
+	testSecret = "secret"
+)
+
+func signedRequest(t *testing.T, clk *clocktest.Clock, action, body, secret string) *http.Request {
+	t.Helper()
+	r := request(action, body)
+	sum := sha256.Sum256([]byte(body))
+	if err := v4.NewSigner().SignHTTP(context.Background(), aws.Credentials{AccessKeyID: testKey, SecretAccessKey: secret},
+		r, hex.EncodeToString(sum[:]), "sqs", "us-east-1", clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func signedSetup(t *testing.T) bundle {
+	t.Helper()
+	return setup(t, func(c *Config) {
+		v, err := sigv4.New(testKey, testSecret, c.Clock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Verifier = v
+	})
+}
+
+// An unsigned or wrongly keyed request is refused before a byte of its
+// body is read, and its connection is closed, so that the body is never
+// drained either.
+func TestUnauthenticatedBodiesAreNotRead(t *testing.T) {
+	b := signedSetup(t)
+	for what, edit := range map[string]func(*http.Request){
+		"unsigned":     func(r *http.Request) { r.Header.Del("Authorization") },
+		"another key":  func(r *http.Request) { r.Header.Set("Authorization", strings.Replace(r.Header.Get("Authorization"), testKey+"/", "NOPE/", 1)) },
+		"unsigned act": func(r *http.Request) { r.Header.Set("X-Amz-Target", targetPrefix+"PurgeQueue") },
+	} {
+		r := signedRequest(t, b.clk, "SendMessage", "", testSecret)
+		edit(r)
+		body := &countingReader{}
+		r.Body, r.ContentLength = io.NopCloser(body), 20<<20
+		if what == "unsigned act" {
+			// The action header signed under another name: the signature
+			// lists x-amz-target, so it is checked with the body, not
+			// before; refused all the same.
+			r.ContentLength = 0
+			r.Body = http.NoBody
+		}
+		got := b.do(t, r)
+		if got.status != 403 || body.n != 0 {
+			t.Errorf("%s: %d %s, %d body bytes read; want 403 and none", what, got.status, got.Type, body.n)
+		}
+		if what != "unsigned act" && got.header.Get("Connection") != "close" {
+			t.Errorf("%s: Connection %q, want close", what, got.header.Get("Connection"))
+		}
+	}
+}
+
+// An address that keeps failing to authenticate is throttled before any
+// check, and logged at most once a second; it may try again as its
+// budget refills, and others are not held back.
+func TestFailedAuthenticationIsSlowedPerAddress(t *testing.T) {
+	b := signedSetup(t)
+	guess := func(addr string) answer {
+		r := signedRequest(t, b.clk, "ListQueues", "{}", "guess")
+		r.RemoteAddr = addr
+		return b.do(t, r)
+	}
+	const attacker = "203.0.113.7:4000"
+	for i := range authFailureBurst {
+		if got := guess(attacker); got.Type != sigv4.CodeMismatch {
+			t.Fatalf("guess %d: %s, want %s", i, got.Type, sigv4.CodeMismatch)
+		}
+	}
+	for range 1000 {
+		if got := guess(attacker); got.Type != "RequestThrottled" || got.header.Get("Retry-After") == "" {
+			t.Fatalf("a guess past the budget: %d %s, Retry-After %q", got.status, got.Type, got.header.Get("Retry-After"))
+		}
+	}
+	good := signedRequest(t, b.clk, "ListQueues", "{}", testSecret)
+	good.RemoteAddr = "198.51.100.1:5000"
+	if got := b.do(t, good); got.status != 200 {
+		t.Errorf("another address, signed well: %d %s %s", got.status, got.Type, got.Msg)
+	}
+	b.clk.Advance(authFailureRefill)
+	if got := guess(attacker); got.Type != sigv4.CodeMismatch {
+		t.Errorf("after one refill: %s, want one more try", got.Type)
+	}
+	if got := guess(attacker); got.Type != "RequestThrottled" {
+		t.Errorf("after that try: %s, want RequestThrottled", got.Type)
+	}
+	if n := strings.Count(b.log.text(), "failed authentication"); n != 1 {
+		t.Errorf("%d log lines for a flood of failures within a second, want 1:\n%s", n, b.log.text())
+	}
+	b.clk.Advance(authLogEvery)
+	guess(attacker)
+	if text := b.log.text(); strings.Count(text, "failed authentication") != 2 || !strings.Contains(text, "failures_since_last_line=1") {
+		t.Errorf("a second later: log\n%s", text)
+	}
+}
+
+// Many addresses failing remember at most maxTrackedAddrs of them; the
+// rest share one budget, so together they guess no faster than one.
+func TestAuthFailuresStayBounded(t *testing.T) {
+	clk := clocktest.New()
+	f := newAuthFailures(clk, slog.New(slog.DiscardHandler))
+	for i := range 3 * maxTrackedAddrs {
+		addr := fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255)
+		f.failed(addr, "ListQueues", errors.New("bad"))
+	}
+	if len(f.addrs) != maxTrackedAddrs {
+		t.Fatalf("%d addresses remembered, want %d", len(f.addrs), maxTrackedAddrs)
+	}
+	if ok, _ := f.allow("192.0.2.1"); ok {
+		t.Fatal("a new address while the shared budget is spent is allowed")
+	}
+	clk.Advance(authFailureBurst * authFailureRefill)
+	f.failed("192.0.2.1", "ListQueues", errors.New("bad"))
+	if len(f.addrs) != 1 {
+		t.Fatalf("after the budgets refilled: %d addresses remembered, want only the new one", len(f.addrs))
+	}
+	if a, b := clientAddr(&http.Request{RemoteAddr: "[2001:db8::1]:1"}), clientAddr(&http.Request{RemoteAddr: "[2001:db8::2]:2"}); a != b {
+		t.Errorf("two addresses of one IPv6 /64 have budgets %s and %s", a, b)
+	}
+}
+
+// A request that would take the buffered bytes beyond MaxBufferedBytes
+// waits a second for room, then is answered ServiceUnavailable with
+// Retry-After; once room is given back, requests go through.
+func TestBufferedBytesAreBounded(t *testing.T) {
+	b := setup(t, func(c *Config) { c.MaxBufferedBytes = maxRequestBody })
+	b.call(t, "CreateQueue", `{"QueueName":"q"}`)
+	// A chunked body (no Content-Length) holds the largest request's room
+	// while it arrives.
+	pr, pw := io.Pipe()
+	slow := request("SendMessage", "")
+	slow.Body, slow.ContentLength = pr, -1
+	held := make(chan answer)
+	go func() { held <- b.do(t, slow) }()
+	for b.api.buffered.TryAcquire(1) {
+		b.api.buffered.Release(1)
+		runtime.Gosched()
+	}
+	done := make(chan answer)
+	go func() { done <- b.call(t, "SendMessage", `{"QueueUrl":"/q","MessageBody":"x"}`) }()
+	if err := b.clk.BlockUntil(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	b.clk.Advance(bufferWait)
+	got := <-done
+	if got.status != 503 || got.Type != "ServiceUnavailable" || got.header.Get("Retry-After") != "1" || got.header.Get("X-Amzn-Query-Error") != "ServiceUnavailable;Receiver" {
+		t.Fatalf("a request beyond the buffered bytes: %d %s %s, Retry-After %q", got.status, got.Type, got.Msg, got.header.Get("Retry-After"))
+	}
+	_, _ = io.WriteString(pw, `{"QueueUrl":"/q","MessageBody":"slow"}`)
+	_ = pw.Close()
+	if got := <-held; got.status != 200 {
+		t.Fatalf("the slow request: %d %s %s", got.status, got.Type, got.Msg)
+	}
+	if got := b.call(t, "SendMessage", `{"QueueUrl":"/q","MessageBody":"x"}`); got.status != 200 {
+		t.Fatalf("after the room was given back: %d %s %s", got.status, got.Type, got.Msg)
+	}
+}
+
+// failingStore fails every enqueue with an error that holds what a
+// database error may: a user, a host, SQL.
+type failingStore struct{ store.Store }
+
+var errDetail = errors.New(`pq: password authentication failed for user "app" at host db.internal: INSERT INTO messages`)
+
+func (failingStore) Enqueue(context.Context, []store.NewMessage) ([]store.Enqueued, error) {
+	return nil, errDetail
+}
+
+// A failure on the server's side answers a generic text and the request
+// id; the detail goes to the log under that id.
+func TestServerErrorsKeepTheirDetailInTheLog(t *testing.T) {
+	b := setup(t, func(c *Config) { c.Store = failingStore{c.Store} })
+	b.call(t, "CreateQueue", `{"QueueName":"q"}`)
+	got := b.call(t, "SendMessage", `{"QueueUrl":"/q","MessageBody":"x"}`)
+	id := got.header.Get("X-Amzn-Requestid")
+	if got.status != 500 || strings.Contains(string(got.body), "db.internal") || strings.Contains(string(got.body), "INSERT") || !strings.Contains(got.Msg, "request id") {
+		t.Fatalf("a store failure: %d %s", got.status, got.body)
+	}
+	if log := b.log.text(); !strings.Contains(log, "request_id="+id) || !strings.Contains(log, "db.internal") {
+		t.Fatalf("the log does not hold the detail under request id %s:\n%s", id, log)
+	}
+}
+
+// Responses carry <, > and & as they are: ten bodies of them are not
+// sent six times over.
+func TestResponsesAreNotHTMLEscaped(t *testing.T) {
+	b := setup(t, nil)
+	b.call(t, "CreateQueue", `{"QueueName":"q","Attributes":{"MaximumMessageSize":"1048576"}}`)
+	body := strings.Repeat("<", 1<<20)
+	if got := b.call(t, "SendMessage", `{"QueueUrl":"/q","MessageBody":"`+body+`"}`); got.status != 200 {
+		t.Fatalf("send: %d %s %s", got.status, got.Type, got.Msg)
+	}
+	r := request("ReceiveMessage", `{"QueueUrl":"/q","MaxNumberOfMessages":10,"WaitTimeSeconds":0}`)
+	w := httptest.NewRecorder()
+	b.api.ServeHTTP(w, r)
+	if w.Code != 200 || w.Body.Len() > len(body)+4096 || !strings.Contains(w.Body.String(), "<<<<") {
+		t.Fatalf("a receive of a 1 MiB body of '<': %d, %d bytes", w.Code, w.Body.Len())
+	}
+}
