@@ -79,6 +79,14 @@ type Config struct {
 	Clock clock.Clock
 	// Logger receives the server's logs. Default slog.Default().
 	Logger *slog.Logger
+	// MaxConns caps the open connections: past it, a new connection
+	// evicts the oldest one not in a request. Default: the file
+	// descriptor limit (raised to its hard limit at start) less a tenth
+	// of it, at least 128.
+	MaxConns int
+	// MaxBufferedBytes bounds the SQS request bodies held in memory at
+	// once. Default sqsapi.DefaultMaxBufferedBytes.
+	MaxBufferedBytes int64
 }
 
 // Server serves leasehold over HTTP. It is a lifecycle.Runnable.
@@ -95,6 +103,8 @@ type Server struct {
 
 	mu sync.Mutex
 	ln net.Listener
+
+	conns *conns
 
 	stopping   chan struct{}
 	stopOnce   sync.Once
@@ -113,6 +123,9 @@ func (c Config) Check() error {
 	}
 	if c.AccessKeyID == "" && !loopback(addr) {
 		return fmt.Errorf("serve: refusing to listen on %s without credentials: set LEASEHOLD_ACCESS_KEY_ID and LEASEHOLD_SECRET_ACCESS_KEY, or listen on a loopback address such as %s", addr, DefaultAddr)
+	}
+	if c.MaxConns < 0 || c.MaxBufferedBytes < 0 {
+		return fmt.Errorf("serve: MaxConns (%d) and MaxBufferedBytes (%d) must not be negative", c.MaxConns, c.MaxBufferedBytes)
 	}
 	if c.ReapInterval < 0 || c.ShutdownTimeout < 0 {
 		return fmt.Errorf("serve: ReapInterval (%s) and ShutdownTimeout (%s) must not be negative", c.ReapInterval, c.ShutdownTimeout)
@@ -163,7 +176,7 @@ func New(cfg Config) (*Server, error) {
 	// the maintainer election.
 	id := mailbox.NewWorkerID()
 	api, err := sqsapi.New(sqsapi.Config{Store: cfg.Store, Verifier: verifier, Region: cfg.Region, WorkerID: id, Clock: cfg.Clock,
-		Logger: cfg.Logger, MeterProvider: mp})
+		Logger: cfg.Logger, MeterProvider: mp, MaxBufferedBytes: cfg.MaxBufferedBytes})
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
@@ -197,7 +210,13 @@ func New(cfg Config) (*Server, error) {
 	if cfg.AccessKeyID == "" {
 		s.handler = localOnly(cfg.Addr, s.mux)
 	}
-	s.http = &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)}
+	if cfg.MaxConns == 0 {
+		cfg.MaxConns = connLimit()
+		s.cfg.MaxConns = cfg.MaxConns
+	}
+	s.conns = newConns(cfg.MaxConns)
+	s.http = &http.Server{Handler: deadlines(s.handler), ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout,
+		MaxHeaderBytes: maxHeaderBytes, ConnState: s.conns.state, ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)}
 	return s, nil
 }
 
@@ -311,7 +330,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	s.cfg.Logger.Info("serving the SQS API, the dashboard, /metrics, /healthz and /readyz", "addr", "http://"+s.Addr(),
-		"signed", s.cfg.AccessKeyID != "", "reap_interval", s.cfg.ReapInterval)
+		"signed", s.cfg.AccessKeyID != "", "reap_interval", s.cfg.ReapInterval, "max_conns", s.cfg.MaxConns)
 
 	var loops sync.WaitGroup
 	loops.Go(func() { _ = s.maint.Run(ctx) })

@@ -1,0 +1,154 @@
+package serve
+
+import (
+	"container/list"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/leasehold/leasehold/clock"
+)
+
+// What a connection may take of the server. Timeouts are real time,
+// whatever Config.Clock is: they are deadlines on sockets.
+const (
+	// headerTimeout bounds how long a request's headers take to arrive,
+	// and how long a new connection may wait before it sends one.
+	headerTimeout = 10 * time.Second
+	// bodyTimeout bounds how long a request's body takes to arrive once
+	// its headers have. The read deadline is cleared when the body is
+	// read whole, so that the connection's background read does not end
+	// a long poll.
+	bodyTimeout = 30 * time.Second
+	// idleTimeout is how long a kept-alive connection may wait for its
+	// next request: longer than the AWS SDKs keep an idle connection (90
+	// seconds), so that the client, not the server, closes it.
+	idleTimeout = 120 * time.Second
+	// writeTimeout bounds how long a response takes to be written, counted
+	// from the end of the longest long poll (20 seconds, SQS's most).
+	writeTimeout = 30 * time.Second
+	maxLongPoll  = 20 * time.Second
+	// maxHeaderBytes bounds a request's headers: the AWS SDKs send under
+	// 2 KiB, a browser with cookies several.
+	maxHeaderBytes = 16 << 10
+)
+
+// connLimit derives the connection cap from the file descriptor limit,
+// raised to its hard limit first: a tenth of the descriptors (at least
+// 128) stay for the database, its files and the process's own.
+func connLimit() int {
+	n := raiseFileLimit()
+	if n <= 0 {
+		return 10000
+	}
+	return max(16, n-max(128, n/10))
+}
+
+// conns caps the open connections. A connection that comes when the cap
+// is reached evicts the oldest one that is not in a request (idle between
+// requests, or open without having sent one), so that a flood of idle
+// connections cannot keep /healthz or a client out. When every connection
+// is in a request, the new one is closed.
+type conns struct {
+	max int
+
+	mu sync.Mutex
+	// open holds every tracked connection, with its place in waiting
+	// while it is not in a request (nil while it is).
+	open    map[net.Conn]*list.Element
+	waiting *list.List // of net.Conn, the oldest first
+}
+
+func newConns(max int) *conns {
+	return &conns{max: max, open: map[net.Conn]*list.Element{}, waiting: list.New()}
+}
+
+// state is the http.Server's ConnState hook.
+func (c *conns) state(conn net.Conn, st http.ConnState) {
+	var closing net.Conn
+	c.mu.Lock()
+	switch st {
+	case http.StateNew:
+		if len(c.open) >= c.max {
+			if oldest := c.waiting.Front(); oldest != nil {
+				closing = oldest.Value.(net.Conn)
+				c.forget(closing)
+			} else {
+				closing = conn
+				break
+			}
+		}
+		c.open[conn] = c.waiting.PushBack(conn)
+	case http.StateActive:
+		if e, ok := c.open[conn]; ok && e != nil {
+			c.waiting.Remove(e)
+			c.open[conn] = nil
+		}
+	case http.StateIdle:
+		if e, ok := c.open[conn]; ok {
+			if e != nil {
+				c.waiting.Remove(e)
+			}
+			c.open[conn] = c.waiting.PushBack(conn)
+		}
+	case http.StateHijacked, http.StateClosed:
+		c.forget(conn)
+	}
+	c.mu.Unlock()
+	if closing != nil {
+		_ = closing.Close()
+	}
+}
+
+// forget stops tracking conn. Called with mu held.
+func (c *conns) forget(conn net.Conn) {
+	if e, ok := c.open[conn]; ok {
+		if e != nil {
+			c.waiting.Remove(e)
+		}
+		delete(c.open, conn)
+	}
+}
+
+// count is how many connections are open.
+func (c *conns) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.open)
+}
+
+// deadlines sets each request's socket deadlines: its body must arrive
+// within bodyTimeout, and its response be written within writeTimeout
+// after the longest long poll.
+func deadlines(h http.Handler) http.Handler {
+	wall := clock.System()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		now := wall.Now()
+		_ = rc.SetWriteDeadline(now.Add(maxLongPoll + writeTimeout))
+		if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
+			_ = rc.SetReadDeadline(now.Add(bodyTimeout))
+			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// deadlineBody clears the connection's read deadline once the body has
+// been read whole.
+type deadlineBody struct {
+	io.ReadCloser
+	rc      *http.ResponseController
+	cleared bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.cleared {
+		b.cleared = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
+}
