@@ -266,8 +266,10 @@ func signedSetup(t *testing.T) bundle {
 func TestUnauthenticatedBodiesAreNotRead(t *testing.T) {
 	b := signedSetup(t)
 	for what, edit := range map[string]func(*http.Request){
-		"unsigned":     func(r *http.Request) { r.Header.Del("Authorization") },
-		"another key":  func(r *http.Request) { r.Header.Set("Authorization", strings.Replace(r.Header.Get("Authorization"), testKey+"/", "NOPE/", 1)) },
+		"unsigned": func(r *http.Request) { r.Header.Del("Authorization") },
+		"another key": func(r *http.Request) {
+			r.Header.Set("Authorization", strings.Replace(r.Header.Get("Authorization"), testKey+"/", "NOPE/", 1))
+		},
 		"unsigned act": func(r *http.Request) { r.Header.Set("X-Amz-Target", targetPrefix+"PurgeQueue") },
 	} {
 		r := signedRequest(t, b.clk, "SendMessage", "", testSecret)
