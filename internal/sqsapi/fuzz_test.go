@@ -30,6 +30,8 @@ func FuzzAPI(f *testing.F) {
 		{"ListQueues", `{"MaxResults":1,"NextToken":"cQ"}`},
 		{"Nope", `{}`},
 		{"SendMessage", `not json`},
+		{"SendMessage", `{"QueueUrl":"/q","MessageBody":"\ud800","MessageAttributes":{"a":{"DataType":"Number","StringValue":"1e126"}}}`},
+		{"SendMessageBatch", `{"QueueUrl":"/q","Entries":[[[[{"Id":"a","MessageBody":"\udbff\udfff"}]]]]}`},
 	}
 	for _, s := range seeds {
 		f.Add(s.action, s.body)
