@@ -5,7 +5,10 @@
 // never signs User-Agent, Expect, X-Amzn-Trace-Id or Transfer-Encoding,
 // so a request whose client signed one of them is refused, with an error
 // that says so; the SDKs of Go, Python, JavaScript and Java 2 sign none of
-// them.
+// them. The headers that choose what a request does (X-Amz-Target,
+// Content-Type, every x-amz-* header) must be signed when present, and a
+// request's headers are checked (Check) before its body is read, so that
+// an unsigned or wrongly keyed request costs no more than its headers.
 package sigv4
 
 import (
