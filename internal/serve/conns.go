@@ -2,7 +2,6 @@ package serve
 
 import (
 	"container/list"
-	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -18,9 +17,7 @@ const (
 	// and how long a new connection may wait before it sends one.
 	headerTimeout = 10 * time.Second
 	// bodyTimeout bounds how long a request's body takes to arrive once
-	// its headers have. The read deadline is cleared when the body is
-	// read whole, so that the connection's background read does not end
-	// a long poll.
+	// its headers have.
 	bodyTimeout = 30 * time.Second
 	// idleTimeout is how long a kept-alive connection may wait for its
 	// next request: longer than the AWS SDKs keep an idle connection (90
@@ -120,35 +117,20 @@ func (c *conns) count() int {
 }
 
 // deadlines sets each request's socket deadlines: its body must arrive
-// within bodyTimeout, and its response be written within writeTimeout
-// after the longest long poll.
-func deadlines(h http.Handler) http.Handler {
+// within body, and its response be written within write. The read
+// deadline ends when the body has been read whole: net/http then clears
+// it, as it starts its background read of the connection (which watches
+// for the client going away), so that a long poll runs on. Requests
+// without a body get no read deadline for that reason.
+func deadlines(h http.Handler, body, write time.Duration) http.Handler {
 	wall := clock.System()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)
 		now := wall.Now()
-		_ = rc.SetWriteDeadline(now.Add(maxLongPoll + writeTimeout))
-		if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
-			_ = rc.SetReadDeadline(now.Add(bodyTimeout))
-			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+		_ = rc.SetWriteDeadline(now.Add(write))
+		if r.ContentLength != 0 {
+			_ = rc.SetReadDeadline(now.Add(body))
 		}
 		h.ServeHTTP(w, r)
 	})
-}
-
-// deadlineBody clears the connection's read deadline once the body has
-// been read whole.
-type deadlineBody struct {
-	io.ReadCloser
-	rc      *http.ResponseController
-	cleared bool
-}
-
-func (b *deadlineBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF && !b.cleared {
-		b.cleared = true
-		_ = b.rc.SetReadDeadline(time.Time{})
-	}
-	return n, err
 }

@@ -1,9 +1,14 @@
 package serve
 
 import (
+	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/clock"
 )
 
 // closeCounter is a connection that records whether it was closed.
@@ -40,5 +45,73 @@ func TestConnsEvictTheOldestWaiting(t *testing.T) {
 	c.state(f, http.StateClosed)
 	if c.count() != 2 {
 		t.Fatalf("%d open after b closed, want 2", c.count())
+	}
+}
+
+// serveDeadlines serves h behind deadlines(h, body, 10s) on a loopback
+// listener.
+func serveDeadlines(t *testing.T, h http.Handler, body time.Duration) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: deadlines(h, body, 10*time.Second), ReadHeaderTimeout: headerTimeout}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return ln.Addr().String()
+}
+
+// A body that does not arrive in time ends its connection; a body that
+// did arrive leaves the request to run past that time, as a long poll
+// does, its context alive.
+func TestDeadlinesCutSlowBodiesNotLongPolls(t *testing.T) {
+	const body = 300 * time.Millisecond
+	wall := clock.System()
+	polled := make(chan error, 1)
+	addr := serveDeadlines(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadAll(r.Body); err != nil {
+			w.Header().Set("Connection", "close")
+			w.WriteHeader(http.StatusRequestTimeout)
+			return
+		}
+		// A long poll of three body timeouts, watching its context as the
+		// SQS API's long polls do.
+		poll := wall.NewTimer(3 * body)
+		defer poll.Stop()
+		select {
+		case <-r.Context().Done():
+			polled <- r.Context().Err()
+		case <-poll.C():
+			polled <- nil
+		}
+	}), body)
+
+	res, err := http.Post("http://"+addr+"/", "application/json", strings.NewReader(`{"WaitTimeSeconds":20}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if err := <-polled; err != nil {
+		t.Fatalf("a long poll after its body arrived was cut: %v", err)
+	}
+
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789"); err != nil {
+		t.Fatal(err)
+	}
+	// The bound is generous real time: the server's deadline is 300 ms.
+	_ = c.SetReadDeadline(wall.Now().Add(10 * time.Second))
+	start := wall.Monotonic()
+	_, err = io.Copy(io.Discard, c)
+	if err != nil {
+		t.Fatalf("a slow body's connection was not closed by the server: %v", err)
+	}
+	if took := wall.Monotonic() - start; took < body {
+		t.Fatalf("a slow body's connection closed after %v, before its deadline of %v", took, body)
 	}
 }

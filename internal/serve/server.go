@@ -215,7 +215,7 @@ func New(cfg Config) (*Server, error) {
 		s.cfg.MaxConns = cfg.MaxConns
 	}
 	s.conns = newConns(cfg.MaxConns)
-	s.http = &http.Server{Handler: deadlines(s.handler), ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout,
+	s.http = &http.Server{Handler: deadlines(s.handler, bodyTimeout, maxLongPoll+writeTimeout), ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout,
 		MaxHeaderBytes: maxHeaderBytes, ConnState: s.conns.state, ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)}
 	return s, nil
 }
