@@ -62,4 +62,3 @@ func TestGoSDKSignsWhatTheServerRequires(t *testing.T) {
 		t.Fatalf("%d requests; headers the SDK left unsigned: %v", seen, unsigned)
 	}
 }
-
