@@ -276,12 +276,17 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !errors.As(err, &ae) {
 			ae = fromStore(err)
 		}
-		if ae.status >= 500 {
+		// A failure of the server's own is logged, with its detail, under
+		// the request's id, which the answer names; an overloaded or
+		// stopping server (503) is not worth a line per request.
+		if ae.status == http.StatusInternalServerError {
 			var detail error = ae
 			if ae.cause != nil {
 				detail = ae.cause
 			}
 			a.log.Error("sqs request failed", "request_id", id, "action", name, "error", detail)
+			ae = &apiError{status: ae.status, shape: ae.shape, code: ae.code, server: true,
+				message: fmt.Sprintf("the server failed; its log has the detail under request id %s", id)}
 		}
 		outcome = ae.code
 		writeError(w, ae)

@@ -415,7 +415,7 @@ func TestServerErrorsKeepTheirDetailInTheLog(t *testing.T) {
 	b.call(t, "CreateQueue", `{"QueueName":"q"}`)
 	got := b.call(t, "SendMessage", `{"QueueUrl":"/q","MessageBody":"x"}`)
 	id := got.header.Get("X-Amzn-Requestid")
-	if got.status != 500 || strings.Contains(string(got.body), "db.internal") || strings.Contains(string(got.body), "INSERT") || !strings.Contains(got.Msg, "request id") {
+	if got.status != 500 || strings.Contains(string(got.body), "db.internal") || strings.Contains(string(got.body), "INSERT") || !strings.Contains(got.Msg, id) {
 		t.Fatalf("a store failure: %d %s", got.status, got.body)
 	}
 	if log := b.log.text(); !strings.Contains(log, "request_id="+id) || !strings.Contains(log, "db.internal") {
