@@ -34,6 +34,7 @@ func TestPostgresFailover(t *testing.T) {
 	needPrograms(t, filepath.Join(pgBin, "initdb"), filepath.Join(pgBin, "postgres"),
 		filepath.Join(pgBin, "pg_basebackup"), filepath.Join(pgBin, "pg_ctl"))
 	t.Parallel()
+	began := time.Now()
 	bin := buildLeasehold(t)
 	cred := serverAccount(t)
 
@@ -61,7 +62,8 @@ func TestPostgresFailover(t *testing.T) {
 	}
 
 	l := startLoad(t, bin, dsn)
-	l.waitCompleted(100, 30*time.Second)
+	loaded := time.Now()
+	l.waitCompleted(100, 50, 30*time.Second)
 
 	killed := time.Now()
 	primary.kill(t)
@@ -90,12 +92,23 @@ func TestPostgresFailover(t *testing.T) {
 		}
 		return s.State == store.Completed, nil
 	})
+	// Each worker, the server and the test's store listen again.
+	relistened := l.waitFor("every process listening on the promoted primary", resumeWithin, func() (bool, error) {
+		n, err := l.listeners()
+		return n == loadWorkers+2, err
+	})
 	// More load on the new primary before the end.
-	w0, s0, _ := l.completed()
-	l.waitCompleted(max(w0, s0)+100, 30*time.Second)
+	w0, s0, err := l.completed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.waitCompleted(w0+100, s0+50, 30*time.Second)
+	ending := time.Now()
 	l.finish(30 * time.Second)
-	t.Logf("promotion took %s after the kill; work given after the promotion completed %s after it",
-		promoted.Sub(killed).Round(time.Millisecond), resumed.Round(100*time.Millisecond))
+	t.Logf("setup took %s; load ran %s before the kill; the promotion returned %s after the kill; "+
+		"work given after the promotion completed %s after it, every process listened again %s after that; the end took %s",
+		loaded.Sub(began).Round(100*time.Millisecond), killed.Sub(loaded).Round(100*time.Millisecond), promoted.Sub(killed).Round(time.Millisecond),
+		resumed.Round(100*time.Millisecond), relistened.Round(100*time.Millisecond), time.Since(ending).Round(100*time.Millisecond))
 }
 
 // waitSync waits until the standby named name replicates synchronously
@@ -128,8 +141,14 @@ func parseID(s string) (int64, error) {
 	return id, err
 }
 
-// pgbouncer is the program TestPgBouncer runs.
-const pgbouncer = "pgbouncer"
+// pgbouncer is the program TestPgBouncer runs: Debian installs it in
+// /usr/sbin, which not every PATH names.
+func pgbouncer() string {
+	if p, err := exec.LookPath("pgbouncer"); err == nil {
+		return p
+	}
+	return "/usr/sbin/pgbouncer"
+}
 
 // TestPgBouncer runs the whole load through PgBouncer in transaction
 // mode, which gives each transaction whichever server connection is free:
@@ -138,7 +157,7 @@ const pgbouncer = "pgbouncer"
 // doubled.
 func TestPgBouncer(t *testing.T) {
 	testproc.SkipShort(t, "runs PgBouncer and the load through it")
-	needPrograms(t, pgbouncer)
+	needPrograms(t, pgbouncer())
 	t.Parallel()
 	bin := buildLeasehold(t)
 	direct := freshDatabase(t, bin)
@@ -172,11 +191,11 @@ max_client_conn = 500
 			t.Fatal(err)
 		}
 	}
-	bouncer := startServerProcess(t, cred, pgbouncer, filepath.Join(dir, "pgbouncer.ini"))
+	bouncer := startServerProcess(t, cred, pgbouncer(), filepath.Join(dir, "pgbouncer.ini"))
 	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable&leasehold_listen=off", port, db)
 	bouncer.waitConnect(t, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", port, db))
 
 	l := startLoad(t, bin, dsn)
-	l.waitCompleted(600, 45*time.Second)
+	l.waitCompleted(600, 150, 45*time.Second)
 	l.finish(30 * time.Second)
 }

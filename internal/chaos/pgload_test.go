@@ -48,7 +48,7 @@ type ack struct {
 // that failed, their payloads: a failed call may have gone through.
 type pgLoad struct {
 	t         *testing.T
-	st        store.Store
+	st        *postgres.Store
 	srv       *sqsServer
 	client    *sqs.Client
 	queueURL  string
@@ -262,6 +262,16 @@ func (l *pgLoad) waitFor(what string, within time.Duration, cond func() (bool, e
 	}
 }
 
+// listeners counts the connections that LISTEN on the server the load's
+// store reaches.
+func (l *pgLoad) listeners() (int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var n int
+	err := l.st.Pool().QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %' AND datname = current_database()").Scan(&n)
+	return n, err
+}
+
 // completed returns how many messages each queue has completed.
 func (l *pgLoad) completed() (work, sqs int64, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -274,12 +284,13 @@ func (l *pgLoad) completed() (work, sqs int64, err error) {
 	return w.Completed, s.Completed, nil
 }
 
-// waitCompleted waits until each queue has completed at least n messages.
-func (l *pgLoad) waitCompleted(n int64, within time.Duration) {
+// waitCompleted waits until the workers' queue has completed at least
+// work messages and the SQS queue sqs.
+func (l *pgLoad) waitCompleted(work, sqs int64, within time.Duration) {
 	l.t.Helper()
-	l.waitFor(fmt.Sprintf("%d messages of each queue completed", n), within, func() (bool, error) {
+	l.waitFor(fmt.Sprintf("%d messages of the workers and %d of serve completed", work, sqs), within, func() (bool, error) {
 		w, s, err := l.completed()
-		return w >= n && s >= n, err
+		return w >= work && s >= sqs, err
 	})
 }
 
