@@ -194,6 +194,11 @@ max_client_conn = 500
 	bouncer := startServerProcess(t, cred, pgbouncer(), filepath.Join(dir, "pgbouncer.ini"))
 	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable&leasehold_listen=off", port, db)
 	bouncer.waitConnect(t, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", port, db))
+	// The database is at the code's version already; the command checks
+	// it through the pooler as a deployment would.
+	if out, err := exec.Command(bin, "--db", dsn, "migrate").CombinedOutput(); err != nil {
+		t.Fatalf("leasehold migrate through PgBouncer: %v\n%s", err, out)
+	}
 
 	l := startLoad(t, bin, dsn)
 	l.waitCompleted(600, 150, 45*time.Second)
