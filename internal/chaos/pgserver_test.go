@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/sys/unix"
 
 	"github.com/leasehold/leasehold/internal/pgtest"
 	"github.com/leasehold/leasehold/internal/testproc"
@@ -181,8 +183,36 @@ func (c *pgCluster) start(t *testing.T, settings ...string) {
 	for _, s := range settings {
 		args = append(args, "-c", s)
 	}
+	t.Cleanup(func() { c.removeSharedMemory(t) })
 	c.serverProcess = startServerProcess(t, c.cred, filepath.Join(pgBin, "postgres"), args...)
 	c.waitConnect(t, c.dsn("postgres"))
+}
+
+// removeSharedMemory removes the System V shared memory segment of a
+// postmaster that was killed: a killed postmaster leaves it behind, and
+// the kernel allows only so many. It runs once the postmaster is gone;
+// postmaster.pid names the segment on its seventh line.
+func (c *pgCluster) removeSharedMemory(t *testing.T) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(c.dir, "postmaster.pid"))
+	if err != nil {
+		return // a postmaster that stopped by itself removed both
+	}
+	lines := strings.Split(string(data), "\n")
+	if len(lines) < 7 {
+		return
+	}
+	f := strings.Fields(lines[6])
+	if len(f) != 2 {
+		return
+	}
+	id, err := strconv.Atoi(f[1])
+	if err != nil {
+		return
+	}
+	if _, err := unix.SysvShmCtl(id, unix.IPC_RMID, nil); err != nil && !errors.Is(err, unix.EINVAL) {
+		t.Errorf("remove the shared memory segment %d of the postmaster in %s: %v", id, c.dir, err)
+	}
 }
 
 // initCluster makes a new cluster in a directory of its own, trusting
