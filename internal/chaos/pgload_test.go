@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -85,12 +86,7 @@ func startLoad(t *testing.T, bin, dsn string) *pgLoad {
 
 	l.srv = startServer(t, bin, dsn)
 	l.client = newSQSClient(l.srv.endpoint)
-	created, err := l.client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(sqsQueue),
-		Attributes: map[string]string{"VisibilityTimeout": strconv.Itoa(int(sqsVisibility / time.Second))}})
-	if err != nil {
-		t.Fatalf("CreateQueue: %v", err)
-	}
-	l.queueURL = *created.QueueUrl
+	l.queueURL = createSQSQueue(t, l.client)
 
 	for range loadWorkers {
 		w := start(t, "worker", childDB+"="+dsn, childLog+"="+l.handled)
@@ -99,11 +95,8 @@ func startLoad(t *testing.T, bin, dsn string) *pgLoad {
 	}
 	dir := t.TempDir()
 	for i := range loadConsumers {
-		c := &sqsChild{log: filepath.Join(dir, fmt.Sprintf("consumer-%02d.log", i))}
-		c.proc = testproc.Start(t, sqsConsumerLog+"="+c.log, sqsConsumerEndpoint+"="+l.srv.endpoint,
-			sqsConsumerQueueURL+"="+l.queueURL, sqsConsumerSeed+"="+strconv.Itoa(i), sqsConsumerOutages+"=1")
-		c.proc.Expect(t, "ready")
-		l.consumers = append(l.consumers, c)
+		l.consumers = append(l.consumers, startConsumer(t, filepath.Join(dir, fmt.Sprintf("consumer-%02d.log", i)),
+			l.srv.endpoint, l.queueURL, rand.Uint64(), sqsConsumerOutages+"=1"))
 	}
 	l.wg.Go(l.enqueue)
 	l.wg.Go(l.send)

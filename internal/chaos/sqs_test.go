@@ -248,6 +248,30 @@ func newSQSClient(endpoint string) *sqs.Client {
 		Credentials: aws.AnonymousCredentials{}, RetryMaxAttempts: 1, HTTPClient: &http.Client{Timeout: 30 * time.Second}})
 }
 
+// createSQSQueue creates the queue sqsQueue with the visibility timeout
+// sqsVisibility and returns its URL.
+func createSQSQueue(t *testing.T, client *sqs.Client) string {
+	t.Helper()
+	created, err := client.CreateQueue(context.Background(), &sqs.CreateQueueInput{QueueName: aws.String(sqsQueue),
+		Attributes: map[string]string{"VisibilityTimeout": strconv.Itoa(int(sqsVisibility / time.Second))}})
+	if err != nil {
+		t.Fatalf("CreateQueue: %v", err)
+	}
+	return *created.QueueUrl
+}
+
+// startConsumer starts a consumer process of the queue at queueURL, which
+// logs to log, with the extra environment variables env, and waits until
+// it is ready.
+func startConsumer(t *testing.T, log, endpoint, queueURL string, seed uint64, env ...string) *sqsChild {
+	t.Helper()
+	c := &sqsChild{log: log}
+	c.proc = testproc.Start(t, append([]string{sqsConsumerLog + "=" + log, sqsConsumerEndpoint + "=" + endpoint,
+		sqsConsumerQueueURL + "=" + queueURL, sqsConsumerSeed + "=" + strconv.FormatUint(seed, 10)}, env...)...)
+	c.proc.Expect(t, "ready")
+	return c
+}
+
 // sqsChild is one consumer process and its log.
 type sqsChild struct {
 	proc   *testproc.Child
@@ -270,12 +294,7 @@ func sqsChaos(t *testing.T, bin, db string, open func(context.Context) (store.St
 
 	srv := startServer(t, bin, db)
 	client := newSQSClient(srv.endpoint)
-	created, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(sqsQueue),
-		Attributes: map[string]string{"VisibilityTimeout": strconv.Itoa(int(sqsVisibility / time.Second))}})
-	if err != nil {
-		t.Fatalf("CreateQueue: %v", err)
-	}
-	queueURL := *created.QueueUrl
+	queueURL := createSQSQueue(t, client)
 
 	// sent maps each message id the server gave to its body; bodies are
 	// unique.
@@ -305,10 +324,7 @@ func sqsChaos(t *testing.T, bin, db string, open func(context.Context) (store.St
 	dir := t.TempDir()
 	var children []*sqsChild
 	start := func() *sqsChild {
-		c := &sqsChild{log: filepath.Join(dir, fmt.Sprintf("consumer-%02d.log", len(children)))}
-		c.proc = testproc.Start(t, sqsConsumerLog+"="+c.log, sqsConsumerEndpoint+"="+srv.endpoint,
-			sqsConsumerQueueURL+"="+queueURL, sqsConsumerSeed+"="+strconv.FormatUint(rng.Uint64(), 10))
-		c.proc.Expect(t, "ready")
+		c := startConsumer(t, filepath.Join(dir, fmt.Sprintf("consumer-%02d.log", len(children))), srv.endpoint, queueURL, rng.Uint64())
 		children = append(children, c)
 		return c
 	}

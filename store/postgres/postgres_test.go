@@ -89,6 +89,16 @@ func TestPoolConfigConnectTimeout(t *testing.T) {
 	}
 }
 
+// dsnWith is the test server's DSN with the URL parameters params added.
+func dsnWith(t *testing.T, params string) string {
+	t.Helper()
+	dsn, sep := pgtest.DSN(t), "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	return dsn + sep + params
+}
+
 // Without LISTEN (leasehold_listen=off in the DSN, as behind PgBouncer in
 // transaction mode), the store opens no listening connection, the server
 // never sees the parameter (it would refuse an unknown one), and the store
@@ -97,12 +107,7 @@ func TestPollOnly(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
 	schema := pgtest.Schema(t, pool)
-	dsn := pgtest.DSN(t)
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
-	polling, err := postgres.Open(ctx, postgres.Config{DSN: dsn + sep + "leasehold_listen=off", Schema: schema})
+	polling, err := postgres.Open(ctx, postgres.Config{DSN: dsnWith(t, "leasehold_listen=off"), Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +136,7 @@ func TestPollOnly(t *testing.T) {
 	if err != nil || len(ds) != 1 || string(ds[0].Payload) != "polled" {
 		t.Fatalf("a poll-only store claimed %v, %v", ds, err)
 	}
-	if _, err := postgres.Open(ctx, postgres.Config{DSN: dsn + sep + "leasehold_listen=maybe", Schema: schema}); !errors.Is(err, store.ErrInvalid) {
+	if _, err := postgres.Open(ctx, postgres.Config{DSN: dsnWith(t, "leasehold_listen=maybe"), Schema: schema}); !errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("leasehold_listen=maybe: %v, want ErrInvalid", err)
 	}
 }
@@ -146,11 +151,6 @@ func TestPollOnlyPreparesNothing(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
 	schema := pgtest.Schema(t, pool)
-	dsn := pgtest.DSN(t)
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
 	for _, tc := range []struct {
 		params string
 		named  bool
@@ -158,7 +158,7 @@ func TestPollOnlyPreparesNothing(t *testing.T) {
 		{"pool_max_conns=1", true},
 		{"pool_max_conns=1&leasehold_listen=off", false},
 	} {
-		st, err := postgres.Open(ctx, postgres.Config{DSN: dsn + sep + tc.params, Schema: schema})
+		st, err := postgres.Open(ctx, postgres.Config{DSN: dsnWith(t, tc.params), Schema: schema})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,7 +190,7 @@ func TestPollOnlyPreparesNothing(t *testing.T) {
 		if !tc.named {
 			mode = pgx.QueryExecModeCacheDescribe
 		}
-		pc, err := postgres.PoolConfig(dsn + sep + tc.params)
+		pc, err := postgres.PoolConfig(dsnWith(t, tc.params))
 		if err != nil || pc.ConnConfig.DefaultQueryExecMode != mode {
 			t.Fatalf("PoolConfig(%s): mode %v, %v; want %v", tc.params, pc.ConnConfig.DefaultQueryExecMode, err, mode)
 		}
