@@ -39,6 +39,20 @@ type spyStore struct {
 	extendErr func() error
 	// completeErr, when set, is asked before each Complete, likewise.
 	completeErr func() error
+	// claimErr, when set, is asked before each Claim, likewise.
+	claimErr func() error
+}
+
+func (s *spyStore) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, error) {
+	s.mu.Lock()
+	f := s.claimErr
+	s.mu.Unlock()
+	if f != nil {
+		if err := f(); err != nil {
+			return nil, err
+		}
+	}
+	return s.Store.Claim(ctx, c)
 }
 
 func (s *spyStore) Extend(ctx context.Context, ls []store.Lease, d time.Duration) (store.Extended, error) {
@@ -619,6 +633,53 @@ func TestCompletionRetriedAfterTransientErrors(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A worker whose store was away for long tries again soon once it is
+// back: the pause between failed receives is capped at a few seconds, so
+// that work resumes promptly when a database returns (a standby promoted
+// after a failover), however long the outage was.
+func TestReceiveResumesSoonAfterALongOutage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const most = 5 * time.Second
+		st := newStore(t)
+		var down atomic.Bool
+		down.Store(true)
+		var mu sync.Mutex
+		var tries []time.Time // while down
+		st.claimErr = func() error {
+			if down.Load() {
+				mu.Lock()
+				defer mu.Unlock()
+				tries = append(tries, time.Now())
+				return errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
+			}
+			return nil
+		}
+		handled := make(chan time.Time, 1)
+		b := start(t, worker.Config{Deps: with(st), Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+			handled <- time.Now()
+			return nil
+		})})
+		time.Sleep(time.Hour) // the outage
+		synctest.Wait()       // the loop is paused between two tries
+		down.Store(false)
+		back := time.Now()
+		b.enqueue(store.NewMessage{Payload: []byte("x")})
+		if took := recv(t, handled, time.Minute).Sub(back); took > most {
+			t.Fatalf("the message was handled %s after the store was back, want within %s", took, most)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for i := 1; i < len(tries); i++ {
+			if gap := tries[i].Sub(tries[i-1]); gap > most {
+				t.Fatalf("tries %d and %d during the outage were %s apart, want %s at most", i, i+1, gap, most)
+			}
+		}
+		if len(tries) < int(time.Hour/most) {
+			t.Fatalf("%d tries in an hour's outage", len(tries))
+		}
+	})
 }
 
 // Retries stop when the lease would end first, and after a bounded number
