@@ -465,8 +465,8 @@ type sqsLogs struct {
 // readSQSLogs reads every consumer's log. A line is "recv <message id>
 // <handle> <body>", "try <message id> <handle>" before a delete, then
 // "done ...", "refused ..." or, when the server failed, "unknown ..."
-// after it. The last line of a killed
-// consumer's log may be cut short: it is ignored.
+// after it. The last line of a killed consumer's log may be cut short: it
+// is ignored.
 func readSQSLogs(t *testing.T, children []*sqsChild, sent map[string]string, tag string) sqsLogs {
 	t.Helper()
 	l := sqsLogs{done: map[int64][]int64{}, refused: map[int64][]int64{}, cut: map[int64][]int64{}, abandoned: map[int64][]int64{}}

@@ -54,9 +54,10 @@ type Config struct {
 	// receivers then learn of other processes' messages at their next
 	// poll, within their poll interval, and of this process's at once. A
 	// DSN can ask for it with leasehold_listen=off. A pool the store opens
-	// from DSN then prepares no named statements either (see forPooler);
-	// a Pool given for such a pooler needs the same setting by hand:
-	// pgx.QueryExecModeCacheDescribe as its DefaultQueryExecMode.
+	// from DSN then prepares no named statements either, which such a
+	// pooler breaks: its DefaultQueryExecMode is
+	// pgx.QueryExecModeCacheDescribe instead of pgx's default. A Pool
+	// given for such a pooler needs that setting by hand.
 	PollOnly bool
 }
 
