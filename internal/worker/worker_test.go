@@ -43,14 +43,20 @@ type spyStore struct {
 	claimErr func() error
 }
 
-func (s *spyStore) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, error) {
+// ask returns what the hook *f, if set, says about the call it precedes.
+func (s *spyStore) ask(f *func() error) error {
 	s.mu.Lock()
-	f := s.claimErr
+	hook := *f
 	s.mu.Unlock()
-	if f != nil {
-		if err := f(); err != nil {
-			return nil, err
-		}
+	if hook == nil {
+		return nil
+	}
+	return hook()
+}
+
+func (s *spyStore) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, error) {
+	if err := s.ask(&s.claimErr); err != nil {
+		return nil, err
 	}
 	return s.Store.Claim(ctx, c)
 }
@@ -59,25 +65,17 @@ func (s *spyStore) Extend(ctx context.Context, ls []store.Lease, d time.Duration
 	s.extendCalls.Add(1)
 	s.mu.Lock()
 	s.extendSizes = append(s.extendSizes, len(ls))
-	f := s.extendErr
 	s.mu.Unlock()
-	if f != nil {
-		if err := f(); err != nil {
-			return store.Extended{}, err
-		}
+	if err := s.ask(&s.extendErr); err != nil {
+		return store.Extended{}, err
 	}
 	return s.Store.Extend(ctx, ls, d)
 }
 
 func (s *spyStore) Complete(ctx context.Context, cs []store.Completion) ([]error, error) {
 	s.completes.Add(int64(len(cs)))
-	s.mu.Lock()
-	f := s.completeErr
-	s.mu.Unlock()
-	if f != nil {
-		if err := f(); err != nil {
-			return nil, err
-		}
+	if err := s.ask(&s.completeErr); err != nil {
+		return nil, err
 	}
 	return s.Store.Complete(ctx, cs)
 }
