@@ -219,6 +219,36 @@ func latestTokens(t *testing.T, path string) map[int64]int64 {
 	return latest
 }
 
+// listAll lists every message of queue in state.
+func listAll(t *testing.T, st store.Store, queue string, state store.State) []store.Info {
+	t.Helper()
+	var all []store.Info
+	for after := int64(0); ; {
+		infos, err := st.List(context.Background(), store.ListFilter{Queue: queue, State: state, AfterID: after, Limit: 1000})
+		if err != nil {
+			t.Fatalf("list %s messages of %s: %v", state, queue, err)
+		}
+		all = append(all, infos...)
+		if len(infos) < 1000 {
+			return all
+		}
+		after = infos[len(infos)-1].ID
+	}
+}
+
+// checkHandlerTokens checks that each completed message completed under
+// the latest fencing token a worker's handler ran it under, by the
+// handlers' log: no completion came from a lease that had been lost.
+func checkHandlerTokens(t *testing.T, completed []store.Info, logPath string) {
+	t.Helper()
+	latest := latestTokens(t, logPath)
+	for _, in := range completed {
+		if in.FencingToken != latest[in.ID] {
+			t.Fatalf("message %d completed under token %d, but a handler ran under %d", in.ID, in.FencingToken, latest[in.ID])
+		}
+	}
+}
+
 // killAndRestart runs three workers, SIGKILLs a random one and starts a
 // new one every second, and, with hurt set, calls it every second too,
 // until every message has completed.
@@ -279,26 +309,10 @@ func killAndRestart(t *testing.T, e env, n int, hurt func()) {
 	if s.Completed != int64(n) || s.Dead != 0 || s.Pending != 0 || s.Processing != 0 || s.Waiting != 0 {
 		t.Fatalf("after the run: %+v, want all %d completed", s, n)
 	}
-	latest := latestTokens(t, logPath)
-	seen := 0
-	for after := int64(0); ; {
-		infos, err := e.st.List(ctx, store.ListFilter{Queue: queue, State: store.Completed, AfterID: after, Limit: 1000})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, in := range infos {
-			if in.FencingToken != latest[in.ID] {
-				t.Fatalf("message %d completed under token %d, but a handler ran under %d", in.ID, in.FencingToken, latest[in.ID])
-			}
-			after = in.ID
-			seen++
-		}
-		if len(infos) < 1000 {
-			break
-		}
-	}
-	if seen != n {
-		t.Fatalf("listed %d completed messages, want %d", seen, n)
+	completed := listAll(t, e.st, queue, store.Completed)
+	checkHandlerTokens(t, completed, logPath)
+	if len(completed) != n {
+		t.Fatalf("listed %d completed messages, want %d", len(completed), n)
 	}
 	t.Logf("%d messages, %d kills", n, kills)
 }

@@ -43,6 +43,9 @@ const (
 	sqsConsumerEndpoint = "LEASEHOLD_SQS_CONSUMER_ENDPOINT"
 	sqsConsumerQueueURL = "LEASEHOLD_SQS_CONSUMER_QUEUE_URL"
 	sqsConsumerSeed     = "LEASEHOLD_SQS_CONSUMER_SEED"
+	// sqsConsumerOutages, set to 1, has a consumer ride out the server's
+	// errors while its database is away (see consumer.outages).
+	sqsConsumerOutages = "LEASEHOLD_SQS_CONSUMER_OUTAGES"
 	// sqsChaosSeed, when set, repeats a run's kill schedule and the
 	// consumers' choices (not the timing of real processes).
 	sqsChaosSeed = "LEASEHOLD_SQS_CHAOS_SEED"
@@ -87,7 +90,7 @@ func TestSQSChaos(t *testing.T) {
 		})
 	})
 	t.Run("postgres", func(t *testing.T) {
-		db := freshSQSDatabase(t, bin)
+		db := freshDatabase(t, bin)
 		sqsChaos(t, bin, db, func(ctx context.Context) (store.Store, error) {
 			return postgres.Open(ctx, postgres.Config{DSN: db})
 		})
@@ -123,11 +126,11 @@ func raceEnabled() bool {
 	return false
 }
 
-// freshSQSDatabase creates an empty PostgreSQL database for one test,
+// freshDatabase creates an empty PostgreSQL database for one test,
 // migrated by the command itself, dropped when the test ends, and returns
 // its URL. The command has no way to name a schema, so the test's tables
 // live in a database of their own.
-func freshSQSDatabase(t *testing.T, bin string) string {
+func freshDatabase(t *testing.T, bin string) string {
 	t.Helper()
 	base := pgtest.DSN(t)
 	pool := pgtest.Pool(t)
@@ -166,14 +169,7 @@ type sqsServer struct {
 // /readyz answers 200.
 func startServer(t *testing.T, bin, db string) *sqsServer {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	if err := ln.Close(); err != nil {
-		t.Fatal(err)
-	}
+	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	s := &sqsServer{output: &testproc.SyncBuffer{}, endpoint: "http://" + addr, exited: make(chan struct{})}
 	s.cmd = exec.Command(bin, "--db", db, "--log-level", "warn", "serve", "--addr", addr, "--reap-interval", "100ms")
 	// Unsigned: the server listens on loopback only.
@@ -215,6 +211,18 @@ func startServer(t *testing.T, bin, db string) *sqsServer {
 	}
 }
 
+// freePort is a loopback TCP port that was free a moment ago, for a
+// server process to listen on.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
 // stop sends SIGTERM and requires the server to exit with status 0.
 func (s *sqsServer) stop(t *testing.T) {
 	t.Helper()
@@ -240,6 +248,30 @@ func newSQSClient(endpoint string) *sqs.Client {
 		Credentials: aws.AnonymousCredentials{}, RetryMaxAttempts: 1, HTTPClient: &http.Client{Timeout: 30 * time.Second}})
 }
 
+// createSQSQueue creates the queue sqsQueue with the visibility timeout
+// sqsVisibility and returns its URL.
+func createSQSQueue(t *testing.T, client *sqs.Client) string {
+	t.Helper()
+	created, err := client.CreateQueue(context.Background(), &sqs.CreateQueueInput{QueueName: aws.String(sqsQueue),
+		Attributes: map[string]string{"VisibilityTimeout": strconv.Itoa(int(sqsVisibility / time.Second))}})
+	if err != nil {
+		t.Fatalf("CreateQueue: %v", err)
+	}
+	return *created.QueueUrl
+}
+
+// startConsumer starts a consumer process of the queue at queueURL, which
+// logs to log, with the extra environment variables env, and waits until
+// it is ready.
+func startConsumer(t *testing.T, log, endpoint, queueURL string, seed uint64, env ...string) *sqsChild {
+	t.Helper()
+	c := &sqsChild{log: log}
+	c.proc = testproc.Start(t, append([]string{sqsConsumerLog + "=" + log, sqsConsumerEndpoint + "=" + endpoint,
+		sqsConsumerQueueURL + "=" + queueURL, sqsConsumerSeed + "=" + strconv.FormatUint(seed, 10)}, env...)...)
+	c.proc.Expect(t, "ready")
+	return c
+}
+
 // sqsChild is one consumer process and its log.
 type sqsChild struct {
 	proc   *testproc.Child
@@ -262,12 +294,7 @@ func sqsChaos(t *testing.T, bin, db string, open func(context.Context) (store.St
 
 	srv := startServer(t, bin, db)
 	client := newSQSClient(srv.endpoint)
-	created, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(sqsQueue),
-		Attributes: map[string]string{"VisibilityTimeout": strconv.Itoa(int(sqsVisibility / time.Second))}})
-	if err != nil {
-		t.Fatalf("CreateQueue: %v", err)
-	}
-	queueURL := *created.QueueUrl
+	queueURL := createSQSQueue(t, client)
 
 	// sent maps each message id the server gave to its body; bodies are
 	// unique.
@@ -297,10 +324,7 @@ func sqsChaos(t *testing.T, bin, db string, open func(context.Context) (store.St
 	dir := t.TempDir()
 	var children []*sqsChild
 	start := func() *sqsChild {
-		c := &sqsChild{log: filepath.Join(dir, fmt.Sprintf("consumer-%02d.log", len(children)))}
-		c.proc = testproc.Start(t, sqsConsumerLog+"="+c.log, sqsConsumerEndpoint+"="+srv.endpoint,
-			sqsConsumerQueueURL+"="+queueURL, sqsConsumerSeed+"="+strconv.FormatUint(rng.Uint64(), 10))
-		c.proc.Expect(t, "ready")
+		c := startConsumer(t, filepath.Join(dir, fmt.Sprintf("consumer-%02d.log", len(children))), srv.endpoint, queueURL, rng.Uint64())
 		children = append(children, c)
 		return c
 	}
@@ -380,6 +404,13 @@ func sqsChaos(t *testing.T, bin, db string, open func(context.Context) (store.St
 	}
 	defer st.Close()
 	checkSQSOutcome(t, st, sent, &logs)
+	// The run must have exercised what it claims to.
+	if logs.refusedCount == 0 {
+		t.Fatal("no delete was refused under a lost lease: the run never exercised fencing")
+	}
+	if logs.redelivered == 0 {
+		t.Fatal("no delivery abandoned by a killed consumer was received again: the kills never hit a consumer at work")
+	}
 	t.Logf("%d messages, %d consumers started, %d killed; %d deliveries logged: %d deleted, %d deletes refused under a lost lease, "+
 		"%d abandoned by a kill and received again, %d completed by a delete whose consumer was killed before it logged the outcome; "+
 		"drained after %s", len(sent), len(children), sqsKills, logs.deliveries, logs.deleted, logs.refusedCount,
@@ -419,21 +450,23 @@ type sqsLogs struct {
 	// refused are deletes refused with ReceiptHandleIsInvalid.
 	refused map[int64][]int64
 	// cut are deletes tried by a consumer that was killed before it
-	// logged their outcome: they may or may not have gone through.
+	// logged their outcome, or whose outcome the server could not tell:
+	// they may or may not have gone through.
 	cut map[int64][]int64
 	// abandoned are deliveries that a killed consumer received and never
 	// tried to delete.
 	abandoned map[int64][]int64
 
-	deliveries, deleted, refusedCount int
+	deliveries, deleted, refusedCount, unknown int
 	// Filled in by checkSQSOutcome.
 	redelivered, completedUnlogged int
 }
 
 // readSQSLogs reads every consumer's log. A line is "recv <message id>
 // <handle> <body>", "try <message id> <handle>" before a delete, then
-// "done ..." or "refused ..." after it. The last line of a killed
-// consumer's log may be cut short: it is ignored.
+// "done ...", "refused ..." or, when the server failed, "unknown ..."
+// after it. The last line of a killed consumer's log may be cut short: it
+// is ignored.
 func readSQSLogs(t *testing.T, children []*sqsChild, sent map[string]string, tag string) sqsLogs {
 	t.Helper()
 	l := sqsLogs{done: map[int64][]int64{}, refused: map[int64][]int64{}, cut: map[int64][]int64{}, abandoned: map[int64][]int64{}}
@@ -484,17 +517,21 @@ func readSQSLogs(t *testing.T, children []*sqsChild, sent map[string]string, tag
 				}
 				delete(received, h)
 				tried[h] = ph.token
-			case "done", "refused":
+			case "done", "refused", "unknown":
 				if _, ok := tried[h]; !ok {
 					bad("an outcome of a delete that was not tried")
 				}
 				delete(tried, h)
-				if kind == "done" {
+				switch kind {
+				case "done":
 					l.done[ph.id] = append(l.done[ph.id], ph.token)
 					l.deleted++
-				} else {
+				case "refused":
 					l.refused[ph.id] = append(l.refused[ph.id], ph.token)
 					l.refusedCount++
+				default:
+					l.cut[ph.id] = append(l.cut[ph.id], ph.token)
+					l.unknown++
 				}
 			default:
 				bad("unknown kind %q", kind)
@@ -579,19 +616,13 @@ func checkSQSOutcome(t *testing.T, st store.Store, sent map[string]string, l *sq
 			l.redelivered++
 		}
 	}
-	// The run must have exercised what it claims to.
-	if l.refusedCount == 0 {
-		t.Fatal("no delete was refused under a lost lease: the run never exercised fencing")
-	}
-	if l.redelivered == 0 {
-		t.Fatal("no delivery abandoned by a killed consumer was received again: the kills never hit a consumer at work")
-	}
 }
 
 // runSQSConsumer is a consumer process's main: it receives batches and
 // works each message for a random short time, sometimes past the
 // visibility timeout, then deletes it, logging every step to its own log,
-// until SIGTERM. Any error but a refused delete ends it with status 1.
+// until SIGTERM. Any error but a refused delete ends it with status 1,
+// unless it rides out outages.
 func runSQSConsumer(logPath string) int {
 	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, "consumer:", err)
@@ -607,7 +638,7 @@ func runSQSConsumer(logPath string) int {
 	}
 	defer f.Close()
 	c := &consumer{sqs: newSQSClient(os.Getenv(sqsConsumerEndpoint)), queueURL: os.Getenv(sqsConsumerQueueURL),
-		rng: rand.New(rand.NewPCG(seed, 1)), logf: f}
+		rng: rand.New(rand.NewPCG(seed, 1)), logf: f, outages: os.Getenv(sqsConsumerOutages) == "1"}
 	stop, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer cancel()
 	fmt.Println("ready")
@@ -630,6 +661,11 @@ type consumer struct {
 	queueURL string
 	rng      *rand.Rand // the main goroutine's only
 	logf     *os.File
+	// outages: an error from the server (its database is away) is
+	// ridden out: a failed receive is tried again a moment later, and a
+	// failed delete is logged as "unknown", since it may have gone
+	// through before the failure.
+	outages bool
 
 	// slow runs the deliveries worked past the visibility timeout, beside
 	// the next rounds.
@@ -665,6 +701,10 @@ func (c *consumer) round(ctx context.Context) error {
 	out, err := c.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(c.queueURL),
 		MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount}})
+	if err != nil && c.outages {
+		time.Sleep(100 * time.Millisecond) // a pause before the next try, while the database is away
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("ReceiveMessage: %w", err)
 	}
@@ -736,12 +776,13 @@ func (c *consumer) delete(ctx context.Context, m types.Message) error {
 		return err
 	}
 	_, err := c.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(c.queueURL), ReceiptHandle: aws.String(h)})
-	var ae smithy.APIError
 	switch {
 	case err == nil:
 		return c.log("done", id, h)
-	case errors.As(err, &ae) && ae.ErrorCode() == sqsRefused:
+	case refused(err):
 		return c.log("refused", id, h)
+	case c.outages:
+		return c.log("unknown", id, h)
 	default:
 		return fmt.Errorf("DeleteMessage %s: %w", id, err)
 	}
@@ -759,6 +800,14 @@ func (c *consumer) deleteBatch(ctx context.Context, msgs []types.Message) error 
 		}
 	}
 	out, err := c.sqs.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(c.queueURL), Entries: entries})
+	if err != nil && c.outages {
+		for _, m := range msgs {
+			if err := c.log("unknown", *m.MessageId, *m.ReceiptHandle); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("DeleteMessageBatch: %w", err)
 	}
@@ -779,12 +828,23 @@ func (c *consumer) deleteBatch(ctx context.Context, msgs []types.Message) error 
 		if !ok {
 			return fmt.Errorf("DeleteMessageBatch: failure of unknown entry %q", aws.ToString(f.Id))
 		}
+		kind := "refused"
 		if aws.ToString(f.Code) != sqsRefused {
+			kind = "unknown"
+		}
+		if kind == "unknown" && !c.outages {
 			return fmt.Errorf("DeleteMessageBatch entry of message %s: %s: %s", *m.MessageId, aws.ToString(f.Code), aws.ToString(f.Message))
 		}
-		if err := c.log("refused", *m.MessageId, *m.ReceiptHandle); err != nil {
+		if err := c.log(kind, *m.MessageId, *m.ReceiptHandle); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// refused reports whether err is the server refusing a receipt handle
+// whose lease is lost.
+func refused(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == sqsRefused
 }

@@ -119,9 +119,12 @@ func (l *loop) claim() error {
 	}
 }
 
-// receiveBackoff spaces out receives while the store fails. Its cap keeps
-// the loop's heartbeat well inside the watchdog's default threshold.
-var receiveBackoff = backoff.Exponential{Initial: 100 * time.Millisecond, Max: 30 * time.Second}
+// receiveBackoff spaces out receives while the store fails. Its cap bounds
+// how long work waits once the store is back (a database restarted, a
+// standby promoted), however long it was away, and keeps the loop's
+// heartbeat well inside the watchdog's default threshold; a try every few
+// seconds per queue costs a database that is down nothing.
+var receiveBackoff = backoff.Exponential{Initial: 100 * time.Millisecond, Max: 5 * time.Second}
 
 // unreceive gives back a message received while the worker stopped: at
 // once, and without counting the delivery its claim counted, since it

@@ -39,31 +39,43 @@ type spyStore struct {
 	extendErr func() error
 	// completeErr, when set, is asked before each Complete, likewise.
 	completeErr func() error
+	// claimErr, when set, is asked before each Claim, likewise.
+	claimErr func() error
+}
+
+// ask returns what the hook *f, if set, says about the call it precedes.
+func (s *spyStore) ask(f *func() error) error {
+	s.mu.Lock()
+	hook := *f
+	s.mu.Unlock()
+	if hook == nil {
+		return nil
+	}
+	return hook()
+}
+
+func (s *spyStore) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, error) {
+	if err := s.ask(&s.claimErr); err != nil {
+		return nil, err
+	}
+	return s.Store.Claim(ctx, c)
 }
 
 func (s *spyStore) Extend(ctx context.Context, ls []store.Lease, d time.Duration) (store.Extended, error) {
 	s.extendCalls.Add(1)
 	s.mu.Lock()
 	s.extendSizes = append(s.extendSizes, len(ls))
-	f := s.extendErr
 	s.mu.Unlock()
-	if f != nil {
-		if err := f(); err != nil {
-			return store.Extended{}, err
-		}
+	if err := s.ask(&s.extendErr); err != nil {
+		return store.Extended{}, err
 	}
 	return s.Store.Extend(ctx, ls, d)
 }
 
 func (s *spyStore) Complete(ctx context.Context, cs []store.Completion) ([]error, error) {
 	s.completes.Add(int64(len(cs)))
-	s.mu.Lock()
-	f := s.completeErr
-	s.mu.Unlock()
-	if f != nil {
-		if err := f(); err != nil {
-			return nil, err
-		}
+	if err := s.ask(&s.completeErr); err != nil {
+		return nil, err
 	}
 	return s.Store.Complete(ctx, cs)
 }
@@ -619,6 +631,53 @@ func TestCompletionRetriedAfterTransientErrors(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A worker whose store was away for long tries again soon once it is
+// back: the pause between failed receives is capped at a few seconds, so
+// that work resumes promptly when a database returns (a standby promoted
+// after a failover), however long the outage was.
+func TestReceiveResumesSoonAfterALongOutage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const most = 5 * time.Second
+		st := newStore(t)
+		var down atomic.Bool
+		down.Store(true)
+		var mu sync.Mutex
+		var tries []time.Time // while down
+		st.claimErr = func() error {
+			if down.Load() {
+				mu.Lock()
+				defer mu.Unlock()
+				tries = append(tries, time.Now())
+				return errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
+			}
+			return nil
+		}
+		handled := make(chan time.Time, 1)
+		b := start(t, worker.Config{Deps: with(st), Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+			handled <- time.Now()
+			return nil
+		})})
+		time.Sleep(time.Hour) // the outage
+		synctest.Wait()       // the loop is paused between two tries
+		down.Store(false)
+		back := time.Now()
+		b.enqueue(store.NewMessage{Payload: []byte("x")})
+		if took := recv(t, handled, time.Minute).Sub(back); took > most {
+			t.Fatalf("the message was handled %s after the store was back, want within %s", took, most)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for i := 1; i < len(tries); i++ {
+			if gap := tries[i].Sub(tries[i-1]); gap > most {
+				t.Fatalf("tries %d and %d during the outage were %s apart, want %s at most", i, i+1, gap, most)
+			}
+		}
+		if len(tries) < int(time.Hour/most) {
+			t.Fatalf("%d tries in an hour's outage", len(tries))
+		}
+	})
 }
 
 // Retries stop when the lease would end first, and after a bounded number

@@ -53,7 +53,11 @@ type Config struct {
 	// a pooler that cannot hold one (PgBouncer in transaction mode):
 	// receivers then learn of other processes' messages at their next
 	// poll, within their poll interval, and of this process's at once. A
-	// DSN can ask for it with leasehold_listen=off.
+	// DSN can ask for it with leasehold_listen=off. A pool the store opens
+	// from DSN then prepares no named statements either, which such a
+	// pooler breaks: its DefaultQueryExecMode is
+	// pgx.QueryExecModeCacheDescribe instead of pgx's default. A Pool
+	// given for such a pooler needs that setting by hand.
 	PollOnly bool
 }
 
@@ -93,7 +97,8 @@ const DefaultConnectTimeout = 10 * time.Second
 // The DSN's leasehold_listen parameter (on or off, see Config.PollOnly) is
 // leasehold's, not the server's: it is taken out, so a pool built from this
 // configuration and given to Open as Config.Pool needs Config.PollOnly set
-// by hand.
+// by hand. With leasehold_listen=off, connections of the pool prepare no
+// named statements, as Config.PollOnly says.
 func PoolConfig(dsn string) (*pgxpool.Config, error) {
 	pc, _, err := parseDSN(dsn)
 	return pc, err
@@ -114,7 +119,25 @@ func parseDSN(dsn string) (*pgxpool.Config, bool, error) {
 	if set && listen != "on" && listen != "off" {
 		return nil, false, fmt.Errorf("postgres store: %w: DSN: %s=%q: want on or off", store.ErrInvalid, listenParam, listen)
 	}
-	return pc, listen == "off", nil
+	pollOnly := listen == "off"
+	if pollOnly {
+		forPooler(pc.ConnConfig)
+	}
+	return pc, pollOnly, nil
+}
+
+// forPooler keeps the connections of a pool from preparing named
+// statements, which a pooler in transaction mode breaks: it runs each
+// transaction on whichever server connection is free, where another
+// client's statement may hold the name already (an error) or this
+// client's is missing. Statement descriptions are cached in the client
+// instead, and every execution sends its statement unnamed, in the same
+// round trip. A DSN's own default_query_exec_mode other than pgx's default
+// is kept.
+func forPooler(cc *pgx.ConnConfig) {
+	if cc.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement {
+		cc.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+	}
 }
 
 // listenParam is the DSN parameter that turns LISTEN off.
@@ -150,6 +173,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 			return nil, err
 		}
 		cfg.PollOnly = cfg.PollOnly || pollOnly
+		if cfg.PollOnly {
+			forPooler(pc.ConnConfig)
+		}
 		if s.pool, err = pgxpool.NewWithConfig(ctx, pc); err != nil {
 			return nil, fmt.Errorf("postgres store: connect: %w", err)
 		}

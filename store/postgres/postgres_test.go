@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/internal/pgtest"
 	"github.com/leasehold/leasehold/store"
@@ -87,6 +89,16 @@ func TestPoolConfigConnectTimeout(t *testing.T) {
 	}
 }
 
+// dsnWith is the test server's DSN with the URL parameters params added.
+func dsnWith(t *testing.T, params string) string {
+	t.Helper()
+	dsn, sep := pgtest.DSN(t), "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	return dsn + sep + params
+}
+
 // Without LISTEN (leasehold_listen=off in the DSN, as behind PgBouncer in
 // transaction mode), the store opens no listening connection, the server
 // never sees the parameter (it would refuse an unknown one), and the store
@@ -95,12 +107,7 @@ func TestPollOnly(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
 	schema := pgtest.Schema(t, pool)
-	dsn := pgtest.DSN(t)
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
-	polling, err := postgres.Open(ctx, postgres.Config{DSN: dsn + sep + "leasehold_listen=off", Schema: schema})
+	polling, err := postgres.Open(ctx, postgres.Config{DSN: dsnWith(t, "leasehold_listen=off"), Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,8 +136,64 @@ func TestPollOnly(t *testing.T) {
 	if err != nil || len(ds) != 1 || string(ds[0].Payload) != "polled" {
 		t.Fatalf("a poll-only store claimed %v, %v", ds, err)
 	}
-	if _, err := postgres.Open(ctx, postgres.Config{DSN: dsn + sep + "leasehold_listen=maybe", Schema: schema}); !errors.Is(err, store.ErrInvalid) {
+	if _, err := postgres.Open(ctx, postgres.Config{DSN: dsnWith(t, "leasehold_listen=maybe"), Schema: schema}); !errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("leasehold_listen=maybe: %v, want ErrInvalid", err)
+	}
+}
+
+// A poll-only store's connections prepare no named statement: behind a
+// pooler in transaction mode, the next transaction may run on a server
+// connection where another client's statement holds the name, or where
+// this one's is missing. With its pool of one connection, every statement
+// of an enqueue, claim, completion, extension and reap runs on the
+// connection the test then looks at.
+func TestPollOnlyPreparesNothing(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	schema := pgtest.Schema(t, pool)
+	for _, tc := range []struct {
+		params string
+		named  bool
+	}{
+		{"pool_max_conns=1", true},
+		{"pool_max_conns=1&leasehold_listen=off", false},
+	} {
+		st, err := postgres.Open(ctx, postgres.Config{DSN: dsnWith(t, tc.params), Schema: schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		if _, err := st.Enqueue(ctx, []store.NewMessage{{Queue: "q", Payload: []byte("a")}, {Queue: "q", Key: "k", Payload: []byte("b")}}); err != nil {
+			t.Fatal(err)
+		}
+		ds, err := st.Claim(ctx, store.Claim{Queue: "q", WorkerID: "w", Max: 2, LeaseDuration: time.Minute})
+		if err != nil || len(ds) != 2 {
+			t.Fatalf("%s: claimed %d, %v", tc.params, len(ds), err)
+		}
+		if _, err := st.Extend(ctx, []store.Lease{ds[0].Lease}, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Complete(ctx, []store.Completion{{Lease: ds[0].Lease}, {Lease: ds[1].Lease}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Reap(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var named int
+		if err := st.Pool().QueryRow(ctx, "SELECT count(*) FROM pg_prepared_statements", pgx.QueryExecModeSimpleProtocol).Scan(&named); err != nil {
+			t.Fatal(err)
+		}
+		if (named > 0) != tc.named {
+			t.Fatalf("%s: %d named statements prepared on the connection, want some: %t", tc.params, named, tc.named)
+		}
+		mode := pgx.QueryExecModeCacheStatement
+		if !tc.named {
+			mode = pgx.QueryExecModeCacheDescribe
+		}
+		pc, err := postgres.PoolConfig(dsnWith(t, tc.params))
+		if err != nil || pc.ConnConfig.DefaultQueryExecMode != mode {
+			t.Fatalf("PoolConfig(%s): mode %v, %v; want %v", tc.params, pc.ConnConfig.DefaultQueryExecMode, err, mode)
+		}
 	}
 }
 
