@@ -146,6 +146,11 @@ func Run(t *testing.T, f Factory, opts ...Option) {
 		// Close (refused.go).
 		{"BadInputChangesNothing", testBadInputChangesNothing},
 		{"PingAndClose", testPingAndClose},
+
+		// What servers of a database share: secrets, and the proof that
+		// the database takes writes (secrets.go).
+		{"ServerSecret", testServerSecret},
+		{"CheckWrite", testCheckWrite},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, f) })
