@@ -307,15 +307,20 @@ func (s *backend) CheckWrite(ctx context.Context) error {
 	return err
 }
 
-// ServerSecret keeps fresh unless the name has a secret, then reads the
-// name's secret in a statement of its own, which sees what a concurrent
-// first call committed.
+// ServerSecret reads the name's secret, so that a standby whose secret
+// exists serves it; when there is none it keeps fresh unless a concurrent
+// call kept its own first, and reads again in a statement of its own,
+// which sees what that call committed.
 func (s *backend) ServerSecret(ctx context.Context, name string, fresh []byte) ([]byte, error) {
+	var secret []byte
+	err := s.pool.QueryRow(ctx, s.sql.Text(qSecret), replan, name).Scan(&secret)
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return secret, err
+	}
 	if _, err := s.pool.Exec(ctx, s.sql.Text(qKeepSecret), replan, name, fresh); err != nil {
 		return nil, err
 	}
-	var secret []byte
-	err := s.pool.QueryRow(ctx, s.sql.Text(qSecret), replan, name).Scan(&secret)
+	err = s.pool.QueryRow(ctx, s.sql.Text(qSecret), replan, name).Scan(&secret)
 	return secret, err
 }
 

@@ -51,11 +51,21 @@ func TestServerSecretSharedByStoresOfASchema(t *testing.T) {
 }
 
 // CheckWrite fails in a session whose transactions are read-only, as on a
-// standby, while Ping still answers.
+// standby, while Ping and the reading of a secret that exists still
+// answer.
 func TestCheckWriteOnAReadOnlySession(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
 	schema := pgtest.Schema(t, pool)
+	rw, err := postgres.Open(ctx, postgres.Config{Pool: pool, Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rw.Close()
+	secret, err := rw.ServerSecret(ctx, "serve")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg, err := pgxpool.ParseConfig(pgtest.DSN(t))
 	if err != nil {
 		t.Fatal(err)
@@ -77,11 +87,9 @@ func TestCheckWriteOnAReadOnlySession(t *testing.T) {
 	if err := s.CheckWrite(ctx); err == nil {
 		t.Fatal("CheckWrite passed in a read-only session")
 	}
-	rw, err := postgres.Open(ctx, postgres.Config{Pool: pool, Schema: schema})
-	if err != nil {
-		t.Fatal(err)
+	if got, err := s.ServerSecret(ctx, "serve"); err != nil || !bytes.Equal(got, secret) {
+		t.Fatalf("ServerSecret in a read-only session: %x, %v; want %x", got, err, secret)
 	}
-	defer rw.Close()
 	if err := rw.CheckWrite(ctx); err != nil {
 		t.Fatalf("CheckWrite in a writable session: %v", err)
 	}

@@ -44,7 +44,8 @@ func TestServerSecretSharedByStoresOfAFile(t *testing.T) {
 	}
 }
 
-// CheckWrite fails where writes fail, while Ping still answers: here on a
+// CheckWrite fails where writes fail, while Ping and the reading of a
+// secret that exists still answer: here on a
 // connection that SQLite opened read-only (mode=ro).
 func TestCheckWriteOnAReadOnlyDatabase(t *testing.T) {
 	ctx := context.Background()
@@ -55,6 +56,10 @@ func TestCheckWriteOnAReadOnlyDatabase(t *testing.T) {
 	}
 	if err := s.CheckWrite(ctx); err != nil {
 		t.Fatalf("CheckWrite on a writable file: %v", err)
+	}
+	secret, err := s.ServerSecret(ctx, "serve")
+	if err != nil {
+		t.Fatal(err)
 	}
 	s.Close()
 
@@ -68,6 +73,10 @@ func TestCheckWriteOnAReadOnlyDatabase(t *testing.T) {
 	}
 	if err := ro.CheckWrite(ctx); err == nil {
 		t.Fatal("CheckWrite passed on a store opened read-only")
+	}
+	// A secret that exists is read without a write.
+	if got, err := ro.ServerSecret(ctx, "serve"); err != nil || !bytes.Equal(got, secret) {
+		t.Fatalf("ServerSecret of a read-only store: %x, %v; want %x", got, err, secret)
 	}
 
 }

@@ -457,9 +457,15 @@ func (s *backend) CheckWrite(ctx context.Context) error {
 	})
 }
 
+// ServerSecret reads the name's secret first, so that a read-only
+// database whose secret exists serves it, then keeps fresh if it has none.
 func (s *backend) ServerSecret(ctx context.Context, name string, fresh []byte) ([]byte, error) {
 	var secret []byte
-	err := s.write(ctx, func(tx *sql.Tx, _ int64) error {
+	err := s.db.QueryRowContext(ctx, s.st.Text(qSecret), name).Scan(&secret)
+	if !errors.Is(err, sql.ErrNoRows) {
+		return secret, err
+	}
+	err = s.write(ctx, func(tx *sql.Tx, _ int64) error {
 		if _, err := tx.ExecContext(ctx, s.st.Text(qKeepSecret), name, fresh); err != nil {
 			return err
 		}
