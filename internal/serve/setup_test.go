@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/clock/clocktest"
@@ -92,17 +91,7 @@ func readOnlyBackends() []readOnly {
 			if _, err := rw.ServerSecret(context.Background(), "serve"); err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := pgxpool.ParseConfig(pgtest.DSN(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
-			roPool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(roPool.Close)
-			ro, err := postgres.Open(context.Background(), postgres.Config{Pool: roPool, Schema: schema})
+			ro, err := postgres.Open(context.Background(), postgres.Config{Pool: pgtest.ReadOnlyPool(t), Schema: schema})
 			if err != nil {
 				t.Fatal(err)
 			}

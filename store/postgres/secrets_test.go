@@ -66,17 +66,7 @@ func TestCheckWriteOnAReadOnlySession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := pgxpool.ParseConfig(pgtest.DSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
-	ro, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ro.Close()
-	s, err := postgres.Open(ctx, postgres.Config{Pool: ro, Schema: schema})
+	s, err := postgres.Open(ctx, postgres.Config{Pool: pgtest.ReadOnlyPool(t), Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
