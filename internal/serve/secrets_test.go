@@ -309,3 +309,18 @@ func TestReadyNeedsWrites(t *testing.T) {
 		})
 	}
 }
+
+// A TLS pair that does not load stops New with an error naming the files;
+// a server without TLS has no pair to reload.
+func TestTLSPairMustLoad(t *testing.T) {
+	f := setup(t, backends()[0], options{})
+	dir := t.TempDir()
+	cfg := serve.Config{Store: f.st, Addr: "127.0.0.1:0", Clock: f.clk, Logger: slog.New(slog.DiscardHandler),
+		TLSCertFile: dir + "/missing-cert.pem", TLSKeyFile: dir + "/missing-key.pem"}
+	if _, err := serve.New(cfg); err == nil || !strings.Contains(err.Error(), "missing-cert.pem") {
+		t.Fatalf("New with missing TLS files: %v", err)
+	}
+	if err := f.srv.ReloadTLS(); err == nil {
+		t.Fatal("ReloadTLS on a plain HTTP server: no error")
+	}
+}

@@ -71,7 +71,8 @@ type Config struct {
 	// Store holds the queues. Required.
 	Store store.Store
 	// Addr is the address to listen on. Default DefaultAddr. Without
-	// credentials it must be a loopback address.
+	// credentials it must be a loopback address; off loopback the server
+	// needs TLS (TLSCertFile) or BehindTLSProxy.
 	Addr string
 	// AccessKeyID and SecretAccessKey, when set (both or neither), are the
 	// credentials every SQS request must be signed with (AWS Signature
@@ -218,6 +219,13 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("serve: the server secret: %w", err)
 	}
 
+	var cert *tls.Certificate
+	if cfg.tls() {
+		if cert, err = cfg.loadTLS(); err != nil {
+			return nil, err
+		}
+	}
+
 	var verifier *sigv4.Verifier
 	if cfg.AccessKeyID != "" {
 		if verifier, err = sigv4.New(cfg.AccessKeyID, cfg.SecretAccessKey, cfg.Clock); err != nil {
@@ -249,11 +257,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("serve: metrics: %w", err)
 	}
 	s := &Server{cfg: cfg, api: api, dash: dash, maint: maint, stopping: make(chan struct{}), unobserve: unobserve, meterClose: mp.Shutdown}
-	if cfg.tls() {
-		if err := s.ReloadTLS(); err != nil {
-			_ = unobserve()
-			return nil, err
-		}
+	if cert != nil {
+		s.cert.Store(cert)
 	}
 	s.mux = http.NewServeMux()
 	s.mux.Handle("POST /{$}", api)
@@ -299,12 +304,21 @@ func (s *Server) ReloadTLS() error {
 	if !s.cfg.tls() {
 		return errors.New("serve: no TLS certificate and key to reload: the server speaks plain HTTP")
 	}
-	cert, err := tls.LoadX509KeyPair(s.cfg.TLSCertFile, s.cfg.TLSKeyFile)
+	cert, err := s.cfg.loadTLS()
 	if err != nil {
-		return fmt.Errorf("serve: TLS certificate %s and key %s: %w", s.cfg.TLSCertFile, s.cfg.TLSKeyFile, err)
+		return err
 	}
-	s.cert.Store(&cert)
+	s.cert.Store(cert)
 	return nil
+}
+
+// loadTLS reads the TLS certificate and key files.
+func (c Config) loadTLS() (*tls.Certificate, error) {
+	cert, err := tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("serve: TLS certificate %s and key %s: %w", c.TLSCertFile, c.TLSKeyFile, err)
+	}
+	return &cert, nil
 }
 
 // strictTransport tells browsers to reach this host over HTTPS only.
