@@ -9,13 +9,16 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -215,5 +218,130 @@ func TestServeTLSReloadsOnHangup(t *testing.T) {
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("serve after SIGTERM: %v\n%s", err, stderr.String())
+	}
+}
+
+// freezer is a TCP proxy to an address that stops passing bytes on, in
+// both directions and on every connection, once frozen: a database that
+// hangs without closing its connections.
+type freezer struct {
+	ln     net.Listener
+	frozen chan struct{}
+	freeze func()
+}
+
+func newFreezer(t *testing.T, target string) *freezer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &freezer{ln: ln, frozen: make(chan struct{})}
+	var once sync.Once
+	f.freeze = func() { once.Do(func() { close(f.frozen) }) }
+	var conns sync.WaitGroup
+	var mu sync.Mutex
+	var open []net.Conn
+	pass := func(dst, src net.Conn) {
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			select {
+			case <-f.frozen:
+				return // the bytes are kept back, and the connection stays open
+			default:
+			}
+			if n > 0 {
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}
+	conns.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			mu.Lock()
+			open = append(open, c, up)
+			mu.Unlock()
+			conns.Go(func() { pass(up, c) })
+			conns.Go(func() { pass(c, up) })
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range open {
+			c.Close()
+		}
+		mu.Unlock()
+		conns.Wait()
+	})
+	return f
+}
+
+// /readyz answers 503 within its second when the database hangs, instead
+// of waiting for it: a real server on PostgreSQL through a proxy that
+// stops passing bytes. The bound asserted is 5 s, for a check whose
+// deadline is 1 s.
+func TestServeReadyzAnswersWhenTheDatabaseHangs(t *testing.T) {
+	dsn := freshDatabase(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := newFreezer(t, u.Host)
+	u.Host = proxy.ln.Addr().String()
+	dir := t.TempDir()
+	runBin(t, dir, "", "--db", dsn, "migrate").must(t)
+	_, stderr := startProcess(t, dir, "--db", u.String(), "serve", "--addr", "127.0.0.1:0")
+	var addr string
+	plain := regexp.MustCompile(`addr=http://(127\.0\.0\.1:\d+)`)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("serve's output:\n%s", stderr.String())
+		}
+	})
+	waitUntil(t, "the server's serving line", func() bool {
+		m := plain.FindStringSubmatch(stderr.String())
+		if m != nil {
+			addr = m[1]
+		}
+		return m != nil
+	})
+	c := &http.Client{Timeout: 30 * time.Second}
+	readyz := func() (int, string, time.Duration) {
+		t.Helper()
+		start := time.Now()
+		resp, err := c.Get("http://" + addr + "/readyz")
+		if err != nil {
+			t.Fatalf("GET /readyz: %v", err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), time.Since(start)
+	}
+	if code, body, _ := readyz(); code != 200 {
+		t.Fatalf("/readyz before the database hangs: %d %s", code, body)
+	}
+	proxy.freeze()
+	code, body, took := readyz()
+	t.Logf("/readyz of a hung database: %d in %s: %s", code, took, strings.TrimSpace(body))
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "did not commit a write within 1s") {
+		t.Fatalf("/readyz of a hung database = %d %q, want 503 naming the deadline", code, body)
+	}
+	if took > 5*time.Second {
+		t.Fatalf("/readyz of a hung database took %s, want about 1 s", took)
 	}
 }
