@@ -59,7 +59,8 @@ func ClaimsSkipLocked() Option { return func(o *options) { o.claimsSkipLocked = 
 //     without any clock time passing.
 //
 // A backend with a schema of its own also runs CheckUpgraded on a database
-// the previous schema version wrote.
+// the previous schema version wrote; a backend shared by processes runs
+// CheckSecretShared, and CheckReadOnly on a database that refuses writes.
 func Run(t *testing.T, f Factory, opts ...Option) {
 	var o options
 	for _, opt := range opts {

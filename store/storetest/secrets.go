@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"strings"
 	"sync"
@@ -73,5 +74,58 @@ func testCheckWrite(t *testing.T, f Factory) {
 	}
 	if _, err := b.s.ServerSecret(b.ctx, "serve"); !errors.Is(err, store.ErrClosed) {
 		t.Fatalf("ServerSecret after Close = %v, want ErrClosed", err)
+	}
+}
+
+// CheckSecretShared checks what no single store shows: stores that open
+// calls on one database, as separate processes would, and that ask for a
+// secret at once get the same one, and so does a store opened after they
+// are closed, as after a restart. open arranges for each store to be
+// closed when the test ends; closing one twice must be harmless.
+func CheckSecretShared(t *testing.T, open func() store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	a, b := open(), open()
+	var sa, sb []byte
+	var ea, eb error
+	var wg sync.WaitGroup
+	wg.Go(func() { sa, ea = a.ServerSecret(ctx, "serve") })
+	wg.Go(func() { sb, eb = b.ServerSecret(ctx, "serve") })
+	wg.Wait()
+	if ea != nil || eb != nil {
+		t.Fatal(ea, eb)
+	}
+	if !bytes.Equal(sa, sb) || len(sa) != 32 {
+		t.Fatalf("two stores of one database got %x and %x", sa, sb)
+	}
+	a.Close()
+	b.Close()
+	if sc, err := open().ServerSecret(ctx, "serve"); err != nil || !bytes.Equal(sc, sa) {
+		t.Fatalf("a store opened later: %x, %v; want %x", sc, err, sa)
+	}
+}
+
+// CheckReadOnly checks ro, a store whose database refuses writes (a
+// read-only file, a read-only session, a standby), opened on the database
+// of rw: Ping answers, CheckWrite fails, and a secret that exists is read
+// without a write; rw takes writes.
+func CheckReadOnly(t *testing.T, rw, ro store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	secret, err := rw.ServerSecret(ctx, "serve")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rw.CheckWrite(ctx); err != nil {
+		t.Fatalf("CheckWrite on a writable database: %v", err)
+	}
+	if err := ro.Ping(ctx); err != nil {
+		t.Fatalf("Ping of a read-only database: %v", err)
+	}
+	if err := ro.CheckWrite(ctx); err == nil {
+		t.Fatal("CheckWrite passed on a read-only database")
+	}
+	if got, err := ro.ServerSecret(ctx, "serve"); err != nil || !bytes.Equal(got, secret) {
+		t.Fatalf("ServerSecret of a read-only database: %x, %v; want %x", got, err, secret)
 	}
 }
