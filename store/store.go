@@ -551,6 +551,17 @@ type Store interface {
 	// Ping checks that the store can be reached: ErrClosed once it is
 	// closed, the connection's error when the database is down.
 	Ping(ctx context.Context) error
+	// CheckWrite proves that the database takes writes: it changes one row
+	// of a table of its own in a transaction and commits it. It fails
+	// where writes fail: a read-only database or file, a full disk, a
+	// standby.
+	CheckWrite(ctx context.Context) error
+	// ServerSecret returns the database's secret of that name: 32 random
+	// bytes made on the first call for the name, then the same to every
+	// caller, in every process of the database and after restarts. Servers
+	// that share a database key what they sign with it, so that what one
+	// signs another accepts. A name is 1 to 80 bytes.
+	ServerSecret(ctx context.Context, name string) ([]byte, error)
 	// Close releases the store's resources.
 	Close() error
 }

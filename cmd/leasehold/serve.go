@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,7 +15,8 @@ import (
 )
 
 func (a *app) serveCommand() *cobra.Command {
-	var addr, region string
+	var addr, region, tlsCert, tlsKey string
+	var behindProxy bool
 	var reapEvery, shutdownTimeout time.Duration
 	retainCompleted, retainDead := retention{maintenance.DefaultCompletedRetention}, retention{maintenance.DefaultDeadRetention}
 	cmd := &cobra.Command{
@@ -20,10 +24,10 @@ func (a *app) serveCommand() *cobra.Command {
 		Short: "Serve the Amazon SQS API, the dashboard, Prometheus metrics and health checks over HTTP",
 		Long: `serve speaks the Amazon SQS API (its JSON protocol) on one listener, so
 that the AWS SDKs of any language send to and receive from leasehold
-queues: point the SDK's endpoint URL at http://HOST:PORT. Beside it: the
-dashboard (open http://HOST:PORT/ in a browser), GET /metrics
-(Prometheus), GET /healthz (the process runs) and GET /readyz (the
-database answers).
+queues: point the SDK's endpoint URL at http://HOST:PORT (https:// with
+TLS). Beside it: the dashboard (open http://HOST:PORT/ in a browser),
+GET /metrics (Prometheus), GET /healthz (the process runs) and GET
+/readyz (the database commits a write within a second).
 
 A receipt handle is the message's lease: once its visibility timeout has
 run out, or the message was deleted or received again, the handle gets
@@ -34,10 +38,24 @@ after that many receives; "leasehold dead redrive" brings it back.
 
 With LEASEHOLD_ACCESS_KEY_ID and LEASEHOLD_SECRET_ACCESS_KEY set, every
 SQS request must carry a valid AWS Signature Version 4 made with them, at
-most 15 minutes old, and the dashboard and /metrics ask for them by HTTP
-basic authentication. Without them, requests are not checked, serve
-listens only on a loopback address, and it answers only requests for
-localhost or a loopback address.
+most 15 minutes old; the secret itself never travels. The dashboard and
+/metrics have secrets of their own: LEASEHOLD_DASHBOARD_PASSWORD opens
+the dashboard through its login page (a session cookie, 12 hours), and
+LEASEHOLD_METRICS_TOKEN opens /metrics to "Authorization: Bearer TOKEN".
+On a server with credentials, a face without its secret answers 403.
+Each secret has at least 16 characters. Without credentials, requests
+are not checked, serve listens only on a loopback address, and it
+answers only requests for localhost or a loopback address.
+
+Off loopback, serve speaks TLS (--tls-cert and --tls-key; SIGHUP reads
+the pair again, and a pair that does not load is logged and the old one
+kept) or is told that a proxy in front ends TLS (--behind-tls-proxy);
+it refuses plain HTTP otherwise. With either, cookies are Secure and
+responses carry Strict-Transport-Security.
+
+Receipt handles and dashboard sessions are signed with a secret kept in
+the database, the same for every server of it: a handle one server gave
+out is good at any other, and a browser may go to any of them.
 
 The server reaps every --reap-interval, so that a message whose visibility
 timeout ended can be received again within it; and, while it is the
@@ -47,14 +65,16 @@ deletes finished messages after --retain-completed and --retain-dead.
 SIGTERM or SIGINT stops gracefully: long polls return at once, requests in
 flight finish; a second signal stops at once.`,
 		Example: `  leasehold serve
-  LEASEHOLD_ACCESS_KEY_ID=AKID LEASEHOLD_SECRET_ACCESS_KEY=secret leasehold --db postgres://localhost/app serve --addr 0.0.0.0:9324
+  LEASEHOLD_ACCESS_KEY_ID=AKID LEASEHOLD_SECRET_ACCESS_KEY=... LEASEHOLD_DASHBOARD_PASSWORD=... LEASEHOLD_METRICS_TOKEN=... \
+    leasehold --db postgres://localhost/app serve --addr 0.0.0.0:9324 --tls-cert cert.pem --tls-key key.pem
   aws --endpoint-url http://127.0.0.1:9324 sqs create-queue --queue-name jobs`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := serve.Config{Addr: addr, Region: region, ReapInterval: reapEvery, ShutdownTimeout: shutdownTimeout,
 				CompletedRetention: retainCompleted.d, DeadRetention: retainDead.d,
 				AccessKeyID: os.Getenv("LEASEHOLD_ACCESS_KEY_ID"), SecretAccessKey: os.Getenv("LEASEHOLD_SECRET_ACCESS_KEY"),
-				Logger: a.log}
+				DashboardPassword: os.Getenv("LEASEHOLD_DASHBOARD_PASSWORD"), MetricsToken: os.Getenv("LEASEHOLD_METRICS_TOKEN"),
+				TLSCertFile: tlsCert, TLSKeyFile: tlsKey, BehindTLSProxy: behindProxy, Logger: a.log}
 			if reapEvery <= 0 || shutdownTimeout <= 0 {
 				return usagef("--reap-interval and --shutdown-timeout must be positive")
 			}
@@ -75,15 +95,52 @@ flight finish; a second signal stops at once.`,
 			if err := s.Listen(); err != nil {
 				return err
 			}
+			if tlsCert != "" {
+				stop := a.reloadOnHangup(ctx, s)
+				defer stop()
+			}
 			return a.runUntilSignal(ctx, s)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&addr, "addr", serve.DefaultAddr, "address to listen on, HOST:PORT; without credentials it must be a loopback address")
+	fl.StringVar(&addr, "addr", serve.DefaultAddr, "address to listen on, HOST:PORT; without credentials it must be a loopback address, and off loopback it needs TLS or --behind-tls-proxy")
+	fl.StringVar(&tlsCert, "tls-cert", "", "PEM file of the TLS certificate chain to serve HTTPS with (with --tls-key); SIGHUP reads it again")
+	fl.StringVar(&tlsKey, "tls-key", "", "PEM file of the TLS certificate's private key (with --tls-cert)")
+	fl.BoolVar(&behindProxy, "behind-tls-proxy", false, "a proxy in front ends TLS: serve plain HTTP off loopback, with Secure cookies and Strict-Transport-Security")
 	fl.StringVar(&region, "region", sqsapi.DefaultRegion, "region named in queue ARNs")
 	fl.DurationVar(&reapEvery, "reap-interval", serve.DefaultReapInterval, "how often the reaper gives back messages whose visibility timeout ended")
 	fl.DurationVar(&shutdownTimeout, "shutdown-timeout", serve.DefaultShutdownTimeout, "how long a graceful stop waits for requests in flight")
 	fl.Var(&retainCompleted, "retain-completed", "keep completed messages this long after they finish, then delete them (or forever)")
 	fl.Var(&retainDead, "retain-dead", "keep dead and cancelled messages this long after they end, then delete them (or forever)")
 	return cmd
+}
+
+// reloadOnHangup reads the server's TLS pair again at every SIGHUP until
+// ctx ends or stop is called; a pair that does not load is logged and the
+// server keeps the one it has.
+func (a *app) reloadOnHangup(ctx context.Context, s *serve.Server) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				if err := s.ReloadTLS(); err != nil {
+					a.log.Error("SIGHUP: the TLS certificate was not reloaded; the old one is served", "error", err)
+				} else {
+					a.log.Info("SIGHUP: the TLS certificate was reloaded")
+				}
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(hup)
+		cancel()
+		<-done
+	}
 }

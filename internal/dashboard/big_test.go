@@ -58,7 +58,11 @@ func TestQueuesPageBigHistory(t *testing.T) {
 	if _, err := st.Enqueue(ctx, live); err != nil {
 		t.Fatal(err)
 	}
-	d, err := dashboard.New(dashboard.Config{Store: st, Logger: slog.New(slog.DiscardHandler)})
+	key, err := st.ServerSecret(context.Background(), "dashboard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := dashboard.New(dashboard.Config{Store: st, Logger: slog.New(slog.DiscardHandler), Key: key})
 	if err != nil {
 		t.Fatal(err)
 	}

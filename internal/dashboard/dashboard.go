@@ -11,10 +11,10 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"embed"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"log/slog"
@@ -55,19 +55,38 @@ type Config struct {
 	Clock clock.Clock
 	// Logger receives failed requests. Default slog.Default().
 	Logger *slog.Logger
+	// Key keys the MACs of the dashboard's CSRF tokens, its after-action
+	// messages and its sessions, each under a key of its own made from
+	// it; at least MinKey bytes. Required. Servers that share a database
+	// share it, so that a browser may be sent to any of them.
+	Key []byte
+	// Password, when set, is what the login page asks for: every page but
+	// the login page then needs a session, which signing in starts (see
+	// SessionTTL). At least MinPassword characters. Empty: no login, and
+	// whoever reaches the dashboard may act on every queue.
+	Password string
+	// SecureCookies marks the dashboard's cookies Secure, so that a
+	// browser sends them over HTTPS only: set it when the dashboard is
+	// reached over HTTPS.
+	SecureCookies bool
 }
+
+// MinKey is the shortest Config.Key.
+const MinKey = 32
 
 // Dashboard serves the pages. It is safe for concurrent use; Run samples
 // the throughput charts.
 type Dashboard struct {
-	cfg    Config
-	st     store.Store
-	clk    clock.Clock
-	log    *slog.Logger
-	pages  map[string]*template.Template
-	secret [32]byte
-	mux    *http.ServeMux
-	state  runstate.State
+	cfg   Config
+	st    store.Store
+	clk   clock.Clock
+	log   *slog.Logger
+	pages map[string]*template.Template
+	mux   *http.ServeMux
+	// csrfKey, flashKey and sessionKey are made from Config.Key, one per
+	// purpose.
+	csrfKey, flashKey, sessionKey []byte
+	state                         runstate.State
 
 	mu      sync.Mutex
 	history map[string]*series
@@ -78,6 +97,12 @@ func New(cfg Config) (*Dashboard, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("dashboard: Store is nil")
 	}
+	if len(cfg.Key) < MinKey {
+		return nil, fmt.Errorf("dashboard: Key has %d bytes, needs at least %d", len(cfg.Key), MinKey)
+	}
+	if cfg.Password != "" && len(cfg.Password) < MinPassword {
+		return nil, fmt.Errorf("dashboard: Password has %d characters, needs at least %d", len(cfg.Password), MinPassword)
+	}
 	if cfg.SampleInterval < 0 {
 		return nil, errors.New("dashboard: SampleInterval must not be negative")
 	}
@@ -87,10 +112,8 @@ func New(cfg Config) (*Dashboard, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	d := &Dashboard{cfg: cfg, st: cfg.Store, clk: clock.OrSystem(cfg.Clock), log: cfg.Logger, history: map[string]*series{}}
-	if _, err := rand.Read(d.secret[:]); err != nil {
-		return nil, err
-	}
+	d := &Dashboard{cfg: cfg, st: cfg.Store, clk: clock.OrSystem(cfg.Clock), log: cfg.Logger, history: map[string]*series{},
+		csrfKey: derive(cfg.Key, "csrf"), flashKey: derive(cfg.Key, "flash"), sessionKey: sessionKeyFor(cfg.Key, cfg.Password)}
 	pages, err := parsePages()
 	if err != nil {
 		return nil, err
@@ -114,13 +137,18 @@ func (d *Dashboard) routes() {
 	m.HandleFunc("POST /queues/{queue}/resume", d.write(d.resume))
 	m.HandleFunc("POST /queues/{queue}/confirm", d.page(d.confirmPage))
 	m.HandleFunc("POST /queues/{queue}/apply", d.write(d.apply))
+	if d.cfg.Password != "" {
+		m.HandleFunc("GET /login", d.page(d.loginPage))
+		m.HandleFunc("POST /login", d.login)
+		m.HandleFunc("POST /logout", d.logout)
+	}
 	d.mux = m
 }
 
 // Handler serves the dashboard: GET / and the paths under /queues/,
-// /api/ and /static/. Whoever reaches it may act on every queue: put it
-// behind authentication (leasehold serve does, with its credentials) or on
-// loopback only.
+// /api/ and /static/, and /login and /logout when it has a password.
+// Without a password, whoever reaches it may act on every queue: keep it
+// on loopback only.
 func (d *Dashboard) Handler() http.Handler { return http.HandlerFunc(d.serve) }
 
 func (d *Dashboard) serve(w http.ResponseWriter, r *http.Request) {
@@ -128,12 +156,16 @@ func (d *Dashboard) serve(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
+	if d.cfg.Password != "" && !public(r.URL.Path) && !d.signedIn(r) {
+		d.toLogin(w, r)
+		return
+	}
 	d.mux.ServeHTTP(w, r)
 }
 
 // csrfCookie holds a browser's random value; a form's token is its MAC
-// under the process's secret, so a page of another site can neither read
-// nor make one.
+// under the CSRF key, so a page of another site can neither read nor make
+// one.
 const csrfCookie = "leasehold_csrf"
 
 // csrfToken returns the token for the forms of a page, setting the
@@ -146,15 +178,10 @@ func (d *Dashboard) csrfToken(w http.ResponseWriter, r *http.Request) string {
 		var b [18]byte
 		_, _ = rand.Read(b[:])
 		v = base64.RawURLEncoding.EncodeToString(b[:])
-		http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: v, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: v, Path: "/", HttpOnly: true, Secure: d.cfg.SecureCookies,
+			SameSite: http.SameSiteStrictMode})
 	}
-	return d.mac(v)
-}
-
-func (d *Dashboard) mac(v string) string {
-	h := hmac.New(sha256.New, d.secret[:])
-	h.Write([]byte(v))
-	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+	return sign(d.csrfKey, v)
 }
 
 // checkCSRF reports whether a POST carries the token of its browser's
@@ -167,7 +194,7 @@ func (d *Dashboard) checkCSRF(r *http.Request) bool {
 	if err != nil {
 		return false
 	}
-	return hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(d.mac(c.Value)))
+	return hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(sign(d.csrfKey, c.Value)))
 }
 
 // Run samples every queue's counts each SampleInterval, for the charts,

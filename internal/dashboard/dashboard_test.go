@@ -31,7 +31,9 @@ type fixture struct {
 	c   *http.Client
 }
 
-func setup(t *testing.T) *fixture {
+// setup serves a dashboard of a new store, its Config adjusted by each of
+// adjust.
+func setup(t *testing.T, adjust ...func(*dashboard.Config)) *fixture {
 	t.Helper()
 	clk := clocktest.New()
 	st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "d.db"), Clock: clk})
@@ -39,7 +41,15 @@ func setup(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	d, err := dashboard.New(dashboard.Config{Store: st, Clock: clk, Logger: slog.New(slog.DiscardHandler)})
+	key, err := st.ServerSecret(context.Background(), "dashboard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := dashboard.Config{Store: st, Clock: clk, Logger: slog.New(slog.DiscardHandler), Key: key}
+	for _, a := range adjust {
+		a(&cfg)
+	}
+	d, err := dashboard.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

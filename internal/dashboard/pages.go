@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/leasehold/leasehold/store"
@@ -24,6 +25,9 @@ type view struct {
 	CSRF  string
 	// Flash says what the last action did.
 	Flash string
+	// SignedIn shows the sign-out button: the dashboard has a password
+	// and the browser a session.
+	SignedIn bool
 	// Crumbs lead from the queues page to this one.
 	Crumbs []crumb
 	Data   any
@@ -38,7 +42,7 @@ type handler func(w http.ResponseWriter, r *http.Request, v *view) (string, erro
 // problem, a missing queue or message 404, anything else 500.
 func (d *Dashboard) page(h handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		v := &view{CSRF: d.csrfToken(w, r), Flash: d.flash(r)}
+		v := &view{CSRF: d.csrfToken(w, r), Flash: d.flash(r), SignedIn: d.cfg.Password != ""}
 		name, err := h(w, r, v)
 		if errors.Is(err, errRedirected) {
 			return
@@ -68,7 +72,7 @@ func (d *Dashboard) render(w http.ResponseWriter, status int, name string, v *vi
 func (d *Dashboard) flash(r *http.Request) string {
 	q := r.URL.Query()
 	done := q.Get("done")
-	if done == "" || !hmac.Equal([]byte(q.Get("sig")), []byte(d.mac("done:"+done))) {
+	if done == "" || !hmac.Equal([]byte(q.Get("sig")), []byte(sign(d.flashKey, done))) {
 		return ""
 	}
 	return done
@@ -119,7 +123,7 @@ func (d *Dashboard) write(act func(r *http.Request) (string, error)) http.Handle
 		}
 		q := u.Query()
 		q.Set("done", done)
-		q.Set("sig", d.mac("done:"+done))
+		q.Set("sig", sign(d.flashKey, done))
 		u.RawQuery = q.Encode()
 		http.Redirect(w, r, u.String(), http.StatusSeeOther)
 	}
@@ -560,9 +564,12 @@ func formSelection(r *http.Request) ([]int64, string, error) {
 }
 
 // localPath is back when it is a path on this server, else fallback: a
-// form cannot send the browser elsewhere.
+// form cannot send the browser elsewhere. A browser drops tabs and line
+// breaks from a URL and reads a backslash as a slash, so "/\t/evil.example"
+// would be "//evil.example" to it: any of them falls back too.
 func localPath(back, fallback string) string {
-	if !strings.HasPrefix(back, "/") || strings.HasPrefix(back, "//") || strings.HasPrefix(back, "/\\") {
+	if !strings.HasPrefix(back, "/") || strings.HasPrefix(back, "//") ||
+		strings.ContainsFunc(back, func(r rune) bool { return r == '\\' || unicode.IsControl(r) }) {
 		return fallback
 	}
 	return back
@@ -676,7 +683,7 @@ func parsePages() (map[string]*template.Template, error) {
 		return pauseArgs{name, url, paused, csrf, back}
 	}}
 	out := map[string]*template.Template{}
-	for _, name := range []string{"queues", "queue", "message", "keys", "dead", "confirm", "error"} {
+	for _, name := range []string{"queues", "queue", "message", "keys", "dead", "confirm", "error", "login"} {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("dashboard: template %s: %w", name, err)

@@ -43,6 +43,24 @@ func Pool(t testing.TB) *pgxpool.Pool {
 	return pool
 }
 
+// ReadOnlyPool returns a pool on the test server whose sessions start every
+// transaction read-only (default_transaction_read_only), as a standby's
+// do, closed when the test ends.
+func ReadOnlyPool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(DSN(t))
+	if err != nil {
+		t.Fatalf("parse %s: %v", EnvDSN, err)
+	}
+	cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("connect to %s: %v", EnvDSN, err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
 // Schema creates a migrated schema with a random name, dropped when the
 // test ends, and returns its name.
 func Schema(t testing.TB, pool *pgxpool.Pool) string {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -156,11 +157,16 @@ func seed(t *testing.T, st store.Store) seeded {
 	return s
 }
 
+// browserPassword is the dashboard's password in the browser test.
+const browserPassword = "browser-test-dashboard-password"
+
 // startServer runs a server of st on a loopback port, on the system clock,
-// until the test ends, and returns its base URL.
+// with a dashboard password, until the test ends, and returns its base
+// URL.
 func startServer(t *testing.T, st store.Store) string {
 	t.Helper()
-	srv, err := serve.New(serve.Config{Store: st, Addr: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)})
+	srv, err := serve.New(serve.Config{Store: st, Addr: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler),
+		DashboardPassword: browserPassword})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,6 +204,15 @@ func (p *problems) add(format string, args ...any) {
 }
 
 // take returns the problems so far and forgets them.
+// expected drops the problems that hold text: what a step meant to
+// happen, such as the browser's note of the status a page was meant to
+// answer.
+func (p *problems) expected(text string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.list = slices.DeleteFunc(p.list, func(s string) bool { return strings.Contains(s, text) })
+}
+
 func (p *problems) take() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -323,6 +338,12 @@ func (b *tab) do(what string, actions ...chromedp.Action[chromedp.Void]) {
 // form), waits for that page to load and checks it answered 200.
 func (b *tab) load(what string, actions ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
+	b.loadStatus(what, http.StatusOK, actions...)
+}
+
+// loadStatus is load of a page that answers status.
+func (b *tab) loadStatus(what string, status int64, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
 	ctx, cancel := b.step()
 	defer cancel()
 	resp, err := chromedp.RunResponse(ctx, actions...)
@@ -332,9 +353,12 @@ func (b *tab) load(what string, actions ...chromedp.Action[chromedp.Void]) {
 	if resp == nil {
 		b.t.Fatalf("%s: no response", what)
 	}
-	if resp.Status != 200 {
+	if status != http.StatusOK {
+		b.problems.expected(fmt.Sprintf("the server responded with a status of %d", status))
+	}
+	if resp.Status != status {
 		body := jsValue[string](b, `document.body ? document.body.innerText : ""`)
-		b.t.Fatalf("%s: %s answered %d %s: %s", what, resp.URL, resp.Status, resp.StatusText, body)
+		b.t.Fatalf("%s: %s answered %d %s, want %d: %s", what, resp.URL, resp.Status, resp.StatusText, status, body)
 	}
 	b.noProblems(what)
 	b.checkPage(what)
@@ -507,6 +531,42 @@ func TestDashboardInBrowser(t *testing.T) {
 			b := newTab(t, exe, base)
 			ctx := context.Background()
 			orders := "/queues/" + ordersQueue
+
+			// Signed out, the dashboard sends the browser to its login
+			// page, whose form is labelled and focused; a wrong password
+			// is named there, the right one leads back.
+			b.open("/")
+			if got := b.path(); got != "/login?next=%2F" {
+				t.Fatalf("a signed-out browser was sent to %s, want the login page", got)
+			}
+			if got := jsValue[string](b, `document.activeElement.id`); got != "password" {
+				t.Errorf("the login page's focus is on %q, want the password", got)
+			}
+			if got := b.textOf(`label[for="password"]`); got != "Dashboard password" {
+				t.Errorf("the password's label reads %q", got)
+			}
+			b.shot("login")
+			const signIn = `form[action="/login"] button[type="submit"]`
+			b.loadStatus("sign in with a wrong password", http.StatusUnauthorized,
+				chromedp.SendKeys(chromedp.CSS("#password"), "a wrong password, long enough"), chromedp.Click(chromedp.CSS(signIn)))
+			if got := b.textOf(`[role="alert"]`); got != "wrong password" {
+				t.Errorf("a wrong password says %q", got)
+			}
+			if !jsValue[bool](b, `document.querySelector("#password").getAttribute("aria-invalid") === "true" &&
+				document.querySelector("#password").getAttribute("aria-describedby") === "login-error"`) {
+				t.Errorf("the password field does not point at its error")
+			}
+			b.load("sign in", chromedp.SendKeys(chromedp.CSS("#password"), browserPassword), chromedp.Click(chromedp.CSS(signIn)))
+			if got := b.path(); got != "/" {
+				t.Fatalf("the sign-in led to %s, want /", got)
+			}
+			// The link checker signs in through the same form.
+			c, code := login(t, base, browserPassword)
+			if code != http.StatusSeeOther {
+				t.Fatalf("the link checker's sign-in = %d", code)
+			}
+			c.Timeout = 10 * time.Second
+			b.http = c
 
 			// The queues page shows the markup-named queue as text, and runs
 			// no script but its own.
@@ -700,6 +760,17 @@ func TestDashboardInBrowser(t *testing.T) {
 				t.Errorf("the live update left the button reading %q", got)
 			}
 			b.noProblems("the live update")
+
+			// Signing out ends the session: the dashboard is behind its
+			// login page again.
+			b.click(`form.logout button[type="submit"]`)
+			if got := b.path(); got != "/login" {
+				t.Errorf("signing out led to %s, want /login", got)
+			}
+			b.open(orders)
+			if got := b.path(); !strings.HasPrefix(got, "/login?next=") {
+				t.Errorf("after signing out, %s showed %s, want the login page", orders, got)
+			}
 		})
 	}
 }

@@ -1,7 +1,7 @@
 // Package serve is leasehold's HTTP face on one listener: the SQS API at
 // POST /, the dashboard at GET / (and under /queues/), Prometheus metrics
 // at GET /metrics, and health at GET /healthz (the process runs) and GET
-// /readyz (the database answers). Beside it
+// /readyz (the database commits a write within a second). Beside it
 // runs the database's upkeep: a reaper that gives back the messages of
 // receivers whose visibility timeout ended, and, while this process is
 // the database's maintainer, the cleaner of finished messages.
@@ -10,7 +10,10 @@ package serve
 import (
 	"cmp"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +21,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -49,6 +53,17 @@ const (
 	// maintainerLease is the server's maintainer lease: a server that
 	// dies hands the database's upkeep on within it.
 	maintainerLease = 30 * time.Second
+	// MinSecret is the shortest secret access key, dashboard password and
+	// metrics token the server takes.
+	MinSecret = 16
+	// readyTimeout bounds the readiness check: a database that does not
+	// answer within it is not ready.
+	readyTimeout = time.Second
+	// secretTimeout bounds the reading of the server secret at New.
+	secretTimeout = 10 * time.Second
+	// secretName names the database's secret that every server of it
+	// makes its keys of.
+	secretName = "serve"
 )
 
 // Config configures a Server.
@@ -56,12 +71,33 @@ type Config struct {
 	// Store holds the queues. Required.
 	Store store.Store
 	// Addr is the address to listen on. Default DefaultAddr. Without
-	// credentials it must be a loopback address.
+	// credentials it must be a loopback address; off loopback the server
+	// needs TLS (TLSCertFile) or BehindTLSProxy.
 	Addr string
 	// AccessKeyID and SecretAccessKey, when set (both or neither), are the
 	// credentials every SQS request must be signed with (AWS Signature
-	// Version 4).
+	// Version 4). The secret is at least MinSecret characters. It never
+	// travels: the dashboard and the metrics have secrets of their own.
 	AccessKeyID, SecretAccessKey string
+	// DashboardPassword, when set, opens the dashboard to whoever signs in
+	// with it on its login page; at least MinSecret characters. Without it
+	// the dashboard is open on a server without credentials (which
+	// listens on loopback only) and closed (403) on one with them.
+	DashboardPassword string
+	// MetricsToken, when set, is the bearer token GET /metrics asks for
+	// (an "Authorization: Bearer" header, as Prometheus sends it); at
+	// least MinSecret characters. Without it /metrics is open on a server
+	// without credentials and closed (403) on one with them.
+	MetricsToken string
+	// TLSCertFile and TLSKeyFile, when set (both or neither), are the PEM
+	// files of the certificate chain and key the server speaks TLS with.
+	// ReloadTLS reads them again.
+	TLSCertFile, TLSKeyFile string
+	// BehindTLSProxy says that a proxy in front of the server ends TLS,
+	// so that plain HTTP on a non-loopback address is allowed. With it, as
+	// with TLS, cookies are Secure and responses carry
+	// Strict-Transport-Security.
+	BehindTLSProxy bool
 	// Region names the region in queue ARNs. Default sqsapi.DefaultRegion.
 	Region string
 	// ReapInterval is how often the reaper runs. Default
@@ -105,6 +141,8 @@ type Server struct {
 	ln net.Listener
 
 	conns *conns
+	// cert is the TLS certificate served to new connections.
+	cert atomic.Pointer[tls.Certificate]
 
 	stopping   chan struct{}
 	stopOnce   sync.Once
@@ -121,8 +159,20 @@ func (c Config) Check() error {
 	if (c.AccessKeyID == "") != (c.SecretAccessKey == "") {
 		return errors.New("serve: set both the access key id and the secret access key, or neither")
 	}
+	for _, s := range []struct{ name, value string }{{"the secret access key", c.SecretAccessKey},
+		{"the dashboard password", c.DashboardPassword}, {"the metrics token", c.MetricsToken}} {
+		if s.value != "" && len(s.value) < MinSecret {
+			return fmt.Errorf("serve: %s has %d characters, needs at least %d", s.name, len(s.value), MinSecret)
+		}
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		return errors.New("serve: set both the TLS certificate and the TLS key, or neither")
+	}
 	if c.AccessKeyID == "" && !loopback(addr) {
 		return fmt.Errorf("serve: refusing to listen on %s without credentials: set LEASEHOLD_ACCESS_KEY_ID and LEASEHOLD_SECRET_ACCESS_KEY, or listen on a loopback address such as %s", addr, DefaultAddr)
+	}
+	if !c.tls() && !c.BehindTLSProxy && !loopback(addr) {
+		return fmt.Errorf("serve: refusing plain HTTP on %s: set --tls-cert and --tls-key, or --behind-tls-proxy when a proxy in front ends TLS", addr)
 	}
 	if c.MaxConns < 0 || c.MaxBufferedBytes < 0 {
 		return fmt.Errorf("serve: MaxConns (%d) and MaxBufferedBytes (%d) must not be negative", c.MaxConns, c.MaxBufferedBytes)
@@ -135,6 +185,12 @@ func (c Config) Check() error {
 	}
 	return nil
 }
+
+// tls reports whether the server speaks TLS itself.
+func (c Config) tls() bool { return c.TLSCertFile != "" }
+
+// https reports whether browsers reach the server over HTTPS.
+func (c Config) https() bool { return c.tls() || c.BehindTLSProxy }
 
 // retention is what the server's cleaner keeps, defaults filled in.
 func (c Config) retention() maintenance.Retention {
@@ -166,6 +222,22 @@ func New(cfg Config) (*Server, error) {
 	}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
 
+	// Every server of the database makes its keys of one secret, so that
+	// a receipt handle or a session one issued another accepts.
+	sctx, cancel := clock.WithTimeout(context.Background(), cfg.Clock, secretTimeout)
+	secret, err := cfg.Store.ServerSecret(sctx, secretName)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("serve: the server secret: %w", err)
+	}
+
+	var cert *tls.Certificate
+	if cfg.tls() {
+		if cert, err = cfg.loadTLS(); err != nil {
+			return nil, err
+		}
+	}
+
 	var verifier *sigv4.Verifier
 	if cfg.AccessKeyID != "" {
 		if verifier, err = sigv4.New(cfg.AccessKeyID, cfg.SecretAccessKey, cfg.Clock); err != nil {
@@ -175,7 +247,7 @@ func New(cfg Config) (*Server, error) {
 	// One id names this process in the leases its receivers take and in
 	// the maintainer election.
 	id := mailbox.NewWorkerID()
-	api, err := sqsapi.New(sqsapi.Config{Store: cfg.Store, Verifier: verifier, Region: cfg.Region, WorkerID: id, Clock: cfg.Clock,
+	api, err := sqsapi.New(sqsapi.Config{Store: cfg.Store, Verifier: verifier, ReceiptKey: derive(secret, "receipt handles"), Region: cfg.Region, WorkerID: id, Clock: cfg.Clock,
 		Logger: cfg.Logger, MeterProvider: mp, MaxBufferedBytes: cfg.MaxBufferedBytes})
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
@@ -187,7 +259,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
-	dash, err := dashboard.New(dashboard.Config{Store: cfg.Store, Clock: cfg.Clock, Logger: cfg.Logger})
+	dash, err := dashboard.New(dashboard.Config{Store: cfg.Store, Clock: cfg.Clock, Logger: cfg.Logger, Key: derive(secret, "dashboard"),
+		Password: cfg.DashboardPassword, SecureCookies: cfg.https()})
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
@@ -196,19 +269,31 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("serve: metrics: %w", err)
 	}
 	s := &Server{cfg: cfg, api: api, dash: dash, maint: maint, stopping: make(chan struct{}), unobserve: unobserve, meterClose: mp.Shutdown}
+	if cert != nil {
+		s.cert.Store(cert)
+	}
 	s.mux = http.NewServeMux()
 	s.mux.Handle("POST /{$}", api)
-	pages := s.guard(dash.Handler())
+	pages := s.guard(dash.Handler(), cfg.DashboardPassword != "", "the dashboard", "LEASEHOLD_DASHBOARD_PASSWORD")
 	s.mux.Handle("GET /{$}", pages)
 	s.mux.Handle("/queues/", pages)
 	s.mux.Handle("/api/", pages)
 	s.mux.Handle("GET /static/", pages)
-	s.mux.Handle("GET /metrics", s.guard(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+	s.mux.Handle("/login", pages)
+	s.mux.Handle("POST /logout", pages)
+	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	if cfg.MetricsToken != "" {
+		metrics = bearer(cfg.MetricsToken, metrics)
+	}
+	s.mux.Handle("GET /metrics", s.guard(metrics, cfg.MetricsToken != "", "GET /metrics", "LEASEHOLD_METRICS_TOKEN"))
 	s.mux.Handle("GET /healthz", lifecycle.HealthHandler())
 	s.mux.Handle("GET /readyz", lifecycle.HealthHandler(s.ready))
 	s.handler = s.mux
 	if cfg.AccessKeyID == "" {
 		s.handler = localOnly(cfg.Addr, s.mux)
+	}
+	if cfg.https() {
+		s.handler = strictTransport(s.handler)
 	}
 	if cfg.MaxConns == 0 {
 		cfg.MaxConns = connLimit()
@@ -217,7 +302,49 @@ func New(cfg Config) (*Server, error) {
 	s.conns = newConns(cfg.MaxConns)
 	s.http = &http.Server{Handler: deadlines(s.handler, bodyTimeout, maxLongPoll+writeTimeout), ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout,
 		MaxHeaderBytes: maxHeaderBytes, ConnState: s.conns.state, ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)}
+	s.http.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12,
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return s.cert.Load(), nil }}
 	return s, nil
+}
+
+// derive returns the key for one purpose, made from the database's
+// secret, so that what is signed for one purpose is good for no other.
+func derive(secret []byte, purpose string) []byte {
+	h := hmac.New(sha256.New, secret)
+	h.Write([]byte("leasehold serve " + purpose))
+	return h.Sum(nil)
+}
+
+// ReloadTLS reads the TLS certificate and key files again; new
+// connections get the pair read. A pair that does not load is an error
+// and the server keeps the one it has.
+func (s *Server) ReloadTLS() error {
+	if !s.cfg.tls() {
+		return errors.New("serve: no TLS certificate and key to reload: the server speaks plain HTTP")
+	}
+	cert, err := s.cfg.loadTLS()
+	if err != nil {
+		return err
+	}
+	s.cert.Store(cert)
+	return nil
+}
+
+// loadTLS reads the TLS certificate and key files.
+func (c Config) loadTLS() (*tls.Certificate, error) {
+	cert, err := tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("serve: TLS certificate %s and key %s: %w", c.TLSCertFile, c.TLSKeyFile, err)
+	}
+	return &cert, nil
+}
+
+// strictTransport tells browsers to reach this host over HTTPS only.
+func strictTransport(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Strict-Transport-Security", "max-age=31536000")
+		h.ServeHTTP(w, r)
+	})
 }
 
 // loopback reports whether addr's host is a loopback address or localhost.
@@ -236,19 +363,30 @@ func loopback(addr string) bool {
 // Handler is the server's handler, for tests that serve it themselves.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// guard asks for the server's credentials, by HTTP basic authentication
-// (the access key id and the secret access key), when it has them: the
-// dashboard and the metrics are not signed as SQS requests are.
-func (s *Server) guard(h http.Handler) http.Handler {
-	if s.cfg.AccessKeyID == "" {
+// guard keeps a face of the server (the dashboard, the metrics) closed
+// on a server with credentials unless that face has a secret of its own
+// (open tells), which h then asks for: the SQS credentials never open
+// it, so that the secret access key never travels. A server without
+// credentials listens on loopback only, and its faces stay open.
+func (s *Server) guard(h http.Handler, open bool, face, env string) http.Handler {
+	if open || s.cfg.AccessKeyID == "" {
 		return h
 	}
-	user, pass := []byte(s.cfg.AccessKeyID), []byte(s.cfg.SecretAccessKey)
+	msg := fmt.Sprintf("%s is closed on a server with credentials: set %s to open it", face, env)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u, p, ok := r.BasicAuth()
-		if !ok || subtle.ConstantTimeCompare([]byte(u), user) != 1 || subtle.ConstantTimeCompare([]byte(p), pass) != 1 {
-			w.Header().Set("WWW-Authenticate", `Basic realm="leasehold", charset="UTF-8"`)
-			http.Error(w, "this needs the server's access key id and secret access key (HTTP basic authentication)", http.StatusUnauthorized)
+		http.Error(w, msg, http.StatusForbidden)
+	})
+}
+
+// bearer asks for token as an "Authorization: Bearer" header.
+func bearer(token string, h http.Handler) http.Handler {
+	want := sha256.Sum256([]byte(token))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
+		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="leasehold"`)
+			http.Error(w, "this needs the metrics token as an \"Authorization: Bearer\" header", http.StatusUnauthorized)
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -278,14 +416,24 @@ func localOnly(listen string, h http.Handler) http.Handler {
 }
 
 // ready is the readiness check: the server is not stopping and its
-// database answers.
+// database commits a write within readyTimeout. A database that answers
+// but refuses writes (read-only, a full disk, a standby) fails every send
+// and delete, so it is not ready.
 func (s *Server) ready(ctx context.Context) error {
 	select {
 	case <-s.stopping:
 		return errors.New("the server is stopping")
 	default:
 	}
-	return s.cfg.Store.Ping(ctx)
+	ctx, cancel := clock.WithTimeout(ctx, s.cfg.Clock, readyTimeout)
+	defer cancel()
+	if err := s.cfg.Store.CheckWrite(ctx); err != nil {
+		if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+			return fmt.Errorf("the database did not commit a write within %s", readyTimeout)
+		}
+		return fmt.Errorf("the database does not take writes: %w", err)
+	}
+	return nil
 }
 
 // Listen opens the listener, if Run has not yet; then Addr tells where it
@@ -329,8 +477,13 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := s.Listen(); err != nil {
 		return err
 	}
-	s.cfg.Logger.Info("serving the SQS API, the dashboard, /metrics, /healthz and /readyz", "addr", "http://"+s.Addr(),
-		"signed", s.cfg.AccessKeyID != "", "reap_interval", s.cfg.ReapInterval, "max_conns", s.cfg.MaxConns)
+	scheme := "http://"
+	if s.cfg.tls() {
+		scheme = "https://"
+	}
+	s.cfg.Logger.Info("serving the SQS API, the dashboard, /metrics, /healthz and /readyz", "addr", scheme+s.Addr(),
+		"signed", s.cfg.AccessKeyID != "", "dashboard_password", s.cfg.DashboardPassword != "", "metrics_token", s.cfg.MetricsToken != "",
+		"reap_interval", s.cfg.ReapInterval, "max_conns", s.cfg.MaxConns)
 
 	var loops sync.WaitGroup
 	loops.Go(func() { _ = s.maint.Run(ctx) })
@@ -342,7 +495,13 @@ func (s *Server) Run(ctx context.Context) error {
 	}()
 
 	served := make(chan error, 1)
-	go func() { served <- s.http.Serve(s.ln) }()
+	go func() {
+		if s.cfg.tls() {
+			served <- s.http.ServeTLS(s.ln, "", "")
+			return
+		}
+		served <- s.http.Serve(s.ln)
+	}()
 	select {
 	case err := <-served:
 		return fmt.Errorf("serve: %w", err)

@@ -204,29 +204,6 @@ func hasSample(page string, parts []string) bool {
 	return false
 }
 
-// With credentials, the dashboard and the metrics ask for them by basic
-// authentication; the health checks stay open for load balancers.
-func TestCredentialsGuardDashboardAndMetrics(t *testing.T) {
-	f := setup(t, backends()[0], options{signed: true})
-	for path, want := range map[string]int{"/": 401, "/metrics": 401, "/queues/x": 401, "/healthz": 200, "/readyz": 200} {
-		if code, _ := get(t, f.url+path); code != want {
-			t.Errorf("GET %s without credentials = %d, want %d", path, code, want)
-		}
-	}
-	for pass, want := range map[string]int{"wrong": 401, testSecret: 200} {
-		req, _ := http.NewRequest(http.MethodGet, f.url+"/metrics", nil)
-		req.SetBasicAuth(testKey, pass)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Errorf("GET /metrics with password %q = %d, want %d", pass, resp.StatusCode, want)
-		}
-	}
-}
-
 // Without credentials, a request must name this machine in its Host: a
 // page elsewhere cannot reach the server through a name of its own.
 func TestUnsignedServerAnswersLocalHostsOnly(t *testing.T) {

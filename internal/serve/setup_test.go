@@ -59,6 +59,48 @@ func backends() []backend {
 	}
 }
 
+func readOnlyBackends() []readOnly {
+	return []readOnly{
+		{"sqlite", func(t *testing.T) (store.Store, store.Store) {
+			path := filepath.Join(t.TempDir(), "q.db")
+			rw, err := sqlite.Open(context.Background(), sqlite.Config{Path: path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { rw.Close() })
+			// The secret exists before the read-only server starts, as
+			// it does once any server of the database has run.
+			if _, err := rw.ServerSecret(context.Background(), "serve"); err != nil {
+				t.Fatal(err)
+			}
+			ro, err := sqlite.Open(context.Background(), sqlite.Config{Path: path, ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { ro.Close() })
+			return rw, ro
+		}},
+		{"postgres", func(t *testing.T) (store.Store, store.Store) {
+			pool := pgtest.Pool(t)
+			schema := pgtest.Schema(t, pool)
+			rw, err := postgres.Open(context.Background(), postgres.Config{Pool: pool, Schema: schema})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { rw.Close() })
+			if _, err := rw.ServerSecret(context.Background(), "serve"); err != nil {
+				t.Fatal(err)
+			}
+			ro, err := postgres.Open(context.Background(), postgres.Config{Pool: pgtest.ReadOnlyPool(t), Schema: schema})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { ro.Close() })
+			return rw, ro
+		}},
+	}
+}
+
 // forEachBackend runs test on every backend.
 func forEachBackend(t *testing.T, test func(t *testing.T, b backend)) {
 	for _, b := range backends() {
@@ -80,6 +122,8 @@ type fixture struct {
 
 type options struct {
 	signed bool
+	// adjust, when set, changes the server's Config before New.
+	adjust func(*serve.Config)
 }
 
 func setup(t *testing.T, b backend, o options) *fixture {
@@ -93,6 +137,9 @@ func setup(t *testing.T, b backend, o options) *fixture {
 	cfg := serve.Config{Store: st, Addr: "127.0.0.1:0", Clock: clk, Logger: slog.New(slog.DiscardHandler)}
 	if o.signed {
 		cfg.AccessKeyID, cfg.SecretAccessKey = testKey, testSecret
+	}
+	if o.adjust != nil {
+		o.adjust(&cfg)
 	}
 	srv, err := serve.New(cfg)
 	if err != nil {

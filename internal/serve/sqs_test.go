@@ -450,7 +450,7 @@ func TestUnsignedOnlyOnLoopback(t *testing.T) {
 			t.Errorf("Check(%s) = %v, want ok %v", addr, err, ok)
 		}
 	}
-	cfg := serve.Config{Addr: "0.0.0.0:9324"}
+	cfg := serve.Config{Addr: "0.0.0.0:9324", BehindTLSProxy: true}
 	cfg.AccessKeyID, cfg.SecretAccessKey = testKey, testSecret
 	if err := cfg.Check(); err != nil {
 		t.Errorf("with credentials, Check(0.0.0.0:9324) = %v", err)

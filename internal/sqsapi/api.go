@@ -81,6 +81,11 @@ const (
 type Config struct {
 	// Store holds the queues. Required.
 	Store store.Store
+	// ReceiptKey keys the MAC of every receipt handle the API issues, at
+	// least MinReceiptKey bytes. Required. Servers of one database share
+	// it, so that a handle one issued another accepts; anyone who has it
+	// can forge handles.
+	ReceiptKey []byte
 	// Verifier, when set, checks every request's signature: a request
 	// without a valid one is refused with 403 and changes nothing. Nil
 	// accepts unsigned requests.
@@ -128,6 +133,8 @@ type API struct {
 	drain     context.Context
 	stopDrain context.CancelFunc
 
+	receipts receipts
+
 	mu    sync.Mutex
 	cache map[string]cached
 
@@ -154,6 +161,9 @@ type cached struct {
 func New(cfg Config) (*API, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("sqsapi: Store is nil")
+	}
+	if len(cfg.ReceiptKey) < MinReceiptKey {
+		return nil, fmt.Errorf("sqsapi: ReceiptKey has %d bytes, needs at least %d", len(cfg.ReceiptKey), MinReceiptKey)
 	}
 	if cfg.PollInterval < 0 || cfg.CacheTTL < 0 {
 		return nil, fmt.Errorf("sqsapi: PollInterval (%s) and CacheTTL (%s) must not be negative", cfg.PollInterval, cfg.CacheTTL)
@@ -195,7 +205,7 @@ func New(cfg Config) (*API, error) {
 		return nil, fmt.Errorf("sqsapi: metrics: %w", err)
 	}
 	a := &API{cfg: cfg, st: cfg.Store, clk: clock.OrSystem(cfg.Clock), log: cfg.Logger, cache: map[string]cached{},
-		requests: requests, duration: duration}
+		receipts: receipts{key: bytes.Clone(cfg.ReceiptKey)}, requests: requests, duration: duration}
 	a.buffered = semaphore.NewWeighted(cfg.MaxBufferedBytes)
 	a.authFailures = newAuthFailures(a.clk, a.log)
 	a.drain, a.stopDrain = context.WithCancel(context.Background())

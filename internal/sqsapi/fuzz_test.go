@@ -1,6 +1,7 @@
 package sqsapi
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/leasehold/leasehold/clock/clocktest"
+	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/memory"
 )
 
@@ -43,7 +45,11 @@ func FuzzAPI(f *testing.F) {
 			t.Fatal(err)
 		}
 		defer st.Close()
-		a, err := New(Config{Store: st, Clock: clk, Logger: slog.New(slog.DiscardHandler)})
+		key, err := st.ServerSecret(context.Background(), "fuzz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := New(Config{Store: st, ReceiptKey: key, Clock: clk, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,6 +95,39 @@ func FuzzParseReceiptHandle(f *testing.F) {
 		}
 		if back, ok := parseLease(formatLease(l)); !ok || back != l {
 			t.Fatalf("round trip of %+v: %+v, %v", l, back, ok)
+		}
+	})
+}
+
+// Only a handle that receipts made for a queue parses, and only with that
+// queue: a change of any byte, or another key, is ReceiptHandleIsInvalid.
+func FuzzReceiptHandleMAC(f *testing.F) {
+	f.Add(int64(1), int64(1), "q", 0, byte(1))
+	f.Add(int64(1<<40), int64(7), "orders.fifo", 5, byte('x'))
+	key := make([]byte, MinReceiptKey)
+	f.Fuzz(func(t *testing.T, id, token int64, queue string, at int, flip byte) {
+		if id <= 0 || token <= 0 {
+			return
+		}
+		r := receipts{key: key}
+		l := store.Lease{MessageID: id, FencingToken: token}
+		h := r.format(queue, l)
+		if got, err := r.parse(queue, h); err != nil || got != l {
+			t.Fatalf("%q: %+v, %v; want %+v", h, got, err, l)
+		}
+		if _, err := r.parse(queue+"x", h); err == nil || err.code != errReceiptHandleIsInvalid.code {
+			t.Fatalf("%q parsed for another queue: %v", h, err)
+		}
+		if _, err := (receipts{key: append([]byte{1}, key[1:]...)}).parse(queue, h); err == nil {
+			t.Fatalf("%q parsed under another key", h)
+		}
+		if flip == 0 {
+			return
+		}
+		b := []byte(h)
+		b[uint(at)%uint(len(b))] ^= flip
+		if _, err := r.parse(queue, string(b)); err == nil {
+			t.Fatalf("%q, changed to %q, still parses", h, b)
 		}
 	})
 }

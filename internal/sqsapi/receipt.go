@@ -1,30 +1,55 @@
 package sqsapi
 
 import (
-	"hash/crc32"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"strconv"
 	"strings"
 
 	"github.com/leasehold/leasehold/store"
 )
 
-// A receipt handle names the lease (formatLease) and tags its queue, so
-// that a handle is good only with the queue it came from.
-func formatHandle(queue string, l store.Lease) string {
-	return formatLease(l) + "." + queueTag(queue)
+// MinReceiptKey is the shortest Config.ReceiptKey.
+const MinReceiptKey = 32
+
+// receiptMACSize is how many bytes of the HMAC-SHA256 a handle carries:
+// 128 bits, past any guessing.
+const receiptMACSize = 16
+
+// receipts makes and checks receipt handles. A handle names the lease
+// (formatLease) and carries a MAC of the lease and its queue under a key
+// every server of the database shares: a client can neither forge a
+// handle for a lease it did not receive (message ids and fencing tokens
+// are sequential, so they are easily guessed) nor use a handle with
+// another queue, and any server of the database accepts what another
+// issued.
+type receipts struct{ key []byte }
+
+func (r receipts) format(queue string, l store.Lease) string {
+	lease := formatLease(l)
+	return lease + "." + r.mac(queue, lease)
 }
 
-func queueTag(queue string) string {
-	return strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(queue))), 36)
+// mac is the MAC of a lease's name with its queue's, separated by a byte
+// that neither holds, so that no two pairs sign alike.
+func (r receipts) mac(queue, lease string) string {
+	h := hmac.New(sha256.New, r.key)
+	h.Write([]byte(queue))
+	h.Write([]byte{0})
+	h.Write([]byte(lease))
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:receiptMACSize])
 }
 
-func parseHandle(queue, h string) (store.Lease, *apiError) {
+// parse returns the lease of a handle that this database's servers issued
+// for queue; any other handle is ReceiptHandleIsInvalid.
+func (r receipts) parse(queue, h string) (store.Lease, *apiError) {
 	invalid := errReceiptHandleIsInvalid.f("the input receipt handle %q is not a valid receipt handle for queue %s", h, queue)
 	if h == "" {
 		return store.Lease{}, errMissingParameter.f("the request must contain the parameter ReceiptHandle")
 	}
 	i := strings.LastIndexByte(h, '.')
-	if i < 0 || h[i+1:] != queueTag(queue) {
+	if i < 0 || !hmac.Equal([]byte(h[i+1:]), []byte(r.mac(queue, h[:i]))) {
 		return store.Lease{}, invalid
 	}
 	l, ok := parseLease(h[:i])

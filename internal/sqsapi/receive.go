@@ -116,7 +116,7 @@ func (a *API) overReceived(ctx context.Context, q *queue, m *mailbox.Message) er
 func (a *API) receivedMessage(q *queue, m *mailbox.Message, sysNames, attrNames []string) message {
 	body := string(m.Payload)
 	stored := decodeAttrs(m.Attributes)
-	out := message{MessageId: strconv.FormatInt(m.MessageID, 10), ReceiptHandle: formatHandle(q.name(), m.Lease),
+	out := message{MessageId: strconv.FormatInt(m.MessageID, 10), ReceiptHandle: a.receipts.format(q.name(), m.Lease),
 		MD5OfBody: bodyMD5(body), Body: body, MessageAttributes: selectAttrs(stored.Message, attrNames)}
 	out.MD5OfMessageAttributes = attrsMD5(out.MessageAttributes)
 	if len(sysNames) == 0 {
@@ -193,7 +193,7 @@ func (a *API) openHandle(ctx context.Context, c *call) (handleEntry, store.Lease
 	if err != nil {
 		return in.handleEntry, store.Lease{}, err
 	}
-	l, aerr := parseHandle(q.name(), in.ReceiptHandle)
+	l, aerr := a.receipts.parse(q.name(), in.ReceiptHandle)
 	if aerr != nil {
 		return in.handleEntry, store.Lease{}, aerr
 	}
@@ -225,7 +225,7 @@ func (a *API) deleteMessageBatch(ctx context.Context, c *call) (any, error) {
 	var cs []store.Completion
 	var ids []string
 	for _, e := range in.Entries {
-		l, aerr := parseHandle(q.name(), e.ReceiptHandle)
+		l, aerr := a.receipts.parse(q.name(), e.ReceiptHandle)
 		if aerr != nil {
 			out.Failed = append(out.Failed, failure(e.Id, aerr))
 			continue
@@ -330,7 +330,7 @@ func (a *API) changeMessageVisibilityBatch(ctx context.Context, c *call) (any, e
 	byTimeout := map[time.Duration][]int{}
 	leases := make([]store.Lease, len(in.Entries))
 	for i, e := range in.Entries {
-		l, aerr := parseHandle(q.name(), e.ReceiptHandle)
+		l, aerr := a.receipts.parse(q.name(), e.ReceiptHandle)
 		if aerr == nil {
 			var d time.Duration
 			if d, aerr = visibilityTimeout(e.VisibilityTimeout); aerr == nil {

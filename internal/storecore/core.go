@@ -15,6 +15,7 @@ package storecore
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"maps"
@@ -80,6 +81,11 @@ type Backend interface {
 	HoldMaintainer(ctx context.Context, holder string, d time.Duration) (store.Maintainer, error)
 	ReleaseMaintainer(ctx context.Context, holder string, token int64) error
 	Ping(ctx context.Context) error
+	CheckWrite(ctx context.Context) error
+	// ServerSecret gets a checked name and fresh, random bytes of
+	// ServerSecretSize: it keeps them when the name has no secret yet,
+	// atomically, and returns the name's secret either way.
+	ServerSecret(ctx context.Context, name string, fresh []byte) ([]byte, error)
 	// Close is called once.
 	Close() error
 }
@@ -418,6 +424,32 @@ func (s *Store) Ping(ctx context.Context) error {
 	}
 	defer s.end()
 	return s.b.Ping(ctx) // the connection's own error, as it comes
+}
+
+// CheckWrite implements store.Store.
+func (s *Store) CheckWrite(ctx context.Context) error {
+	return only(run(s, "check a write", nil, func() (struct{}, error) { return struct{}{}, s.b.CheckWrite(ctx) }))
+}
+
+// ServerSecretSize is the length of a server secret.
+const ServerSecretSize = 32
+
+// maxSecretName bounds a server secret's name.
+const maxSecretName = 80
+
+// ServerSecret implements store.Store.
+func (s *Store) ServerSecret(ctx context.Context, name string) ([]byte, error) {
+	var check error
+	if name == "" || len(name) > maxSecretName {
+		check = invalid("a server secret's name is 1 to %d bytes, not %d", maxSecretName, len(name))
+	}
+	return run(s, "read the server secret", check, func() ([]byte, error) {
+		fresh := make([]byte, ServerSecretSize)
+		if _, err := rand.Read(fresh); err != nil {
+			return nil, err
+		}
+		return s.b.ServerSecret(ctx, name, fresh)
+	})
 }
 
 // Close waits for the operations in flight, closes the backend once and

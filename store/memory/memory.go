@@ -52,6 +52,8 @@ type backend struct {
 	paused  map[string]bool
 	records map[string]*record
 	maint   store.Maintainer
+	// secrets are the server secrets by name.
+	secrets map[string][]byte
 	// settling is the state of the settling step that holds mu.
 	settling settleState
 
@@ -305,6 +307,21 @@ func (s *backend) Resume(ctx context.Context, queue string) error {
 
 // Ping has nothing to reach: the store is open.
 func (s *backend) Ping(context.Context) error { return nil }
+
+// CheckWrite has nothing to prove: memory takes every write.
+func (s *backend) CheckWrite(context.Context) error { return nil }
+
+func (s *backend) ServerSecret(_ context.Context, name string, fresh []byte) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.secrets == nil {
+		s.secrets = map[string][]byte{}
+	}
+	if _, ok := s.secrets[name]; !ok {
+		s.secrets[name] = fresh
+	}
+	return slices.Clone(s.secrets[name]), nil
+}
 
 // Close stops the reaper loop.
 func (s *backend) Close() error {

@@ -326,6 +326,30 @@ func (s *backend) Ping(ctx context.Context) error {
 	return s.pool.Ping(ctx)
 }
 
+// CheckWrite commits a change of one row: it fails on a standby and in a
+// session whose transactions are read-only.
+func (s *backend) CheckWrite(ctx context.Context) error {
+	_, err := s.pool.Exec(ctx, s.sql.Text(qCheckWrite), replan)
+	return err
+}
+
+// ServerSecret reads the name's secret, so that a standby whose secret
+// exists serves it; when there is none it keeps fresh unless a concurrent
+// call kept its own first, and reads again in a statement of its own,
+// which sees what that call committed.
+func (s *backend) ServerSecret(ctx context.Context, name string, fresh []byte) ([]byte, error) {
+	var secret []byte
+	err := s.pool.QueryRow(ctx, s.sql.Text(qSecret), replan, name).Scan(&secret)
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return secret, err
+	}
+	if _, err := s.pool.Exec(ctx, s.sql.Text(qKeepSecret), replan, name, fresh); err != nil {
+		return nil, err
+	}
+	err = s.pool.QueryRow(ctx, s.sql.Text(qSecret), replan, name).Scan(&secret)
+	return secret, err
+}
+
 // Close stops the LISTEN connection and, if the store opened its own pool,
 // closes it.
 func (s *backend) Close() error {

@@ -346,6 +346,20 @@ SELECT holder, token, expires FROM taken
 -- Lets the lease lapse, if $1 holds it under $2.
 UPDATE {s}.maintainer SET expires = '-infinity' WHERE id = 1 AND holder = $1 AND token = $2
 
+-- name: keepSecret
+-- Keeps $2 as the server secret named $1, unless the name has one: a
+-- concurrent first insert of the name waits for the other to commit,
+-- then does nothing, so the secret read after it is the one kept.
+INSERT INTO {s}.server_secrets (name, secret) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING
+
+-- name: secret
+SELECT secret FROM {s}.server_secrets WHERE name = $1
+
+-- name: checkWrite
+-- Rewrites the one row of the write check.
+INSERT INTO {s}.write_check AS w (id, writes) VALUES (1, 1)
+ON CONFLICT (id) DO UPDATE SET writes = w.writes + 1
+
 -- name: pause
 INSERT INTO {s}.queues (queue, paused) VALUES ($1, true)
 ON CONFLICT (queue) DO UPDATE SET paused = true

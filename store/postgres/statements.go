@@ -51,6 +51,9 @@ const (
 	qSetQueueAttributes
 	qHoldMaintainer
 	qReleaseMaintainer
+	qKeepSecret
+	qSecret
+	qCheckWrite
 	qPause
 	qResume
 	qQueues
@@ -98,6 +101,9 @@ var queryNames = [nQueries]string{
 	qSetQueueAttributes: "setQueueAttributes",
 	qHoldMaintainer:     "holdMaintainer",
 	qReleaseMaintainer:  "releaseMaintainer",
+	qKeepSecret:         "keepSecret",
+	qSecret:             "secret",
+	qCheckWrite:         "checkWrite",
 	qPause:              "pause",
 	qResume:             "resume",
 	qQueues:             "queues",

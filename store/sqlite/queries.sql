@@ -218,6 +218,18 @@ SELECT holder, token, expires FROM leasehold_maintainer WHERE id = 1
 -- Lets the lease lapse, if ?1 holds it under ?2.
 UPDATE leasehold_maintainer SET expires = 0 WHERE id = 1 AND holder = ?1 AND token = ?2
 
+-- name: keepSecret
+-- Keeps ?2 as the server secret named ?1, unless the name has one.
+INSERT INTO leasehold_server_secrets (name, secret) VALUES (?1, ?2) ON CONFLICT (name) DO NOTHING
+
+-- name: secret
+SELECT secret FROM leasehold_server_secrets WHERE name = ?
+
+-- name: checkWrite
+-- Rewrites the one row of the write check.
+INSERT INTO leasehold_write_check (id, writes) VALUES (1, 1)
+ON CONFLICT (id) DO UPDATE SET writes = writes + 1
+
 -- name: pause
 -- Pauses a queue.
 INSERT INTO leasehold_queues (queue, paused) VALUES (?, 1) ON CONFLICT (queue) DO UPDATE SET paused = 1

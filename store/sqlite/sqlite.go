@@ -448,6 +448,32 @@ func (s *backend) Ping(ctx context.Context) error {
 	return s.db.PingContext(ctx)
 }
 
+// CheckWrite commits a change of one row: it fails on a read-only file or
+// connection, and when the disk has no room for the change.
+func (s *backend) CheckWrite(ctx context.Context) error {
+	return s.write(ctx, func(tx *sql.Tx, _ int64) error {
+		_, err := tx.ExecContext(ctx, s.st.Text(qCheckWrite))
+		return err
+	})
+}
+
+// ServerSecret reads the name's secret first, so that a read-only
+// database whose secret exists serves it, then keeps fresh if it has none.
+func (s *backend) ServerSecret(ctx context.Context, name string, fresh []byte) ([]byte, error) {
+	var secret []byte
+	err := s.db.QueryRowContext(ctx, s.st.Text(qSecret), name).Scan(&secret)
+	if !errors.Is(err, sql.ErrNoRows) {
+		return secret, err
+	}
+	err = s.write(ctx, func(tx *sql.Tx, _ int64) error {
+		if _, err := tx.ExecContext(ctx, s.st.Text(qKeepSecret), name, fresh); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, s.st.Text(qSecret), name).Scan(&secret)
+	})
+	return secret, err
+}
+
 // Close closes the database.
 func (s *backend) Close() error {
 	s.st.close()

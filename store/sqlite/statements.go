@@ -62,6 +62,9 @@ const (
 	qHoldMaintainer
 	qMaintainer
 	qReleaseMaintainer
+	qKeepSecret
+	qSecret
+	qCheckWrite
 	qPause
 	qResume
 	qQueues
@@ -106,6 +109,9 @@ var queryNames = [nQueries]string{
 	qHoldMaintainer:     "holdMaintainer",
 	qMaintainer:         "maintainer",
 	qReleaseMaintainer:  "releaseMaintainer",
+	qKeepSecret:         "keepSecret",
+	qSecret:             "secret",
+	qCheckWrite:         "checkWrite",
 	qPause:              "pause",
 	qResume:             "resume",
 	qQueues:             "queues",

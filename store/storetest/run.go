@@ -59,7 +59,8 @@ func ClaimsSkipLocked() Option { return func(o *options) { o.claimsSkipLocked = 
 //     without any clock time passing.
 //
 // A backend with a schema of its own also runs CheckUpgraded on a database
-// the previous schema version wrote.
+// the previous schema version wrote; a backend shared by processes runs
+// CheckSecretShared, and CheckReadOnly on a database that refuses writes.
 func Run(t *testing.T, f Factory, opts ...Option) {
 	var o options
 	for _, opt := range opts {
@@ -146,6 +147,11 @@ func Run(t *testing.T, f Factory, opts ...Option) {
 		// Close (refused.go).
 		{"BadInputChangesNothing", testBadInputChangesNothing},
 		{"PingAndClose", testPingAndClose},
+
+		// What servers of a database share: secrets, and the proof that
+		// the database takes writes (secrets.go).
+		{"ServerSecret", testServerSecret},
+		{"CheckWrite", testCheckWrite},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, f) })
