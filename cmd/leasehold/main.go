@@ -26,6 +26,12 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == script.SuperviseArg {
 		os.Exit(script.Supervise(os.Args[2:]))
 	}
+	// First of all, before the environment's secrets are used: no other
+	// process of the same user may read them from /proc.
+	if err := script.Protect(); err != nil {
+		fmt.Fprintf(os.Stderr, "leasehold: %s\n", oneLine(err))
+		os.Exit(exitFailure)
+	}
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
