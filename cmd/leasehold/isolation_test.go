@@ -26,6 +26,7 @@ const probeScript = `cat >/dev/null
 out=%s
 id -u > $out/uid
 id -G > $out/groups
+echo "$USER $LOGNAME $HOME" > $out/names
 worker=$(cut -d' ' -f4 /proc/$PPID/stat)
 echo $worker > $out/worker.pid
 cat /proc/$worker/environ > $out/worker.environ 2>/dev/null; echo $? > $out/worker.environ.rc
@@ -193,6 +194,9 @@ func TestScriptRunsAsUser(t *testing.T) {
 		if g == "0" {
 			t.Fatalf("the script kept root's group: %v", groups)
 		}
+	}
+	if got, want := p.read(t, "names"), u.Username+" "+u.Username+" "+u.HomeDir; got != want {
+		t.Fatalf("the script's USER LOGNAME HOME: %q, want %q", got, want)
 	}
 	for _, f := range []string{"worker", "supervisor"} {
 		if rc, env := p.read(t, f+".environ.rc"), p.read(t, f+".environ"); rc == "0" || strings.Contains(env, "hunter2") {
