@@ -157,11 +157,15 @@ type leaseholdRun struct {
 //   - work gets --drain, so that it ends once its queue is empty;
 //   - serve listens on port 0 of the host it names (127.0.0.1 by default);
 //   - bench runs 1 s, or 1000 messages at most.
-func adapt(argv []string) ([]string, leaseholdRun) {
+func adapt(root *cobra.Command, argv []string) ([]string, leaseholdRun, error) {
 	var run leaseholdRun
+	c, _, err := root.Find(argv[1:])
+	if err != nil {
+		return nil, run, err
+	}
+	run.path = strings.TrimPrefix(c.CommandPath(), root.Name()+" ")
 	out := []string{"leasehold", "--db", "leasehold.db", "--log-level", "debug"}
-	var path []string
-	dash := false
+	dash, hasAddr := false, false
 	for i := 1; i < len(argv); i++ {
 		a := argv[i]
 		if dash {
@@ -194,6 +198,7 @@ func adapt(argv []string) ([]string, leaseholdRun) {
 			run.ids = append(run.ids, id)
 			out = append(out, "--id", id)
 		case name == "--addr" && (hasValue || takesValue):
+			hasAddr = true
 			host, _, _ := net.SplitHostPort(next())
 			out = append(out, "--addr", net.JoinHostPort(host, "0"))
 		case name == "--duration" && (hasValue || takesValue):
@@ -205,27 +210,21 @@ func adapt(argv []string) ([]string, leaseholdRun) {
 				n = 1000
 			}
 			out = append(out, "--messages", strconv.Itoa(n))
-		case strings.HasPrefix(a, "-"):
-			out = append(out, a)
 		default:
-			if len(path) == 0 || run.path == "dead" || run.path == "queue" {
-				path = append(path, a)
-				run.path = strings.Join(path, " ")
-				out = append(out, a)
-				switch run.path {
-				case "work":
-					out = append(out, "--drain")
-				case "serve":
-					if !slices.ContainsFunc(argv, func(w string) bool { return w == "--addr" || strings.HasPrefix(w, "--addr=") }) {
-						out = append(out, "--addr", "127.0.0.1:0")
-					}
-				}
-				continue
-			}
 			out = append(out, a)
 		}
 	}
-	return out, run
+	switch run.path {
+	case "work":
+		if i := slices.Index(out, "--"); i >= 0 && !slices.Contains(out[:i], "--drain") {
+			out = slices.Insert(out, i, "--drain")
+		}
+	case "serve":
+		if !hasAddr {
+			out = append(out, "--addr", "127.0.0.1:0")
+		}
+	}
+	return out, run, nil
 }
 
 // exampleFile matches a word that names a file in the example's
@@ -318,7 +317,8 @@ func helpExamples(c *cobra.Command) []example {
 func TestHelpExamplesRun(t *testing.T) {
 	t.Parallel()
 	bin := leaseholdBin(t)
-	examples := helpExamples((&app{}).rootCommand())
+	root := (&app{}).rootCommand()
+	examples := helpExamples(root)
 	if len(examples) < 20 {
 		t.Fatalf("found %d examples; the walk of the command tree is broken", len(examples))
 	}
@@ -335,7 +335,10 @@ func TestHelpExamplesRun(t *testing.T) {
 				if len(argv) == 0 || argv[0] != "leasehold" {
 					continue
 				}
-				adapted, run := adapt(argv)
+				adapted, run, err := adapt(root, argv)
+				if err != nil {
+					t.Fatalf("%s example %q: %v", ex.command, ex.line, err)
+				}
 				line[j] = append(slices.Clip(env), adapted...)
 				runs = append(runs, run)
 			}
