@@ -55,10 +55,11 @@ LEASEHOLD_FENCING_TOKEN. CMD gets the worker's environment without
 leasehold's own settings (LEASEHOLD_DB and every other LEASEHOLD_ variable)
 and without PGPASSWORD, so a database password never reaches it; the worker
 is non-dumpable, so that CMD cannot read them from /proc either. CMD runs
-as the worker's user, who can read what the worker's user can (the SQLite
-file, ~/.pgpass); with --user NAME, which needs a worker running as root,
-it runs as NAME with NAME's groups, HOME, USER and LOGNAME instead, and
-reaches nothing of the worker's.
+as the worker's user and reads what that user can (the SQLite file,
+~/.pgpass); a worker running as root runs it as root, which reads
+everything. With --user NAME, which needs a worker running as root, CMD
+runs as NAME with NAME's groups, HOME, USER and LOGNAME instead, and
+reaches nothing of the worker's that NAME may not read.
 
 Exit 0 completes the message; exit 65 (EX_DATAERR) dead-letters it at once;
 any other status fails it: it is retried with backoff until its deliveries
