@@ -97,6 +97,17 @@ func ids(t *testing.T, u *user.User) (uid, gid uint32) {
 	return uint32(a), uint32(b)
 }
 
+// sharedBin returns the built command, in a directory that other users
+// may enter, so that they can run it.
+func sharedBin(t *testing.T) string {
+	t.Helper()
+	bin := leaseholdBin(t)
+	if err := os.Chmod(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
 // runProbe enqueues one message on the SQLite file db and works it with
 // the probe script, the worker started with extra arguments of work and
 // as cred (nil: as this process). It returns what the script saw.
@@ -108,11 +119,7 @@ func runProbe(t *testing.T, db string, cred *syscall.Credential, workArgs ...str
 	if err := os.WriteFile(handler, []byte("#!/bin/sh\n"+fmt.Sprintf(probeScript, out, db)), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	bin := leaseholdBin(t)
-	// The binary's directory is private to this process's user.
-	if err := os.Chmod(filepath.Dir(bin), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin := sharedBin(t)
 	for _, args := range [][]string{{"enqueue", "--queue", "probe", "x"},
 		append(append([]string{"--log-level", "error", "work", "--queue", "probe", "--drain"}, workArgs...), "--", handler)} {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -231,7 +238,7 @@ func TestUserNeedsRoot(t *testing.T) {
 	}
 	u := throwawayUser(t)
 	uid, gid := ids(t, u)
-	cmd := exec.Command(leaseholdBin(t), "--db", filepath.Join(dir, "u.db"), "work", "--queue", "q", "--user", "root", "--", "true")
+	cmd := exec.Command(sharedBin(t), "--db", filepath.Join(dir, "u.db"), "work", "--queue", "q", "--user", "root", "--", "true")
 	cmd.Dir, cmd.Env = dir, append(os.Environ(), "LEASEHOLD_DB=")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid}}
 	out, err := cmd.CombinedOutput()
