@@ -281,3 +281,29 @@ sleep 1000
 		t.Fatalf("the first failure's reason: %q", le)
 	}
 }
+
+// A script that stops its supervisor (SIGSTOP) cannot keep its message, or
+// what it started, past the script's stop: once the maximum processing
+// time has passed, the supervisor is killed after the grace it is given,
+// and the worker kills what the script left.
+func TestScriptStoppingItsSupervisor(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := "sqlite:" + filepath.Join(dir, "stop.db")
+	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "stop", "--max-deliveries", "2", "x").must(t)
+	handler := writeScript(t, dir, `cat >/dev/null
+[ "$LEASEHOLD_ATTEMPT" = 1 ] || exit 0
+setsid sh -c 'echo $$ > daemon.pid; exec sleep 1000' &
+while [ ! -s daemon.pid ]; do sleep 0.01; done
+echo $PPID > supervisor.pid
+kill -STOP $PPID
+`)
+	r := runBin(t, dir, "", "--db", db, "work", "--queue", "stop", "--lease", "1s", "--max-processing", "1s", "--drain", "--", handler).must(t)
+	for _, f := range []string{"supervisor.pid", "daemon.pid"} {
+		pid := readPid(t, filepath.Join(dir, f))
+		waitFor(t, 5*time.Second, f+" "+strconv.Itoa(pid)+" ending", func() bool { return !pidAlive(pid) })
+	}
+	if m := byPayload(t, dir, db, "stop")["x"]; m["state"] != "completed" || m["deliveries"] != 2.0 {
+		t.Fatalf("the message after its first run stopped its supervisor: %v, want completed on the second delivery\n%s", m, r.stderr)
+	}
+}

@@ -180,7 +180,7 @@ func (f workFlags) config(cmd *cobra.Command) (leasehold.Config, error) {
 		// A hard stop waits for scripts to be killed (SIGTERM, then SIGKILL
 		// after script.KillGrace) before it releases their leases, so that no
 		// script runs on after its message was handed to another worker.
-		HardStopWait: script.KillGrace + 2*time.Second, Codec: rawCodec{}}
+		HardStopWait: script.StopTime + time.Second, Codec: rawCodec{}}
 	for _, v := range f.periodic {
 		p, err := parsePeriodic(f.queue, v)
 		if err != nil {

@@ -26,6 +26,12 @@ const (
 	exitDataErr = 65
 	// KillGrace is how long a script has between SIGTERM and SIGKILL.
 	KillGrace = 5 * time.Second
+	// supervisorGrace is how long a supervisor has, once told to kill its
+	// script, before it is killed itself.
+	supervisorGrace = time.Second
+	// StopTime bounds how long a script that was told to stop takes to be
+	// gone, everything it started with it.
+	StopTime = KillGrace + supervisorGrace
 	// pipeGrace is how long a script's output may stay open after the
 	// script exited, held by something it started, before it is closed.
 	pipeGrace = 2 * time.Second
@@ -136,19 +142,29 @@ func (h *Handler) Handle(ctx context.Context, job *leasehold.RawJob) error {
 	p.started()
 	// Stopped (lease lost, max processing time, shutdown): SIGTERM to the
 	// script, and everything it started is killed KillGrace later unless
-	// the script has exited by then.
+	// the script has exited by then. A supervisor that has not ended
+	// supervisorGrace after that (the script stopped it with SIGSTOP, say)
+	// is killed, and the script's orphans come to this process.
 	var (
 		mu     sync.Mutex
 		exited bool
 		kill   clock.Timer
 	)
-	stop := context.AfterFunc(ctx, func() {
+	later := func(f func()) {
 		mu.Lock()
 		defer mu.Unlock()
 		if !exited {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			kill = clock.System().AfterFunc(KillGrace, func() { _ = lifeW.Close() })
+			f()
 		}
+	}
+	stop := context.AfterFunc(ctx, func() {
+		later(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			kill = clock.System().AfterFunc(KillGrace, func() {
+				_ = lifeW.Close()
+				later(func() { kill = clock.System().AfterFunc(supervisorGrace, func() { _ = cmd.Process.Kill() }) })
+			})
+		})
 	})
 	waitErr := cmd.Wait()
 	rep := <-report // the supervisor held its only write end
