@@ -42,7 +42,7 @@ show in stats and in list --state cancelled.`,
 				seen[id], ids[i] = true, id
 			}
 			ctx := cmd.Context()
-			st, err := a.open(ctx)
+			st, err := a.openExisting(ctx)
 			if err != nil {
 				return err
 			}

@@ -116,15 +116,16 @@ func sqlitePath(p string) (dsn, error) {
 	return d, nil
 }
 
-// openStore opens the database. A SQLite file is created and migrated,
-// unless readOnly, which opens an existing, migrated one without changing
-// it; a PostgreSQL database must have been migrated.
-func openStore(ctx context.Context, d dsn, readOnly bool) (store.Store, error) {
+// openStore opens the database. A SQLite file is created and migrated
+// with openCreate; otherwise one without leasehold's tables is refused
+// and left as it was. A PostgreSQL database must have been migrated.
+func openStore(ctx context.Context, d dsn, mode openMode) (store.Store, error) {
 	if d.memory {
 		return memory.New(memory.Config{})
 	}
 	if d.postgres != "" {
 		return postgres.Open(ctx, postgres.Config{DSN: d.postgres})
 	}
-	return sqlite.Open(ctx, sqlite.Config{Path: d.path, Synchronous: d.synchronous, ReadOnly: readOnly})
+	return sqlite.Open(ctx, sqlite.Config{Path: d.path, Synchronous: d.synchronous,
+		ReadOnly: mode == openReadOnly, NoCreate: mode == openExisting})
 }

@@ -321,9 +321,8 @@ them to pending with a fresh delivery budget; purge deletes them.`,
 	var queue string
 	var ids []int64
 	var asJSON, all bool
-	sub := func(use, short string, act func(cmd *cobra.Command, st store.Store) error) *cobra.Command {
-		c := &cobra.Command{Use: use + " --queue Q", Short: short, Args: noArgs,
-			Example: "  leasehold dead " + use + " --queue emails",
+	sub := func(use, short, example string, act func(cmd *cobra.Command, st store.Store) error) *cobra.Command {
+		c := &cobra.Command{Use: use + " --queue Q", Short: short, Args: noArgs, Example: example,
 			RunE: func(c *cobra.Command, _ []string) error {
 				if err := requireQueue(queue); err != nil {
 					return err
@@ -345,7 +344,7 @@ them to pending with a fresh delivery budget; purge deletes them.`,
 					return usagef("--all and --id exclude each other")
 				}
 				ctx := c.Context()
-				open := a.open
+				open := a.openExisting
 				if use == "list" {
 					open = a.openRead
 				}
@@ -368,7 +367,7 @@ them to pending with a fresh delivery budget; purge deletes them.`,
 		c.Flags().StringVar(&queue, "queue", "", "queue name (required)")
 		return c
 	}
-	list := sub("list", "List dead letters", func(c *cobra.Command, st store.Store) error {
+	list := sub("list", "List dead letters", "  leasehold dead list --queue emails\n  leasehold dead list --queue emails --json", func(c *cobra.Command, st store.Store) error {
 		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 		if !asJSON {
 			fmt.Fprintln(tw, "ID\tDEAD AT\tREASON\tDELIVERIES\tLAST ERROR\tPAYLOAD")
@@ -391,7 +390,7 @@ them to pending with a fresh delivery budget; purge deletes them.`,
 		return err
 	})
 	list.Flags().BoolVar(&asJSON, "json", false, "one JSON object per dead letter")
-	redrive := sub("redrive", "Return dead letters to pending", func(c *cobra.Command, st store.Store) error {
+	redrive := sub("redrive", "Return dead letters to pending", "  leasehold dead redrive --queue emails\n  leasehold dead redrive --queue emails --id 17", func(c *cobra.Command, st store.Store) error {
 		n, err := st.Redrive(c.Context(), queue, ids)
 		if err != nil {
 			return err
@@ -399,7 +398,7 @@ them to pending with a fresh delivery budget; purge deletes them.`,
 		fmt.Fprintf(a.stdout, "redrove %d\n", n)
 		return nil
 	})
-	purge := sub("purge", "Delete dead letters", func(c *cobra.Command, st store.Store) error {
+	purge := sub("purge", "Delete dead letters", "  leasehold dead purge --queue emails --id 17 --id 18\n  leasehold dead purge --queue emails --all", func(c *cobra.Command, st store.Store) error {
 		n, err := st.Purge(c.Context(), queue, ids)
 		if err != nil {
 			return err
@@ -431,7 +430,7 @@ for deployments that want one elsewhere, or a one-off run with --once.`,
 				return usagef("--interval %s: must be positive", every)
 			}
 			ctx := cmd.Context()
-			st, err := a.open(ctx)
+			st, err := a.openExisting(ctx)
 			if err != nil {
 				return err
 			}

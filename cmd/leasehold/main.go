@@ -26,6 +26,12 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == script.SuperviseArg {
 		os.Exit(script.Supervise(os.Args[2:]))
 	}
+	// First of all, before the environment's secrets are used: no other
+	// process of the same user may read them from /proc.
+	if err := script.Protect(); err != nil {
+		fmt.Fprintf(os.Stderr, "leasehold: %s\n", oneLine(err))
+		os.Exit(exitFailure)
+	}
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
@@ -88,7 +94,7 @@ under a lease that is kept alive while it runs. A worker that dies loses its
 leases to the reaper; a worker that lost its lease cannot complete.
 
 The database is a SQLite file (default leasehold.db, created mode 0600 by the
-first command that writes) or a PostgreSQL server (a postgres:// URL or a
+first migrate, enqueue, work, serve or bench) or a PostgreSQL server (a postgres:// URL or a
 libpq keyword/value string; run "leasehold migrate" once). A SQLite path is
 used as written, with no percent-decoding. SQLite syncs every commit to disk
 (synchronous=full); PATH?synchronous=normal syncs at checkpoints only, which
@@ -96,8 +102,8 @@ writes faster but may lose the last acknowledged commits in a power failure
 (never in a crash of the process). Give a PostgreSQL password with
 PGPASSWORD or a password file (PGPASSFILE, default ~/.pgpass), not in the
 URL; connecting gives up after 10 s unless the DSN sets connect_timeout.
-Commands that only read (stats, list, dead list) never create or change a
-database.`,
+Only those five commands create leasehold's tables; every other one, on a
+database without them, says so and changes nothing.`,
 		Example: `  leasehold enqueue --queue emails '{"to":"ann@example.com"}'
   leasehold work --queue emails -- ./send-email.sh
   leasehold stats
@@ -177,9 +183,31 @@ func validLevel(s string) bool {
 	return false
 }
 
-// open opens the database for a command that writes; a SQLite file is
-// created and migrated.
-func (a *app) open(ctx context.Context) (store.Store, error) { return a.openFor(ctx, false) }
+// How a command opens the database.
+type openMode int
+
+const (
+	// openCreate creates and migrates a missing SQLite file or schema:
+	// for the commands that start using a database (migrate, enqueue,
+	// work, serve, bench).
+	openCreate openMode = iota
+	// openExisting writes to a leasehold database only: one without
+	// leasehold's tables is refused, and left as it was.
+	openExisting
+	// openReadOnly reads a migrated database and changes nothing.
+	openReadOnly
+)
+
+// open opens the database for a command that may start using it: a SQLite
+// file is created and migrated.
+func (a *app) open(ctx context.Context) (store.Store, error) { return a.openFor(ctx, openCreate) }
+
+// openExisting opens the database for a command that changes what is in
+// it: a database without leasehold's tables is an error, and nothing is
+// created or changed.
+func (a *app) openExisting(ctx context.Context) (store.Store, error) {
+	return a.openFor(ctx, openExisting)
+}
 
 // deps are what the runtime's pieces that a command runs by itself (a
 // reaper, a cleaner) work with: st, the system clock, the command's
@@ -190,13 +218,13 @@ func (a *app) deps(st store.Store, log *slog.Logger) maintenance.Deps {
 
 // openRead opens the database for a command that only reads: nothing is
 // created or changed, and a database without the schema is an error.
-func (a *app) openRead(ctx context.Context) (store.Store, error) { return a.openFor(ctx, true) }
+func (a *app) openRead(ctx context.Context) (store.Store, error) { return a.openFor(ctx, openReadOnly) }
 
-func (a *app) openFor(ctx context.Context, readOnly bool) (store.Store, error) {
+func (a *app) openFor(ctx context.Context, mode openMode) (store.Store, error) {
 	if a.dsn.memory && !a.memoryOK {
 		return nil, usagef("--db memory: is an in-memory store for bench only; it would lose everything at exit")
 	}
-	return openStore(ctx, a.dsn, readOnly)
+	return openStore(ctx, a.dsn, mode)
 }
 
 // requireQueue checks a --queue value.

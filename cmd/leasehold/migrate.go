@@ -15,10 +15,12 @@ func (a *app) migrateCommand() *cobra.Command {
 		Use:   "migrate",
 		Short: "Create or upgrade the database schema",
 		Long: `migrate creates the schema, or upgrades it to this version of leasehold.
-Several processes may migrate at once. A SQLite file is also migrated
-automatically by the commands that write (enqueue, work, reap, dead redrive,
-dead purge); the commands that only read (stats, list, dead list) never
-change a database, and on one without the schema say so.`,
+Several processes may migrate at once. A SQLite file is also created and
+migrated by enqueue, work, serve and bench. Every other command works on a
+leasehold database only: on one without leasehold's tables (an
+application's own SQLite file, say) it says so and changes nothing, its
+journal mode included. The commands that only read (stats, list, dead
+list) change no database at all.`,
 		Example: `  leasehold migrate
   leasehold --db postgres://localhost/app migrate`,
 		Args: noArgs,

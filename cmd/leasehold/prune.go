@@ -56,7 +56,7 @@ the whole window; once it is deleted, its dedup id may be used again.`,
 				return err
 			}
 			ctx := cmd.Context()
-			st, err := a.open(ctx)
+			st, err := a.openExisting(ctx)
 			if err != nil {
 				return err
 			}

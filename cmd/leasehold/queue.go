@@ -35,7 +35,7 @@ before it holds any message.`,
 					return err
 				}
 				ctx := c.Context()
-				st, err := a.open(ctx)
+				st, err := a.openExisting(ctx)
 				if err != nil {
 					return err
 				}

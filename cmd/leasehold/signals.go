@@ -17,5 +17,6 @@ func (a *app) runUntilSignal(ctx context.Context, r lifecycle.Runnable) error {
 	defer unlisten()
 	co.Register(func() { go func() { _ = r.Shutdown(context.WithoutCancel(ctx)) }() })
 	co.OnEscalate(stop)
+	a.log.Debug("running until SIGTERM or SIGINT")
 	return r.Run(ctx)
 }

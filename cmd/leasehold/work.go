@@ -38,6 +38,7 @@ type workFlags struct {
 	lease, heartbeat, maxProcessing, reapEvery time.Duration
 	shutdownTimeout                            time.Duration
 	drain                                      bool
+	user                                       string
 	retainCompleted, retainDead                retention
 	periodic                                   []string
 }
@@ -52,7 +53,13 @@ payload on standard input and these environment variables:
 LEASEHOLD_MESSAGE_ID, LEASEHOLD_QUEUE, LEASEHOLD_KEY, LEASEHOLD_ATTEMPT,
 LEASEHOLD_FENCING_TOKEN. CMD gets the worker's environment without
 leasehold's own settings (LEASEHOLD_DB and every other LEASEHOLD_ variable)
-and without PGPASSWORD, so a database password never reaches it.
+and without PGPASSWORD, so a database password never reaches it; the worker
+is non-dumpable, so that CMD cannot read them from /proc either. CMD runs
+as the worker's user and reads what that user can (the SQLite file,
+~/.pgpass); a worker running as root runs it as root, which reads
+everything. With --user NAME, which needs a worker running as root, CMD
+runs as NAME with NAME's groups, HOME, USER and LOGNAME instead, and
+reaches nothing of the worker's that NAME may not read.
 
 Exit 0 completes the message; exit 65 (EX_DATAERR) dead-letters it at once;
 any other status fails it: it is retried with backoff until its deliveries
@@ -67,7 +74,9 @@ says so).
 Everything CMD starts ends with it: when CMD exits, whatever it left running
 (daemons that called setsid included) is killed, and its output is closed
 at most 2 s later; when the worker dies by any means, kill -9 included, its
-commands and everything they started are killed at once. The lease is kept
+commands and everything they started are killed at once; when CMD kills
+the leasehold process that watches it, the worker kills what CMD started
+and fails the message. The lease is kept
 alive while CMD runs. When it is lost, or the maximum processing time
 passes, CMD gets SIGTERM, then SIGKILL 5 s later, and the message is not
 completed by this worker. The reaper runs in-process.
@@ -103,7 +112,13 @@ exits non-zero.`,
 			if err != nil {
 				return usagef("command %q: %v", args[0], err)
 			}
-			return a.work(cmd.Context(), cfg, f, append([]string{path}, args[1:]...))
+			var runAs *script.User
+			if f.user != "" {
+				if runAs, err = script.LookupUser(f.user); err != nil {
+					return usageError{err}
+				}
+			}
+			return a.work(cmd.Context(), cfg, f, runAs, append([]string{path}, args[1:]...))
 		},
 	}
 	fl := cmd.Flags()
@@ -117,6 +132,7 @@ exits non-zero.`,
 	fl.StringArrayVar(&f.periodic, "periodic", nil, "enqueue PAYLOAD on the queue at every tick of SCHEDULE, given as 'SCHEDULE|PAYLOAD' (a cron expression or 'every DURATION'); repeatable. Workers with the same value enqueue each tick once between them")
 	fl.Var(&f.retainCompleted, "retain-completed", "keep completed messages this long after they finish, then delete them (or forever)")
 	fl.Var(&f.retainDead, "retain-dead", "keep dead and cancelled messages this long after they end, then delete them (or forever)")
+	fl.StringVar(&f.user, "user", "", "run CMD as this user (a name or uid), with its groups; the worker must run as root")
 	fl.BoolVar(&f.drain, "drain", false, "exit 0 once the queue has nothing pending (visible or delayed) and nothing in flight, or is paused with nothing in flight")
 	return cmd
 }
@@ -164,7 +180,7 @@ func (f workFlags) config(cmd *cobra.Command) (leasehold.Config, error) {
 		// A hard stop waits for scripts to be killed (SIGTERM, then SIGKILL
 		// after script.KillGrace) before it releases their leases, so that no
 		// script runs on after its message was handed to another worker.
-		HardStopWait: script.KillGrace + 2*time.Second, Codec: rawCodec{}}
+		HardStopWait: script.StopTime + time.Second, Codec: rawCodec{}}
 	for _, v := range f.periodic {
 		p, err := parsePeriodic(f.queue, v)
 		if err != nil {
@@ -181,7 +197,10 @@ func (f workFlags) config(cmd *cobra.Command) (leasehold.Config, error) {
 // work runs a client whose raw handler is the script, for jobs of every
 // kind, until a signal, --drain, a stall or a command that cannot start
 // stops it.
-func (a *app) work(ctx context.Context, cfg leasehold.Config, f workFlags, argv []string) error {
+func (a *app) work(ctx context.Context, cfg leasehold.Config, f workFlags, runAs *script.User, argv []string) error {
+	if err := script.PrepareWorker(); err != nil {
+		return err
+	}
 	st, err := a.open(ctx)
 	if err != nil {
 		return err
@@ -211,7 +230,7 @@ func (a *app) work(ctx context.Context, cfg leasehold.Config, f workFlags, argv 
 	askStop := func() { askOnce.Do(func() { close(stopAsked) }) }
 	var cannotStart error
 	var startMu sync.Mutex
-	c.HandleAny((&script.Handler{Argv: argv, Stdout: script.NewLockedWriter(a.stdout), Stderr: script.NewLockedWriter(a.stderr), Log: a.log,
+	c.HandleAny((&script.Handler{Argv: argv, User: runAs, Stdout: script.NewLockedWriter(a.stdout), Stderr: script.NewLockedWriter(a.stderr), Log: a.log,
 		Broken: func(err error) {
 			startMu.Lock()
 			cannotStart = err

@@ -78,6 +78,12 @@ type Config struct {
 	// created or changed. A missing file, or one without the current
 	// leasehold schema, is store.ErrNotMigrated.
 	ReadOnly bool
+	// NoCreate opens an existing leasehold database for writing, and
+	// refuses any other: a missing file, or one without leasehold's tables,
+	// is store.ErrNotMigrated and is left as it was (its bytes, its
+	// journal mode, no -wal or -shm file beside it). A database at an older
+	// leasehold schema version is migrated.
+	NoCreate bool
 }
 
 // Store is a store.Store in a SQLite file.
@@ -120,15 +126,28 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.BusyTimeout == 0 {
 		cfg.BusyTimeout = 10 * time.Second
 	}
-	if cfg.ReadOnly {
+	switch {
+	case cfg.ReadOnly || cfg.NoCreate:
 		if _, err := os.Stat(cfg.Path); errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("sqlite store: %s: %w", cfg.Path, store.ErrNotMigrated)
 		}
-	} else if err := create(cfg.Path); err != nil {
-		return nil, err
+	default:
+		if err := create(cfg.Path); err != nil {
+			return nil, err
+		}
 	}
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", cfg.BusyTimeout.Milliseconds()))
+	if cfg.NoCreate || cfg.ReadOnly {
+		// Opening changes a foreign file: the WAL switch below, or the files
+		// a read-only connection leaves. The schema is looked for first.
+		if err := hasSchema(ctx, cfg.Path, q); err != nil {
+			return nil, fmt.Errorf("sqlite store: %s: %w", cfg.Path, openError(cfg.Path, err))
+		}
+	}
+	if cfg.NoCreate {
+		q.Set("mode", "rw") // nor is a file created should it vanish now
+	}
 	if cfg.ReadOnly {
 		q.Set("mode", "ro")
 	} else {
@@ -212,18 +231,54 @@ func openError(path string, err error) error {
 	return err
 }
 
+// hasSchema reports store.ErrNotMigrated unless the file at path holds
+// leasehold's tables, looking through a read-only connection of its own
+// (q its other settings) that changes nothing. Even a read-only connection
+// leaves -wal and -shm files beside a database in WAL mode; without a -wal
+// file everything is in the database file, which is then read as
+// immutable: without locks, and without those files.
+func hasSchema(ctx context.Context, path string, q url.Values) error {
+	ro := url.Values{}
+	for k, v := range q {
+		ro[k] = v
+	}
+	ro.Set("mode", "ro")
+	if _, err := os.Stat(path + "-wal"); errors.Is(err, fs.ErrNotExist) {
+		ro.Set("immutable", "1")
+	}
+	db, err := sql.Open("sqlite", "file:"+uriPath.Replace(path)+"?"+ro.Encode())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ok, err := hasTables(ctx, db)
+	if err == nil && !ok {
+		err = store.ErrNotMigrated
+	}
+	return err
+}
+
+// hasTables reports whether db holds leasehold's tables.
+func hasTables(ctx context.Context, db *sql.DB) (bool, error) {
+	var tables int
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'leasehold_messages'").Scan(&tables); err != nil {
+		return false, fmt.Errorf("read schema: %w", err)
+	}
+	return tables > 0, nil
+}
+
 // checkVersion accepts a database at the current schema version only.
 func checkVersion(ctx context.Context, db *sql.DB) error {
 	var v int
 	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 		return fmt.Errorf("read schema version: %w", err)
 	}
-	var tables int
-	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'leasehold_messages'").Scan(&tables); err != nil {
-		return fmt.Errorf("read schema: %w", err)
+	tables, err := hasTables(ctx, db)
+	if err != nil {
+		return err
 	}
 	switch ms := migrations(); {
-	case tables == 0:
+	case !tables:
 		return store.ErrNotMigrated
 	case v > len(ms):
 		return fmt.Errorf("%w: the database is at schema version %d, this code knows versions up to %d", store.ErrSchemaTooNew, v, len(ms))

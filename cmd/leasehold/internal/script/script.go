@@ -26,6 +26,12 @@ const (
 	exitDataErr = 65
 	// KillGrace is how long a script has between SIGTERM and SIGKILL.
 	KillGrace = 5 * time.Second
+	// supervisorGrace is how long a supervisor has, once told to kill its
+	// script, before it is killed itself.
+	supervisorGrace = time.Second
+	// StopTime bounds how long a script that was told to stop takes to be
+	// gone, everything it started with it.
+	StopTime = KillGrace + supervisorGrace
 	// pipeGrace is how long a script's output may stay open after the
 	// script exited, held by something it started, before it is closed.
 	pipeGrace = 2 * time.Second
@@ -52,7 +58,10 @@ type Handler struct {
 	Stdout, Stderr io.Writer
 	Log            *slog.Logger
 	// Broken is called once, when MaxStartFailures starts in a row failed.
-	Broken     func(error)
+	Broken func(error)
+	// User, when set, is the account scripts run as (see LookupUser); else
+	// they run as the worker's.
+	User       *User
 	failedRuns atomic.Int32
 	brokenOnce sync.Once
 }
@@ -116,13 +125,13 @@ func (h *Handler) Handle(ctx context.Context, job *leasehold.RawJob) error {
 	// The script runs under a supervisor (see supervise.go) in a process
 	// group of its own: a terminal's Ctrl-C reaches only leasehold, which
 	// decides.
-	cmd := exec.Command(selfExe, append([]string{SuperviseArg}, h.Argv...)...)
+	cmd := exec.Command(selfExe, append([]string{SuperviseArg, h.User.arg()}, h.Argv...)...)
 	cmd.Args[0] = "leasehold"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Env = scriptEnv(os.Environ(), job)
+	cmd.Env = h.User.env(scriptEnv(os.Environ(), job))
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	cmd.ExtraFiles = []*os.File{lifeR, reportW}
-	if err := cmd.Start(); err != nil {
+	if err := supervisors.start(cmd); err != nil {
 		return h.startFailed(fmt.Errorf("start %s: %w", name, err))
 	}
 	report := make(chan string, 1)
@@ -133,22 +142,36 @@ func (h *Handler) Handle(ctx context.Context, job *leasehold.RawJob) error {
 	p.started()
 	// Stopped (lease lost, max processing time, shutdown): SIGTERM to the
 	// script, and everything it started is killed KillGrace later unless
-	// the script has exited by then.
+	// the script has exited by then. A supervisor that has not ended
+	// supervisorGrace after that (the script stopped it with SIGSTOP, say)
+	// is killed, and the script's orphans come to this process.
 	var (
 		mu     sync.Mutex
 		exited bool
 		kill   clock.Timer
 	)
-	stop := context.AfterFunc(ctx, func() {
+	later := func(f func()) {
 		mu.Lock()
 		defer mu.Unlock()
 		if !exited {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			kill = clock.System().AfterFunc(KillGrace, func() { _ = lifeW.Close() })
+			f()
 		}
+	}
+	stop := context.AfterFunc(ctx, func() {
+		later(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			kill = clock.System().AfterFunc(KillGrace, func() {
+				_ = lifeW.Close()
+				later(func() { kill = clock.System().AfterFunc(supervisorGrace, func() { _ = cmd.Process.Kill() }) })
+			})
+		})
 	})
 	waitErr := cmd.Wait()
 	rep := <-report // the supervisor held its only write end
+	ended, ok := parseReport(rep)
+	// A supervisor that did not report was killed, by the script perhaps:
+	// what the script started is this process's now, and is killed.
+	orphans := supervisors.ended(cmd.Process.Pid, !ok)
 	stop()
 	mu.Lock()
 	exited = true
@@ -167,10 +190,9 @@ func (h *Handler) Handle(ctx context.Context, job *leasehold.RawJob) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s stopped: %w", name, context.Cause(ctx))
 	}
-	ended, ok := parseReport(rep)
 	switch {
 	case !ok:
-		return fmt.Errorf("run %s: the supervising process failed: %v", name, waitErr)
+		return fmt.Errorf("run %s: the supervising process ended without a report (%v); the %d processes the script left were killed", name, waitErr, orphans)
 	case ended.startErr != "":
 		return h.startFailed(fmt.Errorf("start %s: %s", name, ended.startErr))
 	}

@@ -2,6 +2,7 @@ package script
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -62,4 +63,27 @@ func lens(ss []string) []int {
 		n = append(n, len(s))
 	}
 	return n
+}
+
+// The user a script runs as reaches its supervisor as an argument and
+// comes back whole, groups included; "-" is the supervisor's own.
+func TestUserArgRoundTrip(t *testing.T) {
+	for _, u := range []*User{{UID: 1001, GID: 1002, Groups: []uint32{1002, 27}}, {UID: 5, GID: 6}} {
+		cred, err := parseCredential(u.arg())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cred.Uid != u.UID || cred.Gid != u.GID || !slices.Equal(cred.Groups, append([]uint32{}, u.Groups...)) {
+			t.Fatalf("%q came back as %+v", u.arg(), cred)
+		}
+	}
+	var none *User
+	if cred, err := parseCredential(none.arg()); cred != nil || err != nil {
+		t.Fatalf("no user came back as %+v, %v", cred, err)
+	}
+	for _, bad := range []string{"", "1:2", "x:2:3", "1:2:a"} {
+		if _, err := parseCredential(bad); err == nil {
+			t.Fatalf("parseCredential(%q) accepted it", bad)
+		}
+	}
 }

@@ -1,7 +1,6 @@
 package script
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -29,7 +28,12 @@ import (
 // script become its children rather than init's, so it can find and kill
 // them even after setsid. A parent-death signal alone would reach the
 // script but not its children, and a cgroup needs privileges and a
-// delegated hierarchy that a worker rarely has.
+// delegated hierarchy that a worker rarely has. The worker is a child
+// subreaper too (see PrepareWorker): should a script kill its supervisor,
+// what it started becomes the worker's, which kills it.
+//
+// The supervisor's arguments are SuperviseArg, the user to run the script
+// as (see User.arg; "-" for the supervisor's own), then the script's argv.
 const SuperviseArg = "__leasehold_supervise"
 
 // The supervisor's own exit statuses; how the script ended goes through
@@ -57,16 +61,23 @@ const (
 
 // Supervise runs argv as the script and returns the supervisor's exit
 // status. The standard streams are passed on to the script.
-func Supervise(argv []string) int {
+func Supervise(args []string) int {
+	_ = noDump()
 	syscall.CloseOnExec(lifeFD)
 	syscall.CloseOnExec(reportFD)
 	life := os.NewFile(lifeFD, "life")
 	report := os.NewFile(reportFD, "report")
-	if life == nil || report == nil || len(argv) == 0 {
+	var cred *syscall.Credential
+	var err error
+	if len(args) > 0 {
+		cred, err = parseCredential(args[0])
+	}
+	if life == nil || report == nil || len(args) < 2 || err != nil {
 		fmt.Fprintln(os.Stderr, "leasehold: the supervisor is started by leasehold work only")
 		return exitUsage
 	}
-	becomeSubreaper()
+	argv := args[1:]
+	_ = becomeSubreaper()
 	// The worker asks the script to stop with SIGTERM to the supervisor,
 	// which passes it on. Signals are caught, never ignored: caught ones
 	// return to their defaults in the script, ignored ones would stay
@@ -75,7 +86,7 @@ func Supervise(argv []string) int {
 	signal.Notify(terms, syscall.SIGTERM)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.SysProcAttr = scriptAttr()
+	cmd.SysProcAttr = scriptAttr(cred)
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(report, "start: %s", oneLine(err))
 		return exitFailure
@@ -127,24 +138,7 @@ func waitStatus(ps *os.ProcessState, err error) (syscall.WaitStatus, bool) {
 // script started is left.
 func killDescendants(script int) {
 	_ = syscall.Kill(-script, syscall.SIGKILL)
-	// A bound keeps a fork bomb from holding the supervisor forever.
-	for range 10000 {
-		var ws syscall.WaitStatus
-		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
-		switch {
-		case errors.Is(err, syscall.ECHILD):
-			return
-		case errors.Is(err, syscall.EINTR), pid > 0:
-			continue
-		case err != nil:
-			return
-		}
-		// Children that have not ended yet: kill them, wait for one.
-		for _, k := range children() {
-			_ = syscall.Kill(k, syscall.SIGKILL)
-		}
-		_, _ = syscall.Wait4(-1, &ws, 0, nil)
-	}
+	killAdopted(func(int) bool { return false })
 }
 
 // scriptEnded is how a supervised script ended, as its supervisor reported.

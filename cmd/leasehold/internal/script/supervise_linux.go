@@ -1,6 +1,7 @@
 package script
 
 import (
+	"errors"
 	"os"
 	"strconv"
 	"strings"
@@ -14,12 +15,21 @@ import (
 const selfExe = "/proc/self/exe"
 
 // becomeSubreaper makes orphaned descendants this process's children.
-func becomeSubreaper() { _ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) }
+func becomeSubreaper() error { return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) }
+
+// noDump makes this process non-dumpable: its /proc/PID files that need a
+// tracer's rights (environ, mem, fd, maps...) belong to root from then on,
+// so that another process of the same user, a script included, cannot
+// read them, and it leaves no core file. The flag is reset by execve, so
+// every process of leasehold's sets it again.
+func noDump() error { return unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0) }
 
 // scriptAttr puts the script in a process group of its own, and kills it
-// should the supervisor die before it.
-func scriptAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+// should the supervisor die before it. cred, when set, is the user the
+// script runs as; the parent-death signal is set after the change of user,
+// which would clear it.
+func scriptAttr(cred *syscall.Credential) *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: cred}
 }
 
 // children lists this process's children, from /proc.
@@ -52,4 +62,36 @@ func children() []int {
 		}
 	}
 	return out
+}
+
+// killAdopted kills and reaps every child of this process that keep does
+// not name, until none is left: the processes a dead supervisor's script
+// left behind, which a child subreaper adopts. Each death hands that
+// process's own children to this one before its wait returns, so the
+// loop ends with the whole tree gone. It returns how many it killed.
+func killAdopted(keep func(pid int) bool) int {
+	killed := 0
+	// A bound keeps a fork bomb from holding the worker forever.
+	for range 10000 {
+		var found bool
+		for _, pid := range children() {
+			if keep(pid) {
+				continue
+			}
+			found = true
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			var ws syscall.WaitStatus
+			for {
+				_, err := syscall.Wait4(pid, &ws, 0, nil)
+				if !errors.Is(err, syscall.EINTR) {
+					break
+				}
+			}
+			killed++
+		}
+		if !found {
+			return killed
+		}
+	}
+	return killed
 }
