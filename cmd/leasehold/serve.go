@@ -65,8 +65,8 @@ deletes finished messages after --retain-completed and --retain-dead.
 SIGTERM or SIGINT stops gracefully: long polls return at once, requests in
 flight finish; a second signal stops at once.`,
 		Example: `  leasehold serve
-  LEASEHOLD_ACCESS_KEY_ID=AKID LEASEHOLD_SECRET_ACCESS_KEY=... LEASEHOLD_DASHBOARD_PASSWORD=... LEASEHOLD_METRICS_TOKEN=... \
-    leasehold --db postgres://localhost/app serve --addr 0.0.0.0:9324 --tls-cert cert.pem --tls-key key.pem
+  LEASEHOLD_ACCESS_KEY_ID=AKIDEXAMPLE LEASEHOLD_SECRET_ACCESS_KEY=wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY leasehold serve --addr 0.0.0.0:9324 --tls-cert cert.pem --tls-key key.pem
+  LEASEHOLD_ACCESS_KEY_ID=AKIDEXAMPLE LEASEHOLD_SECRET_ACCESS_KEY=wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY LEASEHOLD_DASHBOARD_PASSWORD=correct-horse-battery LEASEHOLD_METRICS_TOKEN=scrape-token-0123456789 leasehold --db postgres://localhost/app serve --addr 0.0.0.0:9324 --behind-tls-proxy
   aws --endpoint-url http://127.0.0.1:9324 sqs create-queue --queue-name jobs`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

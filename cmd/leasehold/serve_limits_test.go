@@ -29,7 +29,7 @@ import (
 
 const (
 	limitsKey    = "AKIDLIMITS"
-	limitsSecret = "limits-secret"
+	limitsSecret = "limits-secret-0123456789"
 )
 
 // servedProc is a leasehold serve process with credentials.

@@ -396,9 +396,12 @@ func (a *API) readBody(w http.ResponseWriter, r *http.Request, name string) (bod
 	case n < 0:
 		n = maxRequestBody
 	}
-	ctx, cancel := clock.WithTimeout(r.Context(), a.clk, bufferWait)
-	err = a.buffered.Acquire(ctx, n)
-	cancel()
+	if !a.buffered.TryAcquire(n) {
+		// Full: wait a little for room, rather than refuse at once.
+		ctx, cancel := clock.WithTimeout(r.Context(), a.clk, bufferWait)
+		err = a.buffered.Acquire(ctx, n)
+		cancel()
+	}
 	if err != nil {
 		closeAfter(w)
 		return nil, nil, errUnavailable.f("the server holds as many request bodies as it may (%d bytes); retry later", a.cfg.MaxBufferedBytes).retryIn(time.Second)
@@ -417,6 +420,12 @@ func (a *API) readBody(w http.ResponseWriter, r *http.Request, name string) (bod
 		}
 		closeAfter(w)
 		return nil, nil, errInvalidParameter.f("the request body cannot be read: %v", err)
+	}
+	if held := int64(len(body)); held < n {
+		// A body of unknown length reserved the largest; keep only what
+		// it took, so that a long poll holds no more than its bytes.
+		a.buffered.Release(n - held)
+		release = func() { a.buffered.Release(held) }
 	}
 	return body, release, nil
 }
