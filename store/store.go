@@ -458,6 +458,13 @@ type Store interface {
 	// Queues lists, sorted, the queues that hold messages in any state,
 	// are paused or have a record (see CreateQueue).
 	Queues(ctx context.Context) ([]string, error)
+	// AllStats counts the messages of every queue that Queues lists, as
+	// Stats counts one queue's, sorted by queue. The SQL backends read
+	// them in one statement, each live state's counts grouped by queue
+	// from the state's index and completed messages from their counts, so
+	// that it costs one statement however many queues there are, not one
+	// per queue.
+	AllStats(ctx context.Context) ([]Stats, error)
 	// DeleteQueue deletes every message of a queue, in every state, and
 	// returns how many; it forgets that the queue was paused and deletes
 	// its record. Leases on them are lost. For benchmarks, tests and

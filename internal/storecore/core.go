@@ -54,6 +54,7 @@ type Backend interface {
 	Purge(ctx context.Context, queue string, ids []int64) (int, error)
 	Stats(ctx context.Context, queue string) (store.Stats, error)
 	Queues(ctx context.Context) ([]string, error)
+	AllStats(ctx context.Context) ([]store.Stats, error)
 	DeleteQueue(ctx context.Context, queue string) (int, error)
 	// CreateQueue gets attrs as NewQueueAttributes returns them; it
 	// returns the record with Queue set and Attributes never nil, as do
@@ -299,6 +300,11 @@ func (s *Store) Stats(ctx context.Context, queue string) (store.Stats, error) {
 // Queues implements store.Store.
 func (s *Store) Queues(ctx context.Context) ([]string, error) {
 	return run(s, "queues", nil, func() ([]string, error) { return s.b.Queues(ctx) })
+}
+
+// AllStats implements store.Store.
+func (s *Store) AllStats(ctx context.Context) ([]store.Stats, error) {
+	return run(s, "all stats", nil, func() ([]store.Stats, error) { return s.b.AllStats(ctx) })
 }
 
 // DeleteQueue implements store.Store.

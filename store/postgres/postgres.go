@@ -855,6 +855,18 @@ func (s *backend) Stats(ctx context.Context, queue string) (store.Stats, error) 
 	return st, nil
 }
 
+func (s *backend) AllStats(ctx context.Context) ([]store.Stats, error) {
+	rows, err := s.pool.Query(ctx, s.sql.Text(qAllStats), replan, s.now())
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (st store.Stats, err error) {
+		err = r.Scan(&st.Queue, &st.Pending, &st.Waiting, &st.Processing, &st.Completed, &st.Dead, &st.BlockedKeys, &st.OldestPendingAge,
+			&st.Paused, &st.Cancelled, &st.Delayed)
+		return st, err
+	})
+}
+
 func (s *backend) HoldMaintainer(ctx context.Context, holder string, d time.Duration) (store.Maintainer, error) {
 	var m store.Maintainer
 	err := s.pool.QueryRow(ctx, s.sql.Text(qHoldMaintainer), replan, s.now(), holder, micros(d)).Scan(&m.Holder, &m.Token, &m.Expires)

@@ -251,6 +251,41 @@ SELECT
 FROM (SELECT count(*) AS n, count(*) FILTER (WHERE visible_at > COALESCE($1::timestamptz, now())) AS delayed
 	FROM {s}.messages WHERE queue = $2 AND state = {pending}) AS pending
 
+-- name: allStats
+-- Counts every queue's messages in one statement, for the queues that
+-- queues lists: each live state's messages are read once through the
+-- state's partial index and grouped by queue, completed ones come from
+-- their counts, and the queues' rows give the paused ones and the
+-- records. The pending scan counts the delayed messages and finds the
+-- oldest visible one too.
+WITH t(now) AS (SELECT COALESCE($1::timestamptz, now()))
+SELECT queue, sum(pending)::bigint, sum(waiting)::bigint, sum(processing)::bigint, sum(completed)::bigint, sum(dead)::bigint,
+	sum(keys)::bigint, COALESCE((SELECT now FROM t) - min(oldest), interval '0'), bool_or(paused), sum(cancelled)::bigint,
+	sum(delayed)::bigint
+FROM (
+	SELECT queue, count(*) AS pending, 0 AS waiting, 0 AS processing, 0 AS completed, 0 AS dead, 0 AS keys,
+		min(visible_at) FILTER (WHERE visible_at <= (SELECT now FROM t)) AS oldest, false AS paused, 0 AS cancelled,
+		count(*) FILTER (WHERE visible_at > (SELECT now FROM t)) AS delayed
+	FROM {s}.messages WHERE state = {pending} GROUP BY queue
+	UNION ALL
+	SELECT queue, 0, count(*), 0, 0, 0, count(DISTINCT key), NULL, false, 0, 0
+	FROM {s}.messages WHERE state = {waiting} GROUP BY queue
+	UNION ALL
+	SELECT queue, 0, 0, count(*), 0, 0, 0, NULL, false, 0, 0
+	FROM {s}.messages WHERE state = {processing} GROUP BY queue
+	UNION ALL
+	SELECT queue, 0, 0, 0, 0, count(*), 0, NULL, false, 0, 0
+	FROM {s}.messages WHERE state = {dead} GROUP BY queue
+	UNION ALL
+	SELECT queue, 0, 0, 0, 0, 0, 0, NULL, false, count(*), 0
+	FROM {s}.messages WHERE state = {cancelled} GROUP BY queue
+	UNION ALL
+	SELECT queue, 0, 0, 0, sum(n), 0, 0, NULL, false, 0, 0
+	FROM {s}.completed_counts GROUP BY queue HAVING sum(n) > 0
+	UNION ALL
+	SELECT queue, 0, 0, 0, 0, 0, 0, NULL, paused, 0, 0 FROM {s}.queues WHERE paused OR created_at IS NOT NULL) AS counts
+GROUP BY queue ORDER BY queue
+
 -- name: countCompleted
 -- Adds $2[i] to queue $1[i]'s completed count, in the shard of this
 -- connection.

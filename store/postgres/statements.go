@@ -41,6 +41,7 @@ const (
 	qRedrive
 	qPurge
 	qStats
+	qAllStats
 	qCountCompleted
 	qPrune
 	qDeleteQueue
@@ -88,6 +89,7 @@ var queryNames = [nQueries]string{
 	qRedrive:            "redrive",
 	qPurge:              "purge",
 	qStats:              "stats",
+	qAllStats:           "allStats",
 	qCountCompleted:     "countCompleted",
 	qPrune:              "prune",
 	qDeleteQueue:        "deleteQueue",

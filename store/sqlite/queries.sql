@@ -161,6 +161,37 @@ SELECT
 FROM (SELECT count(*) AS n, coalesce(sum(visible_at > ?2), 0) AS delayed
 	FROM leasehold_messages WHERE queue = ?1 AND state = {pending}) AS pending
 
+-- name: allStats
+-- Counts every queue's messages at time ?1 in one statement, for the
+-- queues that queues lists: each live state's messages are read once
+-- through the state's partial index and grouped by queue, completed ones
+-- come from their counts, and the queues' rows give the paused ones and
+-- the records. The pending scan counts the delayed messages and finds the
+-- oldest visible one too.
+SELECT queue, sum(pending), sum(waiting), sum(processing), sum(completed), sum(dead), sum(keys), min(oldest), max(paused),
+	sum(cancelled), sum(delayed)
+FROM (
+	SELECT queue, count(*) AS pending, 0 AS waiting, 0 AS processing, 0 AS completed, 0 AS dead, 0 AS keys,
+		min(CASE WHEN visible_at <= ?1 THEN visible_at END) AS oldest, 0 AS paused, 0 AS cancelled, coalesce(sum(visible_at > ?1), 0) AS delayed
+	FROM leasehold_messages WHERE state = {pending} GROUP BY queue
+	UNION ALL
+	SELECT queue, 0, count(*), 0, 0, 0, count(DISTINCT key), NULL, 0, 0, 0
+	FROM leasehold_messages WHERE state = {waiting} GROUP BY queue
+	UNION ALL
+	SELECT queue, 0, 0, count(*), 0, 0, 0, NULL, 0, 0, 0
+	FROM leasehold_messages WHERE state = {processing} GROUP BY queue
+	UNION ALL
+	SELECT queue, 0, 0, 0, 0, count(*), 0, NULL, 0, 0, 0
+	FROM leasehold_messages WHERE state = {dead} GROUP BY queue
+	UNION ALL
+	SELECT queue, 0, 0, 0, 0, 0, 0, NULL, 0, count(*), 0
+	FROM leasehold_messages WHERE state = {cancelled} GROUP BY queue
+	UNION ALL
+	SELECT queue, 0, 0, 0, n, 0, 0, NULL, 0, 0, 0 FROM leasehold_completed_counts WHERE n > 0
+	UNION ALL
+	SELECT queue, 0, 0, 0, 0, 0, 0, NULL, paused, 0, 0 FROM leasehold_queues WHERE paused OR created_at IS NOT NULL)
+GROUP BY queue ORDER BY queue
+
 -- name: prune
 -- Deletes up to ?4 messages in one state ({state}: its code is written in,
 -- so that SQLite can use the state's partial index) that finished by ?1

@@ -770,6 +770,25 @@ func (s *backend) Stats(ctx context.Context, queue string) (store.Stats, error) 
 	return st, nil
 }
 
+func (s *backend) AllStats(ctx context.Context) ([]store.Stats, error) {
+	now := micros(s.clk.Now())
+	rows, err := s.db.QueryContext(ctx, s.st.Text(qAllStats), now)
+	if err != nil {
+		return nil, err
+	}
+	return sqlstate.Collect(rows, func(r *sql.Rows) (st store.Stats, err error) {
+		var oldest sql.NullInt64
+		if err := r.Scan(&st.Queue, &st.Pending, &st.Waiting, &st.Processing, &st.Completed, &st.Dead, &st.BlockedKeys, &oldest,
+			&st.Paused, &st.Cancelled, &st.Delayed); err != nil {
+			return st, err
+		}
+		if oldest.Valid {
+			st.OldestPendingAge = time.Duration(now-oldest.Int64) * time.Microsecond
+		}
+		return st, nil
+	})
+}
+
 // List lists through the database.
 func (s *backend) List(ctx context.Context, f store.ListFilter) ([]store.Info, error) {
 	return s.list(ctx, s.db, f)

@@ -51,6 +51,7 @@ const (
 	qRedrive
 	qPurge
 	qStats
+	qAllStats
 	qPrune
 	qUncount
 	qDeleteQueue
@@ -95,6 +96,7 @@ var queryNames = [nQueries]string{
 	qRedrive:            "redrive",
 	qPurge:              "purge",
 	qStats:              "stats",
+	qAllStats:           "allStats",
 	qPrune:              "prune",
 	qUncount:            "uncount",
 	qDeleteQueue:        "deleteQueue",

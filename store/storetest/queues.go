@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/leasehold/leasehold/store"
 )
@@ -64,5 +65,76 @@ func testDeleteQueue(t *testing.T, f Factory) {
 	}
 	if _, err := b.s.DeleteQueue(b.ctx, ""); !errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("DeleteQueue of an empty name: %v", err)
+	}
+}
+
+// AllStats counts every queue as Stats counts each, for the queues that
+// Queues lists: with messages in each state, paused, or only recorded.
+func testAllStats(t *testing.T, f Factory) {
+	b := setup(t, f)
+	if all, err := b.s.AllStats(b.ctx); err != nil || len(all) != 0 {
+		t.Fatalf("AllStats of an empty store = %v, %v", all, err)
+	}
+	b.enqueue(store.NewMessage{Queue: "a", Key: "k"}, store.NewMessage{Queue: "a", Key: "k"}, store.NewMessage{Queue: "a", Key: "k"},
+		store.NewMessage{Queue: "a"}, store.NewMessage{Queue: "a", Delay: time.Minute}, store.NewMessage{Queue: "a", Priority: 3},
+		store.NewMessage{Queue: "b"}, store.NewMessage{Queue: "b"}, store.NewMessage{Queue: "b"}, store.NewMessage{Queue: "b"})
+	b.clk.Advance(time.Second)
+	b.enqueue(store.NewMessage{Queue: "a", Priority: -2})
+	b.clk.Advance(time.Second)
+	// b: one completed, one dead, one cancelled, one processing.
+	ds, err := b.s.Claim(b.ctx, store.Claim{Queue: "b", WorkerID: "w", Max: 3, LeaseDuration: lease})
+	if err != nil || len(ds) != 3 {
+		t.Fatalf("Claim = %d, %v", len(ds), err)
+	}
+	if _, err := b.s.Complete(b.ctx, []store.Completion{{Lease: ds[0].Lease}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.s.Fail(b.ctx, store.Failure{Lease: ds[1].Lease, Permanent: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.s.Cancel(b.ctx, "b", []int64{ds[2].MessageID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.s.Claim(b.ctx, store.Claim{Queue: "b", WorkerID: "w", Max: 1, LeaseDuration: lease}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.s.Pause(b.ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.s.CreateQueue(b.ctx, "d", nil); err != nil {
+		t.Fatal(err)
+	}
+	b.clk.Advance(5 * time.Second)
+	all, err := b.s.AllStats(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := b.s.Queues(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != len(names) {
+		t.Fatalf("AllStats has %d queues, Queues %d: %+v, %v", len(all), len(names), all, names)
+	}
+	for i, q := range names {
+		want, err := b.s.Stats(b.ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if all[i] != want {
+			t.Errorf("AllStats of %s = %+v, Stats %+v", q, all[i], want)
+		}
+	}
+	if !slices.Equal(names, []string{"a", "b", "c", "d"}) {
+		t.Errorf("queues = %v, want [a b c d]", names)
+	}
+	if all[0].Waiting != 2 || all[0].BlockedKeys != 1 || all[0].Delayed != 1 || all[0].OldestPendingAge != 7*time.Second {
+		t.Errorf("a's counts = %+v", all[0])
+	}
+	if s := all[1]; s.Completed != 1 || s.Dead != 1 || s.Cancelled != 1 || s.Processing != 1 {
+		t.Errorf("b's counts = %+v", s)
+	}
+	if !all[2].Paused {
+		t.Errorf("c is not paused: %+v", all[2])
 	}
 }
