@@ -14,6 +14,7 @@ import (
 func (a *app) serveCommand() *cobra.Command {
 	var addr, region string
 	var reapEvery, shutdownTimeout time.Duration
+	var maxQueues int
 	retainCompleted, retainDead := retention{maintenance.DefaultCompletedRetention}, retention{maintenance.DefaultDeadRetention}
 	cmd := &cobra.Command{
 		Use:   "serve [--addr HOST:PORT]",
@@ -54,9 +55,12 @@ flight finish; a second signal stops at once.`,
 			cfg := serve.Config{Addr: addr, Region: region, ReapInterval: reapEvery, ShutdownTimeout: shutdownTimeout,
 				CompletedRetention: retainCompleted.d, DeadRetention: retainDead.d,
 				AccessKeyID: os.Getenv("LEASEHOLD_ACCESS_KEY_ID"), SecretAccessKey: os.Getenv("LEASEHOLD_SECRET_ACCESS_KEY"),
-				Logger: a.log}
+				Logger: a.log, MaxQueues: maxQueues}
 			if reapEvery <= 0 || shutdownTimeout <= 0 {
 				return usagef("--reap-interval and --shutdown-timeout must be positive")
+			}
+			if maxQueues <= 0 {
+				return usagef("--max-queues must be positive, not %d", maxQueues)
 			}
 			if err := cfg.Check(); err != nil {
 				return usageError{err}
@@ -83,6 +87,7 @@ flight finish; a second signal stops at once.`,
 	fl.StringVar(&region, "region", sqsapi.DefaultRegion, "region named in queue ARNs")
 	fl.DurationVar(&reapEvery, "reap-interval", serve.DefaultReapInterval, "how often the reaper gives back messages whose visibility timeout ended")
 	fl.DurationVar(&shutdownTimeout, "shutdown-timeout", serve.DefaultShutdownTimeout, "how long a graceful stop waits for requests in flight")
+	fl.IntVar(&maxQueues, "max-queues", sqsapi.DefaultMaxQueues, "most queues the database may hold: CreateQueue of a new queue beyond it gets OverLimit")
 	fl.Var(&retainCompleted, "retain-completed", "keep completed messages this long after they finish, then delete them (or forever)")
 	fl.Var(&retainDead, "retain-dead", "keep dead and cancelled messages this long after they end, then delete them (or forever)")
 	return cmd

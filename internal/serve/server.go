@@ -79,6 +79,13 @@ type Config struct {
 	Clock clock.Clock
 	// Logger receives the server's logs. Default slog.Default().
 	Logger *slog.Logger
+	// MaxQueues bounds the queues: CreateQueue of a new queue when the
+	// store holds this many is refused with OverLimit (see
+	// sqsapi.Config.MaxQueues), and /metrics exports the depth of up to
+	// twice as many (queues that programs make by sending hold no record
+	// and are not refused). Default sqsapi.DefaultMaxQueues; must not be
+	// negative.
+	MaxQueues int
 }
 
 // Server serves leasehold over HTTP. It is a lifecycle.Runnable.
@@ -113,6 +120,9 @@ func (c Config) Check() error {
 	}
 	if c.AccessKeyID == "" && !loopback(addr) {
 		return fmt.Errorf("serve: refusing to listen on %s without credentials: set LEASEHOLD_ACCESS_KEY_ID and LEASEHOLD_SECRET_ACCESS_KEY, or listen on a loopback address such as %s", addr, DefaultAddr)
+	}
+	if c.MaxQueues < 0 {
+		return fmt.Errorf("serve: MaxQueues (%d) must not be negative", c.MaxQueues)
 	}
 	if c.ReapInterval < 0 || c.ShutdownTimeout < 0 {
 		return fmt.Errorf("serve: ReapInterval (%s) and ShutdownTimeout (%s) must not be negative", c.ReapInterval, c.ShutdownTimeout)
@@ -151,7 +161,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: metrics: %w", err)
 	}
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
+	cfg.MaxQueues = cmp.Or(cfg.MaxQueues, sqsapi.DefaultMaxQueues)
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter), sdkmetric.WithCardinalityLimit(maintenance.SeriesLimit(2*cfg.MaxQueues)))
 
 	var verifier *sigv4.Verifier
 	if cfg.AccessKeyID != "" {
@@ -163,7 +174,7 @@ func New(cfg Config) (*Server, error) {
 	// the maintainer election.
 	id := mailbox.NewWorkerID()
 	api, err := sqsapi.New(sqsapi.Config{Store: cfg.Store, Verifier: verifier, Region: cfg.Region, WorkerID: id, Clock: cfg.Clock,
-		Logger: cfg.Logger, MeterProvider: mp})
+		Logger: cfg.Logger, MeterProvider: mp, MaxQueues: cfg.MaxQueues})
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
@@ -178,7 +189,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
-	unobserve, err := maintenance.ObserveQueues(meter, cfg.Store, cfg.Store.Queues)
+	unobserve, err := maintenance.ObserveQueues(meter, cfg.Store.AllStats, 2*cfg.MaxQueues)
 	if err != nil {
 		return nil, fmt.Errorf("serve: metrics: %w", err)
 	}

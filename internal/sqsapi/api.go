@@ -58,6 +58,9 @@ const (
 	// read again: a change of its attributes made by another server takes
 	// effect here within it.
 	DefaultCacheTTL = time.Second
+	// DefaultMaxQueues is how many queues the store may hold before
+	// CreateQueue refuses new ones.
+	DefaultMaxQueues = 10_000
 )
 
 // Config configures an API.
@@ -86,6 +89,16 @@ type Config struct {
 	// Logger receives a line per request that failed on the server's side.
 	// Default slog.Default().
 	Logger *slog.Logger
+	// MaxQueues bounds the queues: CreateQueue of a queue that does not
+	// exist yet, when the store lists this many queues (store.Store's
+	// Queues: those made by CreateQueue and those that Go programs made by
+	// sending), is refused with OverLimit and changes nothing. One server
+	// checks and creates one queue at a time, so that it never goes past
+	// the bound; servers sharing a database that create new queues at the
+	// same moment may each pass the check, and the store may then hold up
+	// to one queue more per such server. Default DefaultMaxQueues; must
+	// not be negative.
+	MaxQueues int
 	// MeterProvider gets leasehold.sqs.requests and
 	// leasehold.sqs.request.duration, by action. Default: the global
 	// OpenTelemetry provider.
@@ -105,6 +118,9 @@ type API struct {
 
 	mu    sync.Mutex
 	cache map[string]cached
+	// creating is held while a new queue is checked against MaxQueues
+	// and created.
+	creating sync.Mutex
 
 	acts map[string]action
 	// completions, enqueues and receives share store calls among
@@ -126,6 +142,9 @@ func New(cfg Config) (*API, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("sqsapi: Store is nil")
 	}
+	if cfg.MaxQueues < 0 {
+		return nil, fmt.Errorf("sqsapi: MaxQueues (%d) must not be negative", cfg.MaxQueues)
+	}
 	if cfg.PollInterval < 0 || cfg.CacheTTL < 0 {
 		return nil, fmt.Errorf("sqsapi: PollInterval (%s) and CacheTTL (%s) must not be negative", cfg.PollInterval, cfg.CacheTTL)
 	}
@@ -143,6 +162,9 @@ func New(cfg Config) (*API, error) {
 	}
 	if cfg.CacheTTL == 0 {
 		cfg.CacheTTL = DefaultCacheTTL
+	}
+	if cfg.MaxQueues == 0 {
+		cfg.MaxQueues = DefaultMaxQueues
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -165,7 +187,7 @@ func New(cfg Config) (*API, error) {
 	a.acts = a.actions()
 	a.completions = newCoalescer(a.clk, a.st.Complete)
 	a.enqueues = newCoalescer(a.clk, a.st.Enqueue)
-	a.receives = &sharedClaims{Store: a.st, clk: a.clk, claims: map[claimKey]*coalescer[struct{}, *store.Delivery]{}}
+	a.receives = &sharedClaims{Store: a.st, clk: a.clk, claims: map[claimKey]*sharedClaim{}}
 	return a, nil
 }
 
@@ -338,13 +360,17 @@ func (a *API) lookup(ctx context.Context, queueURL string) (*queue, error) {
 	return a.remember(rec, now), nil
 }
 
-// adopt records a queue that holds messages but has no record.
+// adopt records a queue that holds messages, or is paused, but has no
+// record. Whether it does is read from the queue's own counts, a few
+// index probes for a queue that has none, never from a list of every
+// queue.
 func (a *API) adopt(ctx context.Context, name string) (store.QueueInfo, error) {
-	names, err := a.st.Queues(ctx)
-	if err != nil {
+	st, err := a.st.Stats(ctx, name)
+	if err != nil && !errors.Is(err, store.ErrInvalid) {
 		return store.QueueInfo{}, err
 	}
-	if !slices.Contains(names, name) {
+	// A name the store refuses names no queue.
+	if err != nil || st == (store.Stats{Queue: name}) {
 		return store.QueueInfo{}, errQueueDoesNotExist.f("the specified queue %s does not exist", name)
 	}
 	var attrs map[string]string

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"maps"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/leasehold/leasehold/store"
@@ -57,7 +58,7 @@ func (a *API) createQueue(ctx context.Context, c *call) (any, error) {
 	for k, v := range in.Tags {
 		attrs[tagPrefix+k] = v
 	}
-	rec, created, err := a.st.CreateQueue(ctx, in.QueueName, attrs)
+	rec, created, err := a.create(ctx, in.QueueName, attrs)
 	if err != nil {
 		return nil, err
 	}
@@ -72,6 +73,26 @@ func (a *API) createQueue(ctx context.Context, c *call) (any, error) {
 		}
 	}
 	return queueURLOutput{a.queueURL(c.r, in.QueueName)}, nil
+}
+
+// create creates a queue, unless it would be one more than MaxQueues.
+// A queue that exists is not counted: CreateQueue returns it.
+func (a *API) create(ctx context.Context, name string, attrs map[string]string) (store.QueueInfo, bool, error) {
+	if rec, err := a.st.QueueInfo(ctx, name); err == nil {
+		return rec, false, nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return store.QueueInfo{}, false, err
+	}
+	a.creating.Lock()
+	defer a.creating.Unlock()
+	names, err := a.st.Queues(ctx)
+	if err != nil {
+		return store.QueueInfo{}, false, err
+	}
+	if len(names) >= a.cfg.MaxQueues && !slices.Contains(names, name) {
+		return store.QueueInfo{}, false, errOverLimit.f("the server holds %d queues, its limit: delete a queue first", len(names))
+	}
+	return a.st.CreateQueue(ctx, name, attrs)
 }
 
 func (a *API) getQueueURL(ctx context.Context, c *call) (any, error) {
