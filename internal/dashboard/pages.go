@@ -125,13 +125,35 @@ func (d *Dashboard) write(act func(r *http.Request) (string, error)) http.Handle
 	}
 }
 
-func queueURL(q string) string { return "/queues/" + url.PathEscape(q) }
+// queueURL is a queue's page. The name is one escaped path segment, so
+// that a name with a slash or a percent sign stays whole; a name of dots
+// alone gets two more dots, since "." and ".." are path segments that
+// clients and servers remove, and queueName takes them off again.
+func queueURL(q string) string {
+	if strings.Trim(q, ".") == "" {
+		q = ".." + q
+	}
+	return "/queues/" + url.PathEscape(q)
+}
+
+// queueName is the queue a request's path names: queueURL undone.
+func queueName(r *http.Request) string {
+	q := r.PathValue("queue")
+	if len(q) > 2 && strings.Trim(q, ".") == "" {
+		q = q[2:]
+	}
+	return q
+}
 
 func messageURL(q string, id int64) string {
 	return queueURL(q) + "/messages/" + strconv.FormatInt(id, 10)
 }
 
 // --- the queues page ---
+
+// queuesPageSize is how many queues a page of the queues page, or of
+// its JSON, shows.
+const queuesPageSize = 50
 
 type queueRow struct {
 	Name   string
@@ -141,34 +163,83 @@ type queueRow struct {
 	Chart  chart
 }
 
-func (d *Dashboard) queueRows(r *http.Request) ([]queueRow, error) {
+type queuesData struct {
+	Rows  []queueRow
+	Pages pages
+	// Live is the JSON of this page's queues, for its live update.
+	Live string
+}
+
+// queueRows counts one page of queues, by name: the page after the
+// request's after= name, or the one before its before= name, or the
+// first. The names are one listing of every queue; only the page's
+// queues are counted.
+func (d *Dashboard) queueRows(r *http.Request) (queuesData, error) {
+	q := r.URL.Query()
+	after, before := q.Get("after"), q.Get("before")
 	names, err := d.st.Queues(r.Context())
 	if err != nil {
-		return nil, err
+		return queuesData{}, err
 	}
-	rows := make([]queueRow, 0, len(names))
-	for _, n := range names {
+	// The pages follow names in byte order, whatever the database's
+	// collation.
+	slices.Sort(names)
+	var from, to int
+	switch {
+	case before != "":
+		to, _ = slices.BinarySearch(names, before)
+		from = max(to-queuesPageSize, 0)
+	default:
+		from, _ = slices.BinarySearch(names, after)
+		if from < len(names) && after != "" && names[from] == after {
+			from++
+		}
+		to = min(from+queuesPageSize, len(names))
+	}
+	data := queuesData{Rows: make([]queueRow, 0, to-from)}
+	for _, n := range names[from:to] {
 		st, err := d.st.Stats(r.Context(), n)
 		if err != nil {
-			return nil, err
+			return queuesData{}, err
 		}
-		rows = append(rows, queueRow{Name: n, URL: queueURL(n), Stats: st, Oldest: age(st.OldestPendingAge), Chart: newChart(d.rates(n))})
+		data.Rows = append(data.Rows, queueRow{Name: n, URL: queueURL(n), Stats: st, Oldest: age(st.OldestPendingAge), Chart: newChart(d.rates(n))})
 	}
-	return rows, nil
+	link := func(key, name string) string {
+		if key == "" {
+			return "/"
+		}
+		return "/?" + url.Values{key: {name}}.Encode()
+	}
+	if after != "" || before != "" {
+		data.Pages.First = link("", "")
+	}
+	if from > 0 && to > from {
+		data.Pages.Previous = link("before", names[from])
+	}
+	if to < len(names) && to > from {
+		data.Pages.Next = link("after", names[to-1])
+	}
+	data.Live = "/api/queues"
+	if from > 0 && to > from {
+		data.Live += "?" + url.Values{"after": {names[from-1]}}.Encode()
+	}
+	return data, nil
 }
 
 func (d *Dashboard) queuesPage(w http.ResponseWriter, r *http.Request, v *view) (string, error) {
-	rows, err := d.queueRows(r)
+	data, err := d.queueRows(r)
 	if err != nil {
 		return "", err
 	}
-	v.Title, v.Data = "Queues", rows
+	v.Title, v.Data = "Queues", data
 	return "queues", nil
 }
 
-// apiQueues is the queues page's counts as JSON, for its live update.
+// apiQueues is the queues page's counts as JSON, for its live update: a
+// page of queues at a time, chosen as the page is (after= or before= a
+// name).
 func (d *Dashboard) apiQueues(w http.ResponseWriter, r *http.Request) {
-	rows, err := d.queueRows(r)
+	data, err := d.queueRows(r)
 	if err != nil {
 		d.log.Error("dashboard: counts", "error", err)
 		http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -181,8 +252,8 @@ func (d *Dashboard) apiQueues(w http.ResponseWriter, r *http.Request) {
 		Oldest                                                   string
 		Chart                                                    chart
 	}
-	out := make([]row, len(rows))
-	for i, q := range rows {
+	out := make([]row, len(data.Rows))
+	for i, q := range data.Rows {
 		s := q.Stats
 		out[i] = row{q.Name, s.Paused, s.Pending, s.Waiting, s.Processing, s.Completed, s.Dead, s.Cancelled, q.Oldest, q.Chart}
 	}
@@ -221,7 +292,7 @@ type queueData struct {
 var listStates = []store.State{store.Pending, store.Waiting, store.Processing, store.Completed, store.Dead, store.Cancelled}
 
 func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request, v *view) (string, error) {
-	name := r.PathValue("queue")
+	name := queueName(r)
 	q := r.URL.Query()
 	if id := strings.TrimSpace(q.Get("id")); id != "" {
 		n, err := strconv.ParseInt(id, 10, 64)
@@ -354,7 +425,7 @@ type messageData struct {
 }
 
 func (d *Dashboard) messagePage(w http.ResponseWriter, r *http.Request, v *view) (string, error) {
-	name := r.PathValue("queue")
+	name := queueName(r)
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
 		return "", bad("message id %q is not a positive whole number", r.PathValue("id"))
@@ -445,7 +516,7 @@ type keysData struct {
 }
 
 func (d *Dashboard) keysPage(w http.ResponseWriter, r *http.Request, v *view) (string, error) {
-	name := r.PathValue("queue")
+	name := queueName(r)
 	after := r.URL.Query().Get("after")
 	keys, err := d.st.BlockedKeys(r.Context(), name, after, pageSize)
 	if err != nil {
@@ -488,7 +559,7 @@ type deadData struct {
 }
 
 func (d *Dashboard) deadPage(w http.ResponseWriter, r *http.Request, v *view) (string, error) {
-	name := r.PathValue("queue")
+	name := queueName(r)
 	q := r.URL.Query()
 	data := deadData{Name: name, URL: queueURL(name), Reason: q.Get("reason")}
 	for _, rs := range reasons {
@@ -573,7 +644,7 @@ func (d *Dashboard) confirmPage(w http.ResponseWriter, r *http.Request, v *view)
 	if !d.checkCSRF(r) {
 		return "", bad("the form's CSRF token is missing or stale: reload the page and try again")
 	}
-	name := r.PathValue("queue")
+	name := queueName(r)
 	ids, act, err := formSelection(r)
 	if err != nil {
 		return "", err
@@ -586,7 +657,7 @@ func (d *Dashboard) confirmPage(w http.ResponseWriter, r *http.Request, v *view)
 }
 
 func (d *Dashboard) apply(r *http.Request) (string, error) {
-	name := r.PathValue("queue")
+	name := queueName(r)
 	ids, act, err := formSelection(r)
 	if err != nil {
 		return "", err
@@ -611,7 +682,7 @@ func (d *Dashboard) apply(r *http.Request) (string, error) {
 }
 
 func (d *Dashboard) pause(r *http.Request) (string, error) {
-	name := r.PathValue("queue")
+	name := queueName(r)
 	if err := d.st.Pause(r.Context(), name); err != nil {
 		return "", err
 	}
@@ -619,7 +690,7 @@ func (d *Dashboard) pause(r *http.Request) (string, error) {
 }
 
 func (d *Dashboard) resume(r *http.Request) (string, error) {
-	name := r.PathValue("queue")
+	name := queueName(r)
 	if err := d.st.Resume(r.Context(), name); err != nil {
 		return "", err
 	}
