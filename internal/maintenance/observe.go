@@ -3,7 +3,6 @@ package maintenance
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -13,15 +12,15 @@ import (
 
 // ObserveQueues registers gauges of the depth of queues, by state, and of
 // the age of each one's oldest visible pending message. They are read
-// with stats at each collection (store.Store's AllStats, or Stats of each
-// queue a worker works); counting reads only live messages and a count of
-// completed ones, never history. At most limit queues are observed, the
-// first by name (zero: no limit): a meter provider keeps a bounded number
-// of series per instrument, and past it the SDK folds the rest into one
-// overflow series, so the caller sets limit to what its provider keeps;
-// a collection with more queues than limit reports an error that says
-// how many were left out. It returns the function that unregisters them.
-func ObserveQueues(m metric.Meter, stats func(context.Context) ([]store.Stats, error), limit int) (func() error, error) {
+// with stats at each collection (StatsOf the queues a worker works);
+// counting reads only live messages and a count of completed ones, never
+// history. A meter provider keeps a bounded number of series per
+// instrument (OpenTelemetry's SDK: 2,000 unless set with
+// sdkmetric.WithCardinalityLimit) and folds the rest into one overflow
+// series: each queue takes six, so a provider that exports more than
+// 333 queues needs SeriesLimit. It returns the function that unregisters
+// them.
+func ObserveQueues(m metric.Meter, stats func(context.Context) ([]store.Stats, error)) (func() error, error) {
 	depth, err1 := m.Int64ObservableGauge("leasehold.queue.depth", metric.WithUnit("{job}"),
 		metric.WithDescription("Jobs of a queue by state: pending, waiting (behind their key), processing, completed, dead, cancelled."))
 	age, err2 := m.Float64ObservableGauge("leasehold.queue.oldest_pending_age", metric.WithUnit("s"),
@@ -33,10 +32,6 @@ func ObserveQueues(m metric.Meter, stats func(context.Context) ([]store.Stats, e
 		// The queues that could be counted are observed even when some
 		// could not.
 		all, err := stats(ctx)
-		if limit > 0 && len(all) > limit {
-			err = errors.Join(err, fmt.Errorf("leasehold.queue.depth: %d queues, only the first %d are exported", len(all), limit))
-			all = all[:limit]
-		}
 		for _, s := range all {
 			q := attribute.String("queue", s.Queue)
 			for state, n := range [store.States]int64{s.Pending, s.Waiting, s.Processing, s.Completed, s.Dead, s.Cancelled} {
@@ -53,9 +48,8 @@ func ObserveQueues(m metric.Meter, stats func(context.Context) ([]store.Stats, e
 }
 
 // SeriesLimit is the cardinality limit (sdkmetric.WithCardinalityLimit)
-// a meter provider needs for ObserveQueues to export queues queues: a
-// series for each state of each, and the SDK's default of 2,000 for every
-// other instrument.
+// a meter provider needs to keep a series for each state of queues
+// queues in one instrument, and the SDK's default of 2,000 besides.
 func SeriesLimit(queues int) int { return store.States*queues + 2000 }
 
 // StatsOf returns a stats function for ObserveQueues that counts the given

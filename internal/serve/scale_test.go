@@ -34,7 +34,7 @@ func scaleServer(t *testing.T, st store.Store, clk *clocktest.Clock, maxQueues i
 }
 
 // fill gives each of n queues one pending message.
-func fill(t *testing.T, st store.Store, n int) {
+func fill(t testing.TB, st store.Store, n int) {
 	t.Helper()
 	msgs := make([]store.NewMessage, n)
 	for i := range msgs {

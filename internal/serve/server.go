@@ -81,10 +81,11 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxQueues bounds the queues: CreateQueue of a new queue when the
 	// store holds this many is refused with OverLimit (see
-	// sqsapi.Config.MaxQueues), and /metrics exports the depth of up to
-	// twice as many (queues that programs make by sending hold no record
-	// and are not refused). Default sqsapi.DefaultMaxQueues; must not be
-	// negative.
+	// sqsapi.Config.MaxQueues). /metrics exports the depth of every
+	// queue, however many; the metrics kept by queue in OpenTelemetry
+	// (the reaper's counts) keep series for twice as many queues before
+	// they fold the rest into an overflow series. Default
+	// sqsapi.DefaultMaxQueues; must not be negative.
 	MaxQueues int
 }
 
@@ -105,7 +106,6 @@ type Server struct {
 
 	stopping   chan struct{}
 	stopOnce   sync.Once
-	unobserve  func() error
 	meterClose func(context.Context) error
 }
 
@@ -189,11 +189,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
-	unobserve, err := maintenance.ObserveQueues(meter, cfg.Store.AllStats, 2*cfg.MaxQueues)
-	if err != nil {
-		return nil, fmt.Errorf("serve: metrics: %w", err)
-	}
-	s := &Server{cfg: cfg, api: api, dash: dash, maint: maint, stopping: make(chan struct{}), unobserve: unobserve, meterClose: mp.Shutdown}
+	s := &Server{cfg: cfg, api: api, dash: dash, maint: maint, stopping: make(chan struct{}), meterClose: mp.Shutdown}
 	s.mux = http.NewServeMux()
 	s.mux.Handle("POST /{$}", api)
 	pages := s.guard(dash.Handler())
@@ -201,7 +197,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.Handle("/queues/", pages)
 	s.mux.Handle("/api/", pages)
 	s.mux.Handle("GET /static/", pages)
-	s.mux.Handle("GET /metrics", s.guard(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+	s.mux.Handle("GET /metrics", s.guard(promhttp.HandlerFor(queueMetrics{reg, cfg.Store, cfg.Clock, cfg.Logger}, promhttp.HandlerOpts{})))
 	s.mux.Handle("GET /healthz", lifecycle.HealthHandler())
 	s.mux.Handle("GET /readyz", lifecycle.HealthHandler(s.ready))
 	s.handler = s.mux
@@ -368,7 +364,6 @@ func (s *Server) stop() {
 }
 
 func (s *Server) closeMetrics() {
-	_ = s.unobserve()
 	_ = s.meterClose(context.Background())
 }
 
