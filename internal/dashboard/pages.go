@@ -172,56 +172,56 @@ type queuesData struct {
 
 // queueRows counts one page of queues, by name: the page after the
 // request's after= name, or the one before its before= name, or the
-// first. The names are one listing of every queue; only the page's
-// queues are counted.
+// first. Only the page's queues are read: their names from the store's
+// page of queues, then their counts.
 func (d *Dashboard) queueRows(r *http.Request) (queuesData, error) {
 	q := r.URL.Query()
 	after, before := q.Get("after"), q.Get("before")
-	names, err := d.st.Queues(r.Context())
+	if before != "" {
+		after = ""
+	}
+	// One more than a page says whether there is more beyond it.
+	names, err := d.st.QueuePage(r.Context(), after, before, queuesPageSize+1)
 	if err != nil {
 		return queuesData{}, err
 	}
-	// The pages follow names in byte order, whatever the database's
-	// collation.
-	slices.Sort(names)
-	var from, to int
-	switch {
-	case before != "":
-		to, _ = slices.BinarySearch(names, before)
-		from = max(to-queuesPageSize, 0)
-	default:
-		from, _ = slices.BinarySearch(names, after)
-		if from < len(names) && after != "" && names[from] == after {
-			from++
-		}
-		to = min(from+queuesPageSize, len(names))
+	more := len(names) > queuesPageSize
+	if more && before != "" {
+		names = names[1:]
+	} else if more {
+		names = names[:queuesPageSize]
 	}
-	data := queuesData{Rows: make([]queueRow, 0, to-from)}
-	for _, n := range names[from:to] {
+	data := queuesData{Rows: make([]queueRow, 0, len(names))}
+	for _, n := range names {
 		st, err := d.st.Stats(r.Context(), n)
 		if err != nil {
 			return queuesData{}, err
 		}
 		data.Rows = append(data.Rows, queueRow{Name: n, URL: queueURL(n), Stats: st, Oldest: age(st.OldestPendingAge), Chart: newChart(d.rates(n))})
 	}
-	link := func(key, name string) string {
-		if key == "" {
-			return "/"
-		}
-		return "/?" + url.Values{key: {name}}.Encode()
+	link := func(key, name string) string { return "/?" + url.Values{key: {name}}.Encode() }
+	// The live update asks for this page as this request did.
+	data.Live = "/api/queues"
+	switch {
+	case before != "":
+		data.Live += "?" + url.Values{"before": {before}}.Encode()
+	case after != "":
+		data.Live += "?" + url.Values{"after": {after}}.Encode()
 	}
 	if after != "" || before != "" {
-		data.Pages.First = link("", "")
+		data.Pages.First = "/"
 	}
-	if from > 0 && to > from {
-		data.Pages.Previous = link("before", names[from])
-	}
-	if to < len(names) && to > from {
-		data.Pages.Next = link("after", names[to-1])
-	}
-	data.Live = "/api/queues"
-	if from > 0 && to > from {
-		data.Live += "?" + url.Values{"after": {names[from-1]}}.Encode()
+	if len(names) > 0 {
+		if after != "" || before != "" && more {
+			data.Pages.Previous = link("before", names[0])
+		}
+		if before != "" || more {
+			data.Pages.Next = link("after", names[len(names)-1])
+		}
+	} else if after != "" {
+		// The queues past this point went since the link was made: the
+		// page before it may still hold some.
+		data.Pages.Previous = link("before", after)
 	}
 	return data, nil
 }

@@ -139,7 +139,15 @@ func (a *API) listQueues(ctx context.Context, c *call) (any, error) {
 		}
 		after = string(b)
 	}
-	names, err := a.st.Queues(ctx)
+	// Without a prefix, the page is read alone, with one more name to
+	// tell whether more follow; a prefix filters the list of every queue.
+	var names []string
+	var err error
+	if in.QueueNamePrefix == "" {
+		names, err = a.st.QueuePage(ctx, after, "", limit+1)
+	} else {
+		names, err = a.st.Queues(ctx)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +158,7 @@ func (a *API) listQueues(ctx context.Context, c *call) (any, error) {
 	out.QueueUrls = []string{}
 	last := ""
 	for _, n := range names {
-		if n <= after || !strings.HasPrefix(n, in.QueueNamePrefix) {
+		if in.QueueNamePrefix != "" && (n <= after || !strings.HasPrefix(n, in.QueueNamePrefix)) {
 			continue
 		}
 		if len(out.QueueUrls) == limit {

@@ -249,6 +249,21 @@ func (s *backend) Queues(context.Context) ([]string, error) {
 	return s.queueNames(), nil
 }
 
+func (s *backend) QueuePage(_ context.Context, after, before string, limit int) ([]string, error) {
+	s.mu.Lock()
+	names := s.queueNames()
+	s.mu.Unlock()
+	if before != "" {
+		to, _ := slices.BinarySearch(names, before)
+		return names[max(to-limit, 0):to], nil
+	}
+	from, found := slices.BinarySearch(names, after)
+	if found {
+		from++
+	}
+	return names[from:min(from+limit, len(names))], nil
+}
+
 // queueNames lists the queues, sorted, under s.mu.
 func (s *backend) queueNames() []string {
 	names := make(map[string]bool)

@@ -284,15 +284,25 @@ func (s *backend) queueRecord(ctx context.Context, q interface {
 }
 
 func (s *backend) Queues(ctx context.Context) ([]string, error) {
-	rows, err := s.pool.Query(ctx, s.sql.Text(qQueues), replan)
+	return s.names(ctx, qQueues)
+}
+
+func (s *backend) QueuePage(ctx context.Context, after, before string, limit int) ([]string, error) {
+	if before == "" {
+		return s.names(ctx, qQueuesAfter, after, limit)
+	}
+	names, err := s.names(ctx, qQueuesBefore, before, limit)
+	slices.Reverse(names)
+	return names, err
+}
+
+// names runs a statement that lists queue names.
+func (s *backend) names(ctx context.Context, q query, args ...any) ([]string, error) {
+	rows, err := s.pool.Query(ctx, s.sql.Text(q), append([]any{replan}, args...)...)
 	if err != nil {
 		return nil, err
 	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
 // Ping checks the database with a round trip.

@@ -426,6 +426,78 @@ UNION SELECT queue FROM {s}.completed_counts GROUP BY queue HAVING sum(n) > 0
 UNION SELECT queue FROM {s}.queues WHERE paused OR created_at IS NOT NULL
 ORDER BY 1
 
+-- name: queuesAfter
+-- At most $2 of the queues that queues lists, those after $1 in name
+-- order, read as queues reads them, but each state's loose index scan
+-- starts past $1 and stops after $2 queues, and the counts and the
+-- queues' rows are read from $1 on through their primary keys: a page
+-- costs what its queues cost, however many queues there are. Processing
+-- messages, live leases only, are read whole.
+WITH RECURSIVE
+pending(q, n) AS (
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {pending} AND queue > $1 ORDER BY queue ASC LIMIT 1), 1
+	UNION ALL
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {pending} AND queue > p.q ORDER BY queue ASC LIMIT 1), p.n + 1
+	FROM pending p WHERE p.q IS NOT NULL AND p.n < $2),
+waiting(q, n) AS (
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {waiting} AND queue > $1 ORDER BY queue ASC LIMIT 1), 1
+	UNION ALL
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {waiting} AND queue > p.q ORDER BY queue ASC LIMIT 1), p.n + 1
+	FROM waiting p WHERE p.q IS NOT NULL AND p.n < $2),
+dead(q, n) AS (
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {dead} AND queue > $1 ORDER BY queue ASC LIMIT 1), 1
+	UNION ALL
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {dead} AND queue > p.q ORDER BY queue ASC LIMIT 1), p.n + 1
+	FROM dead p WHERE p.q IS NOT NULL AND p.n < $2),
+cancelled(q, n) AS (
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {cancelled} AND queue > $1 ORDER BY queue ASC LIMIT 1), 1
+	UNION ALL
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {cancelled} AND queue > p.q ORDER BY queue ASC LIMIT 1), p.n + 1
+	FROM cancelled p WHERE p.q IS NOT NULL AND p.n < $2)
+SELECT q FROM (
+	SELECT q FROM pending WHERE q IS NOT NULL
+	UNION SELECT q FROM waiting WHERE q IS NOT NULL
+	UNION SELECT q FROM dead WHERE q IS NOT NULL
+	UNION SELECT q FROM cancelled WHERE q IS NOT NULL
+	UNION SELECT queue FROM {s}.messages WHERE state = {processing} AND queue > $1
+	UNION (SELECT queue FROM {s}.completed_counts WHERE queue > $1 GROUP BY queue HAVING sum(n) > 0 ORDER BY queue ASC LIMIT $2)
+	UNION (SELECT queue FROM {s}.queues WHERE (paused OR created_at IS NOT NULL) AND queue > $1 ORDER BY queue ASC LIMIT $2)) AS page
+ORDER BY q ASC LIMIT $2
+
+-- name: queuesBefore
+-- queuesAfter backwards: at most $2 of the queues before $1, the last
+-- first.
+WITH RECURSIVE
+pending(q, n) AS (
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {pending} AND queue < $1 ORDER BY queue DESC LIMIT 1), 1
+	UNION ALL
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {pending} AND queue < p.q ORDER BY queue DESC LIMIT 1), p.n + 1
+	FROM pending p WHERE p.q IS NOT NULL AND p.n < $2),
+waiting(q, n) AS (
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {waiting} AND queue < $1 ORDER BY queue DESC LIMIT 1), 1
+	UNION ALL
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {waiting} AND queue < p.q ORDER BY queue DESC LIMIT 1), p.n + 1
+	FROM waiting p WHERE p.q IS NOT NULL AND p.n < $2),
+dead(q, n) AS (
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {dead} AND queue < $1 ORDER BY queue DESC LIMIT 1), 1
+	UNION ALL
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {dead} AND queue < p.q ORDER BY queue DESC LIMIT 1), p.n + 1
+	FROM dead p WHERE p.q IS NOT NULL AND p.n < $2),
+cancelled(q, n) AS (
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {cancelled} AND queue < $1 ORDER BY queue DESC LIMIT 1), 1
+	UNION ALL
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {cancelled} AND queue < p.q ORDER BY queue DESC LIMIT 1), p.n + 1
+	FROM cancelled p WHERE p.q IS NOT NULL AND p.n < $2)
+SELECT q FROM (
+	SELECT q FROM pending WHERE q IS NOT NULL
+	UNION SELECT q FROM waiting WHERE q IS NOT NULL
+	UNION SELECT q FROM dead WHERE q IS NOT NULL
+	UNION SELECT q FROM cancelled WHERE q IS NOT NULL
+	UNION SELECT queue FROM {s}.messages WHERE state = {processing} AND queue < $1
+	UNION (SELECT queue FROM {s}.completed_counts WHERE queue < $1 GROUP BY queue HAVING sum(n) > 0 ORDER BY queue DESC LIMIT $2)
+	UNION (SELECT queue FROM {s}.queues WHERE (paused OR created_at IS NOT NULL) AND queue < $1 ORDER BY queue DESC LIMIT $2)) AS page
+ORDER BY q DESC LIMIT $2
+
 -- name: list
 -- A queue's messages in one state ({state}), by id: those after $2 and
 -- before $4 (NULL for no bound) that pass the filters on key ($5), kind

@@ -55,6 +55,8 @@ const (
 	qPause
 	qResume
 	qQueues
+	qQueuesAfter
+	qQueuesBefore
 	qList
 	qListBefore
 	qGet
@@ -103,6 +105,8 @@ var queryNames = [nQueries]string{
 	qPause:              "pause",
 	qResume:             "resume",
 	qQueues:             "queues",
+	qQueuesAfter:        "queuesAfter",
+	qQueuesBefore:       "queuesBefore",
 	qList:               "list",
 	qListBefore:         "listBefore",
 	qGet:                "get",

@@ -283,6 +283,62 @@ UNION SELECT queue FROM leasehold_completed_counts WHERE n > 0
 UNION SELECT queue FROM leasehold_queues WHERE paused OR created_at IS NOT NULL
 ORDER BY 1
 
+-- name: queuesAfter
+-- At most ?2 of the queues that queues lists, those after ?1 in name
+-- order, read as queues reads them, but each state's loose index scan
+-- starts past ?1 and stops after ?2 queues, and the counts and the
+-- queues' rows are read from ?1 on through their primary keys: a page
+-- costs what its queues cost, however many queues there are. Processing
+-- messages, live leases only, are read whole.
+WITH RECURSIVE
+	pending(q, n) AS (SELECT (SELECT queue FROM leasehold_messages WHERE state = {pending} AND queue > ?1 ORDER BY queue ASC LIMIT 1), 1
+		UNION ALL SELECT (SELECT queue FROM leasehold_messages WHERE state = {pending} AND queue > p.q ORDER BY queue ASC LIMIT 1), p.n + 1
+		FROM pending AS p WHERE p.q IS NOT NULL AND p.n < ?2),
+	waiting(q, n) AS (SELECT (SELECT queue FROM leasehold_messages WHERE state = {waiting} AND queue > ?1 ORDER BY queue ASC LIMIT 1), 1
+		UNION ALL SELECT (SELECT queue FROM leasehold_messages WHERE state = {waiting} AND queue > p.q ORDER BY queue ASC LIMIT 1), p.n + 1
+		FROM waiting AS p WHERE p.q IS NOT NULL AND p.n < ?2),
+	dead(q, n) AS (SELECT (SELECT queue FROM leasehold_messages WHERE state = {dead} AND queue > ?1 ORDER BY queue ASC LIMIT 1), 1
+		UNION ALL SELECT (SELECT queue FROM leasehold_messages WHERE state = {dead} AND queue > p.q ORDER BY queue ASC LIMIT 1), p.n + 1
+		FROM dead AS p WHERE p.q IS NOT NULL AND p.n < ?2),
+	cancelled(q, n) AS (SELECT (SELECT queue FROM leasehold_messages WHERE state = {cancelled} AND queue > ?1 ORDER BY queue ASC LIMIT 1), 1
+		UNION ALL SELECT (SELECT queue FROM leasehold_messages WHERE state = {cancelled} AND queue > p.q ORDER BY queue ASC LIMIT 1), p.n + 1
+		FROM cancelled AS p WHERE p.q IS NOT NULL AND p.n < ?2)
+SELECT q FROM (
+	SELECT q FROM pending WHERE q IS NOT NULL
+	UNION SELECT q FROM waiting WHERE q IS NOT NULL
+	UNION SELECT q FROM dead WHERE q IS NOT NULL
+	UNION SELECT q FROM cancelled WHERE q IS NOT NULL
+	UNION SELECT queue FROM leasehold_messages WHERE state = {processing} AND queue > ?1
+	UNION SELECT * FROM (SELECT queue FROM leasehold_completed_counts WHERE n > 0 AND queue > ?1 ORDER BY queue ASC LIMIT ?2)
+	UNION SELECT * FROM (SELECT queue FROM leasehold_queues WHERE (paused OR created_at IS NOT NULL) AND queue > ?1 ORDER BY queue ASC LIMIT ?2))
+ORDER BY q ASC LIMIT ?2
+
+-- name: queuesBefore
+-- queuesAfter backwards: at most ?2 of the queues before ?1, the last
+-- first.
+WITH RECURSIVE
+	pending(q, n) AS (SELECT (SELECT queue FROM leasehold_messages WHERE state = {pending} AND queue < ?1 ORDER BY queue DESC LIMIT 1), 1
+		UNION ALL SELECT (SELECT queue FROM leasehold_messages WHERE state = {pending} AND queue < p.q ORDER BY queue DESC LIMIT 1), p.n + 1
+		FROM pending AS p WHERE p.q IS NOT NULL AND p.n < ?2),
+	waiting(q, n) AS (SELECT (SELECT queue FROM leasehold_messages WHERE state = {waiting} AND queue < ?1 ORDER BY queue DESC LIMIT 1), 1
+		UNION ALL SELECT (SELECT queue FROM leasehold_messages WHERE state = {waiting} AND queue < p.q ORDER BY queue DESC LIMIT 1), p.n + 1
+		FROM waiting AS p WHERE p.q IS NOT NULL AND p.n < ?2),
+	dead(q, n) AS (SELECT (SELECT queue FROM leasehold_messages WHERE state = {dead} AND queue < ?1 ORDER BY queue DESC LIMIT 1), 1
+		UNION ALL SELECT (SELECT queue FROM leasehold_messages WHERE state = {dead} AND queue < p.q ORDER BY queue DESC LIMIT 1), p.n + 1
+		FROM dead AS p WHERE p.q IS NOT NULL AND p.n < ?2),
+	cancelled(q, n) AS (SELECT (SELECT queue FROM leasehold_messages WHERE state = {cancelled} AND queue < ?1 ORDER BY queue DESC LIMIT 1), 1
+		UNION ALL SELECT (SELECT queue FROM leasehold_messages WHERE state = {cancelled} AND queue < p.q ORDER BY queue DESC LIMIT 1), p.n + 1
+		FROM cancelled AS p WHERE p.q IS NOT NULL AND p.n < ?2)
+SELECT q FROM (
+	SELECT q FROM pending WHERE q IS NOT NULL
+	UNION SELECT q FROM waiting WHERE q IS NOT NULL
+	UNION SELECT q FROM dead WHERE q IS NOT NULL
+	UNION SELECT q FROM cancelled WHERE q IS NOT NULL
+	UNION SELECT queue FROM leasehold_messages WHERE state = {processing} AND queue < ?1
+	UNION SELECT * FROM (SELECT queue FROM leasehold_completed_counts WHERE n > 0 AND queue < ?1 ORDER BY queue DESC LIMIT ?2)
+	UNION SELECT * FROM (SELECT queue FROM leasehold_queues WHERE (paused OR created_at IS NOT NULL) AND queue < ?1 ORDER BY queue DESC LIMIT ?2))
+ORDER BY q DESC LIMIT ?2
+
 -- name: list
 -- A queue's messages in one state ({state}) after an id, read from the
 -- index {index}; the store adds the filters that are set (a filter that is

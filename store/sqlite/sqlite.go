@@ -436,7 +436,21 @@ func (s *backend) affected(ctx context.Context, query string, args func(now int6
 }
 
 func (s *backend) Queues(ctx context.Context) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, s.st.Text(qQueues))
+	return s.names(ctx, qQueues)
+}
+
+func (s *backend) QueuePage(ctx context.Context, after, before string, limit int) ([]string, error) {
+	if before == "" {
+		return s.names(ctx, qQueuesAfter, after, limit)
+	}
+	names, err := s.names(ctx, qQueuesBefore, before, limit)
+	slices.Reverse(names)
+	return names, err
+}
+
+// names runs a statement that lists queue names.
+func (s *backend) names(ctx context.Context, q query, args ...any) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, s.st.Text(q), args...)
 	if err != nil {
 		return nil, err
 	}

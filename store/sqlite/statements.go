@@ -66,6 +66,8 @@ const (
 	qPause
 	qResume
 	qQueues
+	qQueuesAfter
+	qQueuesBefore
 	qList
 	qGet
 	qBlockedKeys
@@ -111,6 +113,8 @@ var queryNames = [nQueries]string{
 	qPause:              "pause",
 	qResume:             "resume",
 	qQueues:             "queues",
+	qQueuesAfter:        "queuesAfter",
+	qQueuesBefore:       "queuesBefore",
 	qList:               "list",
 	qGet:                "get",
 	qBlockedKeys:        "blockedKeys",

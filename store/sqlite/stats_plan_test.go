@@ -9,9 +9,9 @@ import (
 	"github.com/leasehold/leasehold/store"
 )
 
-// Counting a queue's messages, or every queue's, reads only the live
-// states' partial indexes and the completed counts: never the completed
-// rows.
+// Counting a queue's messages, or every queue's, and listing a page of
+// queues read only the live states' partial indexes and the completed
+// counts: never the completed rows.
 func TestStatsPlanReadsNoHistory(t *testing.T) {
 	s, err := Open(context.Background(), Config{Path: filepath.Join(t.TempDir(), "plan.db")})
 	if err != nil {
@@ -20,8 +20,10 @@ func TestStatsPlanReadsNoHistory(t *testing.T) {
 	defer s.Close()
 	live := []string{"leasehold_ready", "leasehold_waiting", "leasehold_processing", "leasehold_dead", "leasehold_cancelled"}
 	for name, plan := range map[string][]string{
-		"stats":    queryPlan(t, s, s.b.st.Text(qStats), "q", 0),
-		"allStats": queryPlan(t, s, s.b.st.Text(qAllStats), 0),
+		"stats":        queryPlan(t, s, s.b.st.Text(qStats), "q", 0),
+		"allStats":     queryPlan(t, s, s.b.st.Text(qAllStats), 0),
+		"queuesAfter":  queryPlan(t, s, s.b.st.Text(qQueuesAfter), "q", 50),
+		"queuesBefore": queryPlan(t, s, s.b.st.Text(qQueuesBefore), "q", 50),
 	} {
 		seen := 0
 		for _, step := range plan {

@@ -124,6 +124,7 @@ func Run(t *testing.T, f Factory, opts ...Option) {
 		// pause.go, queueinfo.go).
 		{"Queues", testQueues},
 		{"AllStats", testAllStats},
+		{"QueuePage", testQueuePage},
 		{"DeleteQueue", testDeleteQueue},
 		{"PauseAndResume", testPauseAndResume},
 		{"CreateQueue", testCreateQueue},
