@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -159,6 +160,33 @@ func TestLookupReadsOneQueue(t *testing.T) {
 		}
 		if n := st.lists.Load(); n != 0 {
 			t.Fatalf("the lookups listed every queue %d times", n)
+		}
+	})
+}
+
+// ListQueues without a prefix pages through every queue.
+func TestListQueuesPages(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		clk := clocktest.New()
+		st := b.open(t, clk)
+		fill(t, st, 5)
+		_, c := scaleServer(t, st, clk, 0)
+		var got []string
+		var token *string
+		for range 5 {
+			out, err := c.ListQueues(context.Background(), &sqs.ListQueuesInput{MaxResults: aws.Int32(2), NextToken: token})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, u := range out.QueueUrls {
+				got = append(got, u[strings.LastIndexByte(u, '/')+1:])
+			}
+			if token = out.NextToken; token == nil {
+				break
+			}
+		}
+		if want := []string{"q00000", "q00001", "q00002", "q00003", "q00004"}; !slices.Equal(got, want) || token != nil {
+			t.Fatalf("ListQueues pages = %v (token %v), want %v", got, token, want)
 		}
 	})
 }
