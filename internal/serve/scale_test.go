@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -187,6 +188,37 @@ func TestListQueuesPages(t *testing.T) {
 		}
 		if want := []string{"q00000", "q00001", "q00002", "q00003", "q00004"}; !slices.Equal(got, want) || token != nil {
 			t.Fatalf("ListQueues pages = %v (token %v), want %v", got, token, want)
+		}
+	})
+}
+
+// Creating queues lists every queue once a cache period, not once a
+// create; a queue that another process deletes makes room once the
+// period has passed.
+func TestCreateQueueCountsOncePerPeriod(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		clk := clocktest.New()
+		st := &countingStore{Store: b.open(t, clk)}
+		ctx := context.Background()
+		_, c := scaleServer(t, st, clk, 10)
+		for i := range 10 {
+			if _, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(fmt.Sprintf("q%d", i))}); err != nil {
+				t.Fatalf("CreateQueue %d: %v", i, err)
+			}
+		}
+		if n := st.lists.Load(); n != 1 {
+			t.Fatalf("ten creates listed every queue %d times, want once", n)
+		}
+		_, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("more")})
+		wantCode(t, "CreateQueue past the limit", err, "OverLimit")
+		if _, err := st.DeleteQueue(ctx, "q3"); err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("more")})
+		wantCode(t, "CreateQueue before the count is read again", err, "OverLimit")
+		clk.Advance(2 * time.Second)
+		if _, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("more")}); err != nil {
+			t.Fatalf("CreateQueue once another process deleted a queue: %v", err)
 		}
 	})
 }

@@ -92,12 +92,14 @@ type Config struct {
 	// MaxQueues bounds the queues: CreateQueue of a queue that does not
 	// exist yet, when the store lists this many queues (store.Store's
 	// Queues: those made by CreateQueue and those that Go programs made by
-	// sending), is refused with OverLimit and changes nothing. One server
-	// checks and creates one queue at a time, so that it never goes past
-	// the bound; servers sharing a database that create new queues at the
-	// same moment may each pass the check, and the store may then hold up
-	// to one queue more per such server. Default DefaultMaxQueues; must
-	// not be negative.
+	// sending), is refused with OverLimit and changes nothing. A server
+	// counts the queues once a CacheTTL and keeps the count up to date
+	// with its own creates and deletes, one create at a time, so that
+	// alone it never goes past the bound; servers sharing a database see
+	// each other's new queues within a CacheTTL, and may together go past
+	// the bound by as many queues as the others created within it. A
+	// queue deleted by another server, or by a program, makes room within
+	// a CacheTTL. Default DefaultMaxQueues; must not be negative.
 	MaxQueues int
 	// MeterProvider gets leasehold.sqs.requests and
 	// leasehold.sqs.request.duration, by action. Default: the global
@@ -119,8 +121,12 @@ type API struct {
 	mu    sync.Mutex
 	cache map[string]cached
 	// creating is held while a new queue is checked against MaxQueues
-	// and created.
-	creating sync.Mutex
+	// and created, and guards queues: how many queues the store listed
+	// at countedAt, with this server's creates and deletes since.
+	creating  sync.Mutex
+	queues    int
+	counted   bool
+	countedAt time.Duration
 
 	acts map[string]action
 	// completions, enqueues and receives share store calls among
@@ -361,16 +367,13 @@ func (a *API) lookup(ctx context.Context, queueURL string) (*queue, error) {
 }
 
 // adopt records a queue that holds messages, or is paused, but has no
-// record. Whether it does is read from the queue's own counts, a few
-// index probes for a queue that has none, never from a list of every
-// queue.
+// record.
 func (a *API) adopt(ctx context.Context, name string) (store.QueueInfo, error) {
-	st, err := a.st.Stats(ctx, name)
-	if err != nil && !errors.Is(err, store.ErrInvalid) {
+	held, err := a.holds(ctx, name)
+	if err != nil {
 		return store.QueueInfo{}, err
 	}
-	// A name the store refuses names no queue.
-	if err != nil || st == (store.Stats{Queue: name}) {
+	if !held {
 		return store.QueueInfo{}, errQueueDoesNotExist.f("the specified queue %s does not exist", name)
 	}
 	var attrs map[string]string
@@ -379,6 +382,18 @@ func (a *API) adopt(ctx context.Context, name string) (store.QueueInfo, error) {
 	}
 	rec, _, err := a.st.CreateQueue(ctx, name, attrs)
 	return rec, err
+}
+
+// holds reports whether the store has a queue of the name without its
+// record: one that holds messages or is paused. It reads the queue's own
+// counts, a few index probes for a queue that has none, never a list of
+// every queue. A name the store refuses names no queue.
+func (a *API) holds(ctx context.Context, name string) (bool, error) {
+	st, err := a.st.Stats(ctx, name)
+	if errors.Is(err, store.ErrInvalid) {
+		return false, nil
+	}
+	return err == nil && st != (store.Stats{Queue: name}), err
 }
 
 func (a *API) remember(rec store.QueueInfo, at time.Duration) *queue {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"maps"
 	"net/url"
-	"slices"
 	"strings"
 
 	"github.com/leasehold/leasehold/store"
@@ -76,7 +75,12 @@ func (a *API) createQueue(ctx context.Context, c *call) (any, error) {
 }
 
 // create creates a queue, unless it would be one more than MaxQueues.
-// A queue that exists is not counted: CreateQueue returns it.
+// A queue that exists is not counted: CreateQueue returns it, or makes
+// the record of one that holds messages. The count of the queues is read
+// from the store (one listing of every queue) at most once a CacheTTL,
+// and kept up to date in between by this server's creates and deletes,
+// so that creating many queues costs one listing a CacheTTL, not one
+// each.
 func (a *API) create(ctx context.Context, name string, attrs map[string]string) (store.QueueInfo, bool, error) {
 	if rec, err := a.st.QueueInfo(ctx, name); err == nil {
 		return rec, false, nil
@@ -85,14 +89,34 @@ func (a *API) create(ctx context.Context, name string, attrs map[string]string) 
 	}
 	a.creating.Lock()
 	defer a.creating.Unlock()
-	names, err := a.st.Queues(ctx)
+	if now := a.clk.Monotonic(); !a.counted || now-a.countedAt >= a.cfg.CacheTTL {
+		names, err := a.st.Queues(ctx)
+		if err != nil {
+			return store.QueueInfo{}, false, err
+		}
+		a.queues, a.counted, a.countedAt = len(names), true, now
+	}
+	// A queue that holds messages is one already: its record makes no
+	// new queue.
+	held, err := a.holds(ctx, name)
 	if err != nil {
 		return store.QueueInfo{}, false, err
 	}
-	if len(names) >= a.cfg.MaxQueues && !slices.Contains(names, name) {
-		return store.QueueInfo{}, false, errOverLimit.f("the server holds %d queues, its limit: delete a queue first", len(names))
+	if !held && a.queues >= a.cfg.MaxQueues {
+		return store.QueueInfo{}, false, errOverLimit.f("the server holds %d queues, its limit: delete a queue first", a.queues)
 	}
-	return a.st.CreateQueue(ctx, name, attrs)
+	rec, created, err := a.st.CreateQueue(ctx, name, attrs)
+	if created && !held {
+		a.queues++
+	}
+	return rec, created, err
+}
+
+// uncount takes a deleted queue off the count that create keeps.
+func (a *API) uncount() {
+	a.creating.Lock()
+	a.queues = max(a.queues-1, 0)
+	a.creating.Unlock()
 }
 
 func (a *API) getQueueURL(ctx context.Context, c *call) (any, error) {
@@ -211,6 +235,7 @@ func (a *API) deleteQueue(ctx context.Context, c *call) (any, error) {
 	if _, err := a.st.DeleteQueue(ctx, q.name()); err != nil {
 		return nil, err
 	}
+	a.uncount()
 	return empty{}, nil
 }
 
