@@ -57,24 +57,36 @@ func (g queueMetrics) Gather() ([]*dto.MetricFamily, error) {
 		return fams, err
 	}
 	gauge := dto.MetricType_GAUGE
-	depth := &dto.MetricFamily{Name: new(depthName), Help: new(depthHelp), Type: &gauge,
-		Metric: make([]*dto.Metric, 0, len(all)*len(depthStates))}
+	n := len(all) * (len(depthStates) + 1)
+	depth := &dto.MetricFamily{Name: new(depthName), Help: new(depthHelp), Type: &gauge, Metric: make([]*dto.Metric, 0, n-len(all))}
 	age := &dto.MetricFamily{Name: new(ageName), Help: new(ageHelp), Type: &gauge, Metric: make([]*dto.Metric, 0, len(all))}
+	// The series are cut from a few large blocks, not allocated one by
+	// one: there may be a hundred thousand of them.
+	metrics, gauges, values := make([]dto.Metric, n), make([]dto.Gauge, n), make([]float64, n)
+	queueLabels, labels := make([]dto.LabelPair, len(all)), make([]*dto.LabelPair, 0, n+len(all)*len(depthStates))
 	queueLabel, stateLabel := "queue", "state"
-	stateNames := make([]string, store.States)
+	stateLabels := make([]dto.LabelPair, store.States)
 	for s := range store.States {
-		stateNames[s] = store.State(s).String()
+		stateLabels[s] = dto.LabelPair{Name: &stateLabel, Value: new(store.State(s).String())}
 	}
-	for _, s := range all {
-		q := &dto.LabelPair{Name: &queueLabel, Value: new(s.Queue)}
+	i := 0
+	series := func(v float64, ls ...*dto.LabelPair) *dto.Metric {
+		values[i] = v
+		gauges[i].Value = &values[i]
+		start := len(labels)
+		labels = append(labels, ls...)
+		metrics[i].Label, metrics[i].Gauge = labels[start:len(labels):len(labels)], &gauges[i]
+		i++
+		return &metrics[i-1]
+	}
+	for j, s := range all {
+		q := &queueLabels[j]
+		q.Name, q.Value = &queueLabel, &all[j].Queue
 		counts := [store.States]int64{s.Pending, s.Waiting, s.Processing, s.Completed, s.Dead, s.Cancelled}
 		for _, state := range depthStates {
-			depth.Metric = append(depth.Metric, &dto.Metric{
-				Label: []*dto.LabelPair{q, {Name: &stateLabel, Value: &stateNames[state]}},
-				Gauge: &dto.Gauge{Value: new(float64(counts[state]))}})
+			depth.Metric = append(depth.Metric, series(float64(counts[state]), q, &stateLabels[state]))
 		}
-		age.Metric = append(age.Metric, &dto.Metric{Label: []*dto.LabelPair{q},
-			Gauge: &dto.Gauge{Value: new(s.OldestPendingAge.Seconds())}})
+		age.Metric = append(age.Metric, series(s.OldestPendingAge.Seconds(), q))
 	}
 	fams = append(fams, depth, age)
 	slices.SortFunc(fams, func(a, b *dto.MetricFamily) int { return cmp.Compare(a.GetName(), b.GetName()) })
