@@ -420,7 +420,7 @@ func (c *Client[TTx]) startLocked(ctx context.Context) error {
 		return fmt.Errorf("leasehold: %w", err)
 	}
 	queues := sortedQueues(c.cfg)
-	unobserve, err := maintenance.ObserveQueues(wc.Meter, c.st, func(context.Context) ([]string, error) { return queues, nil })
+	unobserve, err := maintenance.ObserveQueues(wc.Meter, maintenance.StatsOf(c.st, queues))
 	if err != nil {
 		return fmt.Errorf("leasehold: metrics: %w", err)
 	}

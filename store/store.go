@@ -458,6 +458,22 @@ type Store interface {
 	// Queues lists, sorted, the queues that hold messages in any state,
 	// are paused or have a record (see CreateQueue).
 	Queues(ctx context.Context) ([]string, error)
+	// AllStats counts the messages of every queue that Queues lists, as
+	// Stats counts one queue's, sorted by queue. The SQL backends read
+	// them in one statement, each live state's counts grouped by queue
+	// from the state's index and completed messages from their counts, so
+	// that it costs one statement however many queues there are, not one
+	// per queue.
+	AllStats(ctx context.Context) ([]Stats, error)
+	// QueuePage lists, sorted, a page of the queues that Queues lists: at
+	// most limit (1 to MaxBatch) of those whose names come after after
+	// (from the first when it is empty), or, when before is not empty, the
+	// last limit of those before it; not both. The SQL backends read from
+	// each index only the entries of the page's queues, so that a page
+	// costs the same however many queues there are, except that the live
+	// leases are read whole. On PostgreSQL names sort in the database's
+	// collation, as Queues sorts them.
+	QueuePage(ctx context.Context, after, before string, limit int) ([]string, error)
 	// DeleteQueue deletes every message of a queue, in every state, and
 	// returns how many; it forgets that the queue was paused and deletes
 	// its record. Leases on them are lost. For benchmarks, tests and

@@ -18,6 +18,7 @@ func (a *app) serveCommand() *cobra.Command {
 	var addr, region, tlsCert, tlsKey string
 	var behindProxy bool
 	var reapEvery, shutdownTimeout time.Duration
+	var maxQueues int
 	retainCompleted, retainDead := retention{maintenance.DefaultCompletedRetention}, retention{maintenance.DefaultDeadRetention}
 	cmd := &cobra.Command{
 		Use:   "serve [--addr HOST:PORT]",
@@ -74,9 +75,12 @@ flight finish; a second signal stops at once.`,
 				CompletedRetention: retainCompleted.d, DeadRetention: retainDead.d,
 				AccessKeyID: os.Getenv("LEASEHOLD_ACCESS_KEY_ID"), SecretAccessKey: os.Getenv("LEASEHOLD_SECRET_ACCESS_KEY"),
 				DashboardPassword: os.Getenv("LEASEHOLD_DASHBOARD_PASSWORD"), MetricsToken: os.Getenv("LEASEHOLD_METRICS_TOKEN"),
-				TLSCertFile: tlsCert, TLSKeyFile: tlsKey, BehindTLSProxy: behindProxy, Logger: a.log}
+				TLSCertFile: tlsCert, TLSKeyFile: tlsKey, BehindTLSProxy: behindProxy, Logger: a.log, MaxQueues: maxQueues}
 			if reapEvery <= 0 || shutdownTimeout <= 0 {
 				return usagef("--reap-interval and --shutdown-timeout must be positive")
+			}
+			if maxQueues <= 0 {
+				return usagef("--max-queues must be positive, not %d", maxQueues)
 			}
 			if err := cfg.Check(); err != nil {
 				return usageError{err}
@@ -110,6 +114,7 @@ flight finish; a second signal stops at once.`,
 	fl.StringVar(&region, "region", sqsapi.DefaultRegion, "region named in queue ARNs")
 	fl.DurationVar(&reapEvery, "reap-interval", serve.DefaultReapInterval, "how often the reaper gives back messages whose visibility timeout ended")
 	fl.DurationVar(&shutdownTimeout, "shutdown-timeout", serve.DefaultShutdownTimeout, "how long a graceful stop waits for requests in flight")
+	fl.IntVar(&maxQueues, "max-queues", sqsapi.DefaultMaxQueues, "most queues the database may hold: CreateQueue of a new queue beyond it gets OverLimit")
 	fl.Var(&retainCompleted, "retain-completed", "keep completed messages this long after they finish, then delete them (or forever)")
 	fl.Var(&retainDead, "retain-dead", "keep dead and cancelled messages this long after they end, then delete them (or forever)")
 	return cmd

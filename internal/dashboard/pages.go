@@ -129,13 +129,35 @@ func (d *Dashboard) write(act func(r *http.Request) (string, error)) http.Handle
 	}
 }
 
-func queueURL(q string) string { return "/queues/" + url.PathEscape(q) }
+// queueURL is a queue's page. The name is one escaped path segment, so
+// that a name with a slash or a percent sign stays whole; a name of dots
+// alone gets two more dots, since "." and ".." are path segments that
+// clients and servers remove, and queueName takes them off again.
+func queueURL(q string) string {
+	if strings.Trim(q, ".") == "" {
+		q = ".." + q
+	}
+	return "/queues/" + url.PathEscape(q)
+}
+
+// queueName is the queue a request's path names: queueURL undone.
+func queueName(r *http.Request) string {
+	q := r.PathValue("queue")
+	if len(q) > 2 && strings.Trim(q, ".") == "" {
+		q = q[2:]
+	}
+	return q
+}
 
 func messageURL(q string, id int64) string {
 	return queueURL(q) + "/messages/" + strconv.FormatInt(id, 10)
 }
 
 // --- the queues page ---
+
+// queuesPageSize is how many queues a page of the queues page, or of
+// its JSON, shows.
+const queuesPageSize = 50
 
 type queueRow struct {
 	Name   string
@@ -145,34 +167,83 @@ type queueRow struct {
 	Chart  chart
 }
 
-func (d *Dashboard) queueRows(r *http.Request) ([]queueRow, error) {
-	names, err := d.st.Queues(r.Context())
-	if err != nil {
-		return nil, err
+type queuesData struct {
+	Rows  []queueRow
+	Pages pages
+	// Live is the JSON of this page's queues, for its live update.
+	Live string
+}
+
+// queueRows counts one page of queues, by name: the page after the
+// request's after= name, or the one before its before= name, or the
+// first. Only the page's queues are read: their names from the store's
+// page of queues, then their counts.
+func (d *Dashboard) queueRows(r *http.Request) (queuesData, error) {
+	q := r.URL.Query()
+	after, before := q.Get("after"), q.Get("before")
+	if before != "" {
+		after = ""
 	}
-	rows := make([]queueRow, 0, len(names))
+	// One more than a page says whether there is more beyond it.
+	names, err := d.st.QueuePage(r.Context(), after, before, queuesPageSize+1)
+	if err != nil {
+		return queuesData{}, err
+	}
+	more := len(names) > queuesPageSize
+	if more && before != "" {
+		names = names[1:]
+	} else if more {
+		names = names[:queuesPageSize]
+	}
+	data := queuesData{Rows: make([]queueRow, 0, len(names))}
 	for _, n := range names {
 		st, err := d.st.Stats(r.Context(), n)
 		if err != nil {
-			return nil, err
+			return queuesData{}, err
 		}
-		rows = append(rows, queueRow{Name: n, URL: queueURL(n), Stats: st, Oldest: age(st.OldestPendingAge), Chart: newChart(d.rates(n))})
+		data.Rows = append(data.Rows, queueRow{Name: n, URL: queueURL(n), Stats: st, Oldest: age(st.OldestPendingAge), Chart: newChart(d.rates(n))})
 	}
-	return rows, nil
+	link := func(key, name string) string { return "/?" + url.Values{key: {name}}.Encode() }
+	// The live update asks for this page as this request did.
+	data.Live = "/api/queues"
+	switch {
+	case before != "":
+		data.Live += "?" + url.Values{"before": {before}}.Encode()
+	case after != "":
+		data.Live += "?" + url.Values{"after": {after}}.Encode()
+	}
+	if after != "" || before != "" {
+		data.Pages.First = "/"
+	}
+	if len(names) > 0 {
+		if after != "" || before != "" && more {
+			data.Pages.Previous = link("before", names[0])
+		}
+		if before != "" || more {
+			data.Pages.Next = link("after", names[len(names)-1])
+		}
+	} else if after != "" {
+		// The queues past this point went since the link was made: the
+		// page before it may still hold some.
+		data.Pages.Previous = link("before", after)
+	}
+	return data, nil
 }
 
 func (d *Dashboard) queuesPage(w http.ResponseWriter, r *http.Request, v *view) (string, error) {
-	rows, err := d.queueRows(r)
+	data, err := d.queueRows(r)
 	if err != nil {
 		return "", err
 	}
-	v.Title, v.Data = "Queues", rows
+	v.Title, v.Data = "Queues", data
 	return "queues", nil
 }
 
-// apiQueues is the queues page's counts as JSON, for its live update.
+// apiQueues is the queues page's counts as JSON, for its live update: a
+// page of queues at a time, chosen as the page is (after= or before= a
+// name).
 func (d *Dashboard) apiQueues(w http.ResponseWriter, r *http.Request) {
-	rows, err := d.queueRows(r)
+	data, err := d.queueRows(r)
 	if err != nil {
 		d.log.Error("dashboard: counts", "error", err)
 		http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -185,8 +256,8 @@ func (d *Dashboard) apiQueues(w http.ResponseWriter, r *http.Request) {
 		Oldest                                                   string
 		Chart                                                    chart
 	}
-	out := make([]row, len(rows))
-	for i, q := range rows {
+	out := make([]row, len(data.Rows))
+	for i, q := range data.Rows {
 		s := q.Stats
 		out[i] = row{q.Name, s.Paused, s.Pending, s.Waiting, s.Processing, s.Completed, s.Dead, s.Cancelled, q.Oldest, q.Chart}
 	}
@@ -225,7 +296,7 @@ type queueData struct {
 var listStates = []store.State{store.Pending, store.Waiting, store.Processing, store.Completed, store.Dead, store.Cancelled}
 
 func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request, v *view) (string, error) {
-	name := r.PathValue("queue")
+	name := queueName(r)
 	q := r.URL.Query()
 	if id := strings.TrimSpace(q.Get("id")); id != "" {
 		n, err := strconv.ParseInt(id, 10, 64)
@@ -358,7 +429,7 @@ type messageData struct {
 }
 
 func (d *Dashboard) messagePage(w http.ResponseWriter, r *http.Request, v *view) (string, error) {
-	name := r.PathValue("queue")
+	name := queueName(r)
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
 		return "", bad("message id %q is not a positive whole number", r.PathValue("id"))
@@ -449,7 +520,7 @@ type keysData struct {
 }
 
 func (d *Dashboard) keysPage(w http.ResponseWriter, r *http.Request, v *view) (string, error) {
-	name := r.PathValue("queue")
+	name := queueName(r)
 	after := r.URL.Query().Get("after")
 	keys, err := d.st.BlockedKeys(r.Context(), name, after, pageSize)
 	if err != nil {
@@ -492,7 +563,7 @@ type deadData struct {
 }
 
 func (d *Dashboard) deadPage(w http.ResponseWriter, r *http.Request, v *view) (string, error) {
-	name := r.PathValue("queue")
+	name := queueName(r)
 	q := r.URL.Query()
 	data := deadData{Name: name, URL: queueURL(name), Reason: q.Get("reason")}
 	for _, rs := range reasons {
@@ -580,7 +651,7 @@ func (d *Dashboard) confirmPage(w http.ResponseWriter, r *http.Request, v *view)
 	if !d.checkCSRF(r) {
 		return "", bad("the form's CSRF token is missing or stale: reload the page and try again")
 	}
-	name := r.PathValue("queue")
+	name := queueName(r)
 	ids, act, err := formSelection(r)
 	if err != nil {
 		return "", err
@@ -593,7 +664,7 @@ func (d *Dashboard) confirmPage(w http.ResponseWriter, r *http.Request, v *view)
 }
 
 func (d *Dashboard) apply(r *http.Request) (string, error) {
-	name := r.PathValue("queue")
+	name := queueName(r)
 	ids, act, err := formSelection(r)
 	if err != nil {
 		return "", err
@@ -618,7 +689,7 @@ func (d *Dashboard) apply(r *http.Request) (string, error) {
 }
 
 func (d *Dashboard) pause(r *http.Request) (string, error) {
-	name := r.PathValue("queue")
+	name := queueName(r)
 	if err := d.st.Pause(r.Context(), name); err != nil {
 		return "", err
 	}
@@ -626,7 +697,7 @@ func (d *Dashboard) pause(r *http.Request) (string, error) {
 }
 
 func (d *Dashboard) resume(r *http.Request) (string, error) {
-	name := r.PathValue("queue")
+	name := queueName(r)
 	if err := d.st.Resume(r.Context(), name); err != nil {
 		return "", err
 	}

@@ -3,31 +3,55 @@ package dashboard
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
 
-// series is one queue's recent completion counts, the oldest first; it
-// keeps the last samples+1 of them.
+// series is one queue's recent completion counts, the oldest first,
+// over the last samples+1 samples. A queue whose count has not changed in
+// that window keeps its last count alone, so that idle queues, however
+// many, cost a few words each.
 type series struct {
-	at        []time.Duration // monotonic time of each sample
+	// last is the latest count and lastAt the monotonic time it was
+	// sampled; taken counts the samples, up to samples+1.
+	last   int64
+	lastAt time.Duration
+	taken  int
+	// at and completed are the window's samples while it holds a change
+	// of the count; nil while the queue is idle.
+	at        []time.Duration
 	completed []int64
 }
 
 func (s *series) add(at time.Duration, completed int64) {
+	if s.at == nil && s.taken > 0 && completed != s.last {
+		// The first change in the window: its samples start with the
+		// one before it.
+		s.at, s.completed = []time.Duration{s.lastAt}, []int64{s.last}
+	}
+	s.taken = min(s.taken+1, samples+1)
+	s.last, s.lastAt = completed, at
+	if s.at == nil {
+		return
+	}
 	s.at = append(s.at, at)
 	s.completed = append(s.completed, completed)
 	if len(s.at) > samples+1 {
 		s.at = s.at[1:]
 		s.completed = s.completed[1:]
 	}
+	if len(s.at) == samples+1 && !slices.ContainsFunc(s.completed, func(n int64) bool { return n != completed }) {
+		s.at, s.completed = nil, nil
+	}
 }
 
-// rates are the completions per second between successive samples. The
-// cleaner's deletions lower the completed count; an interval in which the
-// count fell shows zero.
+// rates are the completions per second between successive samples, the
+// window's idle intervals before its first change at zero. The cleaner's
+// deletions lower the completed count; an interval in which the count
+// fell shows zero.
 func (s *series) rates() []float64 {
-	var out []float64
+	out := make([]float64, max(s.taken-max(len(s.at), 1), 0), s.taken)
 	for i := 1; i < len(s.at); i++ {
 		d := max(s.completed[i]-s.completed[i-1], 0)
 		out = append(out, float64(d)/(s.at[i]-s.at[i-1]).Seconds())
@@ -35,37 +59,32 @@ func (s *series) rates() []float64 {
 	return out
 }
 
-// sample records every queue's completed count.
+// sample records every queue's completed count, read for all queues in
+// one store call.
 func (d *Dashboard) sample(ctx context.Context) {
-	names, err := d.st.Queues(ctx)
+	all, err := d.st.AllStats(ctx)
 	if err != nil {
-		d.log.Warn("dashboard: could not list the queues for the charts", "error", err)
+		d.log.Warn("dashboard: could not count the queues for the charts", "error", err)
 		return
 	}
 	now := d.clk.Monotonic()
-	seen := map[string]bool{}
-	for _, q := range names {
-		st, err := d.st.Stats(ctx, q)
-		if err != nil {
-			continue
-		}
-		seen[q] = true
-		d.mu.Lock()
-		s := d.history[q]
+	seen := make(map[string]bool, len(all))
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, st := range all {
+		seen[st.Queue] = true
+		s := d.history[st.Queue]
 		if s == nil {
 			s = &series{}
-			d.history[q] = s
+			d.history[st.Queue] = s
 		}
 		s.add(now, st.Completed)
-		d.mu.Unlock()
 	}
-	d.mu.Lock()
 	for q := range d.history {
 		if !seen[q] {
 			delete(d.history, q)
 		}
 	}
-	d.mu.Unlock()
 }
 
 // rates returns a queue's recent rates.

@@ -123,6 +123,14 @@ type Config struct {
 	// MaxBufferedBytes bounds the SQS request bodies held in memory at
 	// once. Default sqsapi.DefaultMaxBufferedBytes.
 	MaxBufferedBytes int64
+	// MaxQueues bounds the queues: CreateQueue of a new queue when the
+	// store holds this many is refused with OverLimit (see
+	// sqsapi.Config.MaxQueues). /metrics exports the depth of every
+	// queue, however many; the metrics kept by queue in OpenTelemetry
+	// (the reaper's counts) keep series for twice as many queues before
+	// they fold the rest into an overflow series. Default
+	// sqsapi.DefaultMaxQueues; must not be negative.
+	MaxQueues int
 }
 
 // Server serves leasehold over HTTP. It is a lifecycle.Runnable.
@@ -146,7 +154,6 @@ type Server struct {
 
 	stopping   chan struct{}
 	stopOnce   sync.Once
-	unobserve  func() error
 	meterClose func(context.Context) error
 }
 
@@ -176,6 +183,9 @@ func (c Config) Check() error {
 	}
 	if c.MaxConns < 0 || c.MaxBufferedBytes < 0 {
 		return fmt.Errorf("serve: MaxConns (%d) and MaxBufferedBytes (%d) must not be negative", c.MaxConns, c.MaxBufferedBytes)
+	}
+	if c.MaxQueues < 0 {
+		return fmt.Errorf("serve: MaxQueues (%d) must not be negative", c.MaxQueues)
 	}
 	if c.ReapInterval < 0 || c.ShutdownTimeout < 0 {
 		return fmt.Errorf("serve: ReapInterval (%s) and ShutdownTimeout (%s) must not be negative", c.ReapInterval, c.ShutdownTimeout)
@@ -220,7 +230,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: metrics: %w", err)
 	}
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
+	cfg.MaxQueues = cmp.Or(cfg.MaxQueues, sqsapi.DefaultMaxQueues)
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter), sdkmetric.WithCardinalityLimit(maintenance.SeriesLimit(2*cfg.MaxQueues)))
 
 	// Every server of the database makes its keys of one secret, so that
 	// a receipt handle or a session one issued another accepts.
@@ -248,7 +259,7 @@ func New(cfg Config) (*Server, error) {
 	// the maintainer election.
 	id := mailbox.NewWorkerID()
 	api, err := sqsapi.New(sqsapi.Config{Store: cfg.Store, Verifier: verifier, ReceiptKey: derive(secret, "receipt handles"), Region: cfg.Region, WorkerID: id, Clock: cfg.Clock,
-		Logger: cfg.Logger, MeterProvider: mp, MaxBufferedBytes: cfg.MaxBufferedBytes})
+		Logger: cfg.Logger, MeterProvider: mp, MaxBufferedBytes: cfg.MaxBufferedBytes, MaxQueues: cfg.MaxQueues})
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
@@ -264,11 +275,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
-	unobserve, err := maintenance.ObserveQueues(meter, cfg.Store, cfg.Store.Queues)
-	if err != nil {
-		return nil, fmt.Errorf("serve: metrics: %w", err)
-	}
-	s := &Server{cfg: cfg, api: api, dash: dash, maint: maint, stopping: make(chan struct{}), unobserve: unobserve, meterClose: mp.Shutdown}
+	s := &Server{cfg: cfg, api: api, dash: dash, maint: maint, stopping: make(chan struct{}), meterClose: mp.Shutdown}
 	if cert != nil {
 		s.cert.Store(cert)
 	}
@@ -281,7 +288,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.Handle("GET /static/", pages)
 	s.mux.Handle("/login", pages)
 	s.mux.Handle("POST /logout", pages)
-	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	metrics := promhttp.HandlerFor(queueMetrics{reg, cfg.Store, cfg.Clock, cfg.Logger}, promhttp.HandlerOpts{})
 	if cfg.MetricsToken != "" {
 		metrics = bearer(cfg.MetricsToken, metrics)
 	}
@@ -535,7 +542,6 @@ func (s *Server) stop() {
 }
 
 func (s *Server) closeMetrics() {
-	_ = s.unobserve()
 	_ = s.meterClose(context.Background())
 }
 

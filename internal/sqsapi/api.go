@@ -75,6 +75,9 @@ const (
 	// DefaultMaxBufferedBytes bounds the request bodies held in memory
 	// at once, all requests together.
 	DefaultMaxBufferedBytes = 256 << 20
+	// DefaultMaxQueues is how many queues the store may hold before
+	// CreateQueue refuses new ones.
+	DefaultMaxQueues = 10_000
 )
 
 // Config configures an API.
@@ -112,10 +115,23 @@ type Config struct {
 	// at once, all requests together: a request that would go beyond it
 	// waits up to a second for room, then is answered ServiceUnavailable
 	// (HTTP 503, Retry-After), which the AWS SDKs retry. A request holds
-	// its Content-Length, or the largest valid request (8.25 MiB) when it
-	// sends none. Default DefaultMaxBufferedBytes; it must be at least
-	// the largest valid request.
+	// its Content-Length; one that sends none holds the largest valid
+	// request (8.25 MiB) while its body arrives, then the body's length.
+	// Default DefaultMaxBufferedBytes; it must be at least the largest
+	// valid request.
 	MaxBufferedBytes int64
+	// MaxQueues bounds the queues: CreateQueue of a queue that does not
+	// exist yet, when the store lists this many queues (store.Store's
+	// Queues: those made by CreateQueue and those that Go programs made by
+	// sending), is refused with OverLimit and changes nothing. A server
+	// counts the queues once a CacheTTL and keeps the count up to date
+	// with its own creates and deletes, one create at a time, so that
+	// alone it never goes past the bound; servers sharing a database see
+	// each other's new queues within a CacheTTL, and may together go past
+	// the bound by as many queues as the others created within it. A
+	// queue deleted by another server, or by a program, makes room within
+	// a CacheTTL. Default DefaultMaxQueues; must not be negative.
+	MaxQueues int
 	// MeterProvider gets leasehold.sqs.requests and
 	// leasehold.sqs.request.duration, by action. Default: the global
 	// OpenTelemetry provider.
@@ -137,6 +153,13 @@ type API struct {
 
 	mu    sync.Mutex
 	cache map[string]cached
+	// creating is held while a new queue is checked against MaxQueues
+	// and created, and guards queues: how many queues the store listed
+	// at countedAt, with this server's creates and deletes since.
+	creating  sync.Mutex
+	queues    int
+	counted   bool
+	countedAt time.Duration
 
 	acts map[string]action
 	// completions, enqueues and receives share store calls among
@@ -165,6 +188,9 @@ func New(cfg Config) (*API, error) {
 	if len(cfg.ReceiptKey) < MinReceiptKey {
 		return nil, fmt.Errorf("sqsapi: ReceiptKey has %d bytes, needs at least %d", len(cfg.ReceiptKey), MinReceiptKey)
 	}
+	if cfg.MaxQueues < 0 {
+		return nil, fmt.Errorf("sqsapi: MaxQueues (%d) must not be negative", cfg.MaxQueues)
+	}
 	if cfg.PollInterval < 0 || cfg.CacheTTL < 0 {
 		return nil, fmt.Errorf("sqsapi: PollInterval (%s) and CacheTTL (%s) must not be negative", cfg.PollInterval, cfg.CacheTTL)
 	}
@@ -189,6 +215,9 @@ func New(cfg Config) (*API, error) {
 	if cfg.CacheTTL == 0 {
 		cfg.CacheTTL = DefaultCacheTTL
 	}
+	if cfg.MaxQueues == 0 {
+		cfg.MaxQueues = DefaultMaxQueues
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -212,7 +241,7 @@ func New(cfg Config) (*API, error) {
 	a.acts = a.actions()
 	a.completions = newCoalescer(a.clk, a.st.Complete)
 	a.enqueues = newCoalescer(a.clk, a.st.Enqueue)
-	a.receives = &sharedClaims{Store: a.st, clk: a.clk, claims: map[claimKey]*coalescer[struct{}, *store.Delivery]{}}
+	a.receives = &sharedClaims{Store: a.st, clk: a.clk, claims: map[claimKey]*sharedClaim{}}
 	return a, nil
 }
 
@@ -487,13 +516,14 @@ func (a *API) lookup(ctx context.Context, queueURL string) (*queue, error) {
 	return a.remember(rec, now), nil
 }
 
-// adopt records a queue that holds messages but has no record.
+// adopt records a queue that holds messages, or is paused, but has no
+// record.
 func (a *API) adopt(ctx context.Context, name string) (store.QueueInfo, error) {
-	names, err := a.st.Queues(ctx)
+	held, err := a.holds(ctx, name)
 	if err != nil {
 		return store.QueueInfo{}, err
 	}
-	if !slices.Contains(names, name) {
+	if !held {
 		return store.QueueInfo{}, errQueueDoesNotExist.f("the specified queue %s does not exist", name)
 	}
 	var attrs map[string]string
@@ -502,6 +532,18 @@ func (a *API) adopt(ctx context.Context, name string) (store.QueueInfo, error) {
 	}
 	rec, _, err := a.st.CreateQueue(ctx, name, attrs)
 	return rec, err
+}
+
+// holds reports whether the store has a queue of the name without its
+// record: one that holds messages or is paused. It reads the queue's own
+// counts, a few index probes for a queue that has none, never a list of
+// every queue. A name the store refuses names no queue.
+func (a *API) holds(ctx context.Context, name string) (bool, error) {
+	st, err := a.st.Stats(ctx, name)
+	if errors.Is(err, store.ErrInvalid) {
+		return false, nil
+	}
+	return err == nil && st != (store.Stats{Queue: name}), err
 }
 
 func (a *API) remember(rec store.QueueInfo, at time.Duration) *queue {

@@ -161,12 +161,22 @@ type claimKey struct {
 // sharedClaims is the store as receives see it: its Claim shares store
 // calls among concurrent receives of one queue and lease. A shared call
 // claims what they ask for together, and the messages go to the
-// receives in the order they joined, each getting at most its Max.
+// receives in the order they joined, each getting at most its Max. A
+// queue and lease's entry lives while receives use it: the last to
+// leave deletes it, so that the map holds only the claims in flight,
+// however many queues and visibility timeouts come and go.
 type sharedClaims struct {
 	store.Store
 	clk    clock.Clock
 	mu     sync.Mutex
-	claims map[claimKey]*coalescer[struct{}, *store.Delivery]
+	claims map[claimKey]*sharedClaim
+}
+
+// sharedClaim is the coalescer of one queue and lease, and how many
+// receives use it.
+type sharedClaim struct {
+	co    *coalescer[struct{}, *store.Delivery]
+	users int
 }
 
 func (s *sharedClaims) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, error) {
@@ -175,9 +185,9 @@ func (s *sharedClaims) Claim(ctx context.Context, c store.Claim) ([]store.Delive
 	}
 	k := claimKey{c.Queue, c.LeaseDuration}
 	s.mu.Lock()
-	co := s.claims[k]
-	if co == nil {
-		co = newCoalescer(s.clk, func(ctx context.Context, slots []struct{}) ([]*store.Delivery, error) {
+	sc := s.claims[k]
+	if sc == nil {
+		sc = &sharedClaim{co: newCoalescer(s.clk, func(ctx context.Context, slots []struct{}) ([]*store.Delivery, error) {
 			shared := c
 			shared.Max = min(len(slots), store.MaxBatch)
 			ds, err := s.Store.Claim(ctx, shared)
@@ -189,11 +199,17 @@ func (s *sharedClaims) Claim(ctx context.Context, c store.Claim) ([]store.Delive
 				out[i] = &ds[i]
 			}
 			return out, nil
-		})
-		s.claims[k] = co
+		})}
+		s.claims[k] = sc
+	}
+	sc.users++
+	s.mu.Unlock()
+	got, err := sc.co.do(ctx, make([]struct{}, c.Max))
+	s.mu.Lock()
+	if sc.users--; sc.users == 0 {
+		delete(s.claims, k)
 	}
 	s.mu.Unlock()
-	got, err := co.do(ctx, make([]struct{}, c.Max))
 	if err != nil {
 		return nil, err
 	}

@@ -3,12 +3,17 @@ package sqsapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/clock/clocktest"
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/memory"
 )
 
 // held is a coalescer whose first call waits for release, so that a
@@ -144,5 +149,91 @@ func TestCoalescerWaiterLeaves(t *testing.T) {
 	}
 	if calls := h.calls(); len(calls) != 2 || !slices.Equal(calls[1], []int{3}) {
 		t.Fatalf("calls %v, want [1] then [3]", calls)
+	}
+}
+
+// gatedClaims is a store whose claims wait for release once entered.
+type gatedClaims struct {
+	store.Store
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g gatedClaims) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, error) {
+	g.entered <- struct{}{}
+	<-g.release
+	return g.Store.Claim(ctx, c)
+}
+
+// The shared claims keep an entry only while a receive uses it: receives
+// of many queues under many visibility timeouts, one after another, leave
+// the map empty, and concurrent receives of one queue and lease share
+// one entry while they run.
+func TestSharedClaimsForgetIdleQueues(t *testing.T) {
+	clk := clocktest.New()
+	mem, err := memory.New(memory.Config{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	ctx := context.Background()
+	s := &sharedClaims{Store: mem, clk: clk, claims: map[claimKey]*sharedClaim{}}
+	for i := range 2000 {
+		q := fmt.Sprintf("temporary-%d", i)
+		if _, err := mem.Enqueue(ctx, []store.NewMessage{{Queue: q}}); err != nil {
+			t.Fatal(err)
+		}
+		ds, err := s.Claim(ctx, store.Claim{Queue: q, WorkerID: "w", Max: 1, LeaseDuration: time.Duration(i%7+1) * time.Minute})
+		if err != nil || len(ds) != 1 {
+			t.Fatalf("Claim of %s = %d, %v", q, len(ds), err)
+		}
+		clk.Advance(time.Second)
+	}
+	if n := len(s.claims); n != 0 {
+		t.Fatalf("%d shared-claim entries kept after every receive ended, want 0", n)
+	}
+
+	g := gatedClaims{Store: mem, entered: make(chan struct{}), release: make(chan struct{})}
+	s.Store = g
+	if _, err := mem.Enqueue(ctx, []store.NewMessage{{Queue: "q"}, {Queue: "q"}}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	got := make(chan int, 2)
+	for range 2 {
+		wg.Go(func() {
+			ds, err := s.Claim(ctx, store.Claim{Queue: "q", WorkerID: "w", Max: 1, LeaseDuration: time.Minute})
+			if err != nil {
+				t.Error(err)
+			}
+			got <- len(ds)
+		})
+	}
+	<-g.entered // the first receive's call; the second waits behind it
+	for {
+		s.mu.Lock()
+		sc, n := s.claims[claimKey{"q", time.Minute}], len(s.claims)
+		users := 0
+		if sc != nil {
+			users = sc.users
+		}
+		s.mu.Unlock()
+		if users == 2 {
+			if n != 1 {
+				t.Fatalf("%d entries for one queue and lease", n)
+			}
+			break
+		}
+		runtime.Gosched()
+	}
+	g.release <- struct{}{}
+	<-g.entered // the second receive's call
+	g.release <- struct{}{}
+	wg.Wait()
+	if a, b := <-got, <-got; a+b != 2 {
+		t.Fatalf("the receives got %d and %d messages, want 2 in all", a, b)
+	}
+	if n := len(s.claims); n != 0 {
+		t.Fatalf("%d shared-claim entries kept after the receives ended, want 0", n)
 	}
 }

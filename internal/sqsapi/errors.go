@@ -60,6 +60,7 @@ var (
 	errMissingParameter       = errorKind{400, "MissingParameter", "MissingParameter"}
 	errInvalidAction          = errorKind{400, "InvalidAction", "InvalidAction"}
 	errInvalidAddress         = errorKind{404, "InvalidAddress", "InvalidAddress"}
+	errOverLimit              = errorKind{403, "OverLimit", "OverLimit"}
 	errInternal               = errorKind{500, "InternalFailure", "InternalFailure"}
 	errUnavailable            = errorKind{503, "ServiceUnavailable", "ServiceUnavailable"}
 	errThrottled              = errorKind{400, "RequestThrottled", "RequestThrottled"}

@@ -57,7 +57,7 @@ func (a *API) createQueue(ctx context.Context, c *call) (any, error) {
 	for k, v := range in.Tags {
 		attrs[tagPrefix+k] = v
 	}
-	rec, created, err := a.st.CreateQueue(ctx, in.QueueName, attrs)
+	rec, created, err := a.create(ctx, in.QueueName, attrs)
 	if err != nil {
 		return nil, err
 	}
@@ -72,6 +72,51 @@ func (a *API) createQueue(ctx context.Context, c *call) (any, error) {
 		}
 	}
 	return queueURLOutput{a.queueURL(c.r, in.QueueName)}, nil
+}
+
+// create creates a queue, unless it would be one more than MaxQueues.
+// A queue that exists is not counted: CreateQueue returns it, or makes
+// the record of one that holds messages. The count of the queues is read
+// from the store (one listing of every queue) at most once a CacheTTL,
+// and kept up to date in between by this server's creates and deletes,
+// so that creating many queues costs one listing a CacheTTL, not one
+// each.
+func (a *API) create(ctx context.Context, name string, attrs map[string]string) (store.QueueInfo, bool, error) {
+	if rec, err := a.st.QueueInfo(ctx, name); err == nil {
+		return rec, false, nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return store.QueueInfo{}, false, err
+	}
+	a.creating.Lock()
+	defer a.creating.Unlock()
+	if now := a.clk.Monotonic(); !a.counted || now-a.countedAt >= a.cfg.CacheTTL {
+		names, err := a.st.Queues(ctx)
+		if err != nil {
+			return store.QueueInfo{}, false, err
+		}
+		a.queues, a.counted, a.countedAt = len(names), true, now
+	}
+	// A queue that holds messages is one already: its record makes no
+	// new queue.
+	held, err := a.holds(ctx, name)
+	if err != nil {
+		return store.QueueInfo{}, false, err
+	}
+	if !held && a.queues >= a.cfg.MaxQueues {
+		return store.QueueInfo{}, false, errOverLimit.f("the server holds %d queues, its limit: delete a queue first", a.queues)
+	}
+	rec, created, err := a.st.CreateQueue(ctx, name, attrs)
+	if created && !held {
+		a.queues++
+	}
+	return rec, created, err
+}
+
+// uncount takes a deleted queue off the count that create keeps.
+func (a *API) uncount() {
+	a.creating.Lock()
+	a.queues = max(a.queues-1, 0)
+	a.creating.Unlock()
 }
 
 func (a *API) getQueueURL(ctx context.Context, c *call) (any, error) {
@@ -118,7 +163,15 @@ func (a *API) listQueues(ctx context.Context, c *call) (any, error) {
 		}
 		after = string(b)
 	}
-	names, err := a.st.Queues(ctx)
+	// Without a prefix, the page is read alone, with one more name to
+	// tell whether more follow; a prefix filters the list of every queue.
+	var names []string
+	var err error
+	if in.QueueNamePrefix == "" {
+		names, err = a.st.QueuePage(ctx, after, "", limit+1)
+	} else {
+		names, err = a.st.Queues(ctx)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +182,7 @@ func (a *API) listQueues(ctx context.Context, c *call) (any, error) {
 	out.QueueUrls = []string{}
 	last := ""
 	for _, n := range names {
-		if n <= after || !strings.HasPrefix(n, in.QueueNamePrefix) {
+		if in.QueueNamePrefix != "" && (n <= after || !strings.HasPrefix(n, in.QueueNamePrefix)) {
 			continue
 		}
 		if len(out.QueueUrls) == limit {
@@ -182,6 +235,7 @@ func (a *API) deleteQueue(ctx context.Context, c *call) (any, error) {
 	if _, err := a.st.DeleteQueue(ctx, q.name()); err != nil {
 		return nil, err
 	}
+	a.uncount()
 	return empty{}, nil
 }
 

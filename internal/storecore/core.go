@@ -55,6 +55,10 @@ type Backend interface {
 	Purge(ctx context.Context, queue string, ids []int64) (int, error)
 	Stats(ctx context.Context, queue string) (store.Stats, error)
 	Queues(ctx context.Context) ([]string, error)
+	AllStats(ctx context.Context) ([]store.Stats, error)
+	// QueuePage gets a limit from 1 to MaxBatch and at most one of after
+	// and before.
+	QueuePage(ctx context.Context, after, before string, limit int) ([]string, error)
 	DeleteQueue(ctx context.Context, queue string) (int, error)
 	// CreateQueue gets attrs as NewQueueAttributes returns them; it
 	// returns the record with Queue set and Attributes never nil, as do
@@ -305,6 +309,23 @@ func (s *Store) Stats(ctx context.Context, queue string) (store.Stats, error) {
 // Queues implements store.Store.
 func (s *Store) Queues(ctx context.Context) ([]string, error) {
 	return run(s, "queues", nil, func() ([]string, error) { return s.b.Queues(ctx) })
+}
+
+// AllStats implements store.Store.
+func (s *Store) AllStats(ctx context.Context) ([]store.Stats, error) {
+	return run(s, "all stats", nil, func() ([]store.Stats, error) { return s.b.AllStats(ctx) })
+}
+
+// QueuePage implements store.Store.
+func (s *Store) QueuePage(ctx context.Context, after, before string, limit int) ([]string, error) {
+	var check error
+	switch {
+	case limit < 1 || limit > store.MaxBatch:
+		check = invalid("queue page limit %d is not 1 to %d", limit, store.MaxBatch)
+	case after != "" && before != "":
+		check = invalid("a queue page is after a name or before one, not both (%q, %q)", after, before)
+	}
+	return run(s, "queue page", check, func() ([]string, error) { return s.b.QueuePage(ctx, after, before, limit) })
 }
 
 // DeleteQueue implements store.Store.

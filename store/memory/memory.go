@@ -248,6 +248,26 @@ func (s *backend) recordLocked(queue string) store.QueueInfo {
 func (s *backend) Queues(context.Context) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.queueNames(), nil
+}
+
+func (s *backend) QueuePage(_ context.Context, after, before string, limit int) ([]string, error) {
+	s.mu.Lock()
+	names := s.queueNames()
+	s.mu.Unlock()
+	if before != "" {
+		to, _ := slices.BinarySearch(names, before)
+		return names[max(to-limit, 0):to], nil
+	}
+	from, found := slices.BinarySearch(names, after)
+	if found {
+		from++
+	}
+	return names[from:min(from+limit, len(names))], nil
+}
+
+// queueNames lists the queues, sorted, under s.mu.
+func (s *backend) queueNames() []string {
 	names := make(map[string]bool)
 	// A queue's counts say whether it holds messages: no need to read them.
 	for name, q := range s.queues {
@@ -264,7 +284,7 @@ func (s *backend) Queues(context.Context) ([]string, error) {
 	for q := range s.records {
 		names[q] = true
 	}
-	return slices.Sorted(maps.Keys(names)), nil
+	return slices.Sorted(maps.Keys(names))
 }
 
 func (s *backend) HoldMaintainer(ctx context.Context, holder string, d time.Duration) (store.Maintainer, error) {
@@ -681,10 +701,26 @@ func (s *backend) deleteLocked(m *message) {
 func (s *backend) Stats(ctx context.Context, queue string) (store.Stats, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.stats(queue), nil
+}
+
+func (s *backend) AllStats(context.Context) ([]store.Stats, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	names := s.queueNames()
+	out := make([]store.Stats, len(names))
+	for i, q := range names {
+		out[i] = s.stats(q)
+	}
+	return out, nil
+}
+
+// stats counts a queue's messages under s.mu.
+func (s *backend) stats(queue string) store.Stats {
 	st := store.Stats{Queue: queue, Paused: s.paused[queue]}
 	q, ok := s.queues[queue]
 	if !ok {
-		return st, nil
+		return st
 	}
 	st.Pending = q.counts[store.Pending]
 	st.Waiting = q.counts[store.Waiting]
@@ -710,7 +746,7 @@ func (s *backend) Stats(ctx context.Context, queue string) (store.Stats, error) 
 	// Once makeVisible has run, the delayed heap holds exactly the
 	// pending messages that are not visible.
 	st.Delayed = int64(len(q.delayed.ms))
-	return st, nil
+	return st
 }
 
 func (s *backend) List(ctx context.Context, f store.ListFilter) ([]store.Info, error) {

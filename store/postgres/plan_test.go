@@ -388,6 +388,31 @@ func TestBrowsingReadsNoHistory(t *testing.T) {
 			return err
 		}, live, "messages_ready"},
 		{"Stats", func() error { _, err := s.Stats(ctx, "q"); return err }, live, "messages_ready"},
+		{"QueuePage", func() error {
+			qs, err := s.QueuePage(ctx, "", "", 50)
+			if err == nil && !slices.Equal(qs, []string{"q"}) {
+				err = fmt.Errorf("QueuePage = %v, want [q]", qs)
+			}
+			return err
+		}, live, "messages_ready"},
+		{"QueuePage before a name", func() error {
+			qs, err := s.QueuePage(ctx, "", "r", 50)
+			if err == nil && !slices.Equal(qs, []string{"q"}) {
+				err = fmt.Errorf("QueuePage = %v, want [q]", qs)
+			}
+			return err
+		}, live, "messages_ready"},
+		{"AllStats", func() error {
+			all, err := s.AllStats(ctx)
+			if err == nil && len(all) == 1 {
+				// The database's clock moves between the two reads.
+				all[0].OldestPendingAge = st.OldestPendingAge
+			}
+			if err == nil && (len(all) != 1 || all[0] != st) {
+				err = fmt.Errorf("AllStats = %+v, want [%+v]", all, st)
+			}
+			return err
+		}, live, "messages_ready"},
 	} {
 		before := f.indexReads(t)
 		f.unchanged(t, seqScansQuery, "sequential scans", c.op, c.fn)

@@ -310,15 +310,25 @@ func (s *backend) queueRecord(ctx context.Context, q interface {
 }
 
 func (s *backend) Queues(ctx context.Context) ([]string, error) {
-	rows, err := s.pool.Query(ctx, s.sql.Text(qQueues), replan)
+	return s.names(ctx, qQueues)
+}
+
+func (s *backend) QueuePage(ctx context.Context, after, before string, limit int) ([]string, error) {
+	if before == "" {
+		return s.names(ctx, qQueuesAfter, after, limit)
+	}
+	names, err := s.names(ctx, qQueuesBefore, before, limit)
+	slices.Reverse(names)
+	return names, err
+}
+
+// names runs a statement that lists queue names.
+func (s *backend) names(ctx context.Context, q query, args ...any) ([]string, error) {
+	rows, err := s.pool.Query(ctx, s.sql.Text(q), append([]any{replan}, args...)...)
 	if err != nil {
 		return nil, err
 	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
 // Ping checks the database with a round trip.
@@ -903,6 +913,18 @@ func (s *backend) Stats(ctx context.Context, queue string) (store.Stats, error) 
 		return store.Stats{}, err
 	}
 	return st, nil
+}
+
+func (s *backend) AllStats(ctx context.Context) ([]store.Stats, error) {
+	rows, err := s.pool.Query(ctx, s.sql.Text(qAllStats), replan, s.now())
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (st store.Stats, err error) {
+		err = r.Scan(&st.Queue, &st.Pending, &st.Waiting, &st.Processing, &st.Completed, &st.Dead, &st.BlockedKeys, &st.OldestPendingAge,
+			&st.Paused, &st.Cancelled, &st.Delayed)
+		return st, err
+	})
 }
 
 func (s *backend) HoldMaintainer(ctx context.Context, holder string, d time.Duration) (store.Maintainer, error) {

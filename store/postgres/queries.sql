@@ -251,6 +251,41 @@ SELECT
 FROM (SELECT count(*) AS n, count(*) FILTER (WHERE visible_at > COALESCE($1::timestamptz, now())) AS delayed
 	FROM {s}.messages WHERE queue = $2 AND state = {pending}) AS pending
 
+-- name: allStats
+-- Counts every queue's messages in one statement, for the queues that
+-- queues lists: each live state's messages are read once through the
+-- state's partial index and grouped by queue, completed ones come from
+-- their counts, and the queues' rows give the paused ones and the
+-- records. The pending scan counts the delayed messages and finds the
+-- oldest visible one too.
+WITH t(now) AS (SELECT COALESCE($1::timestamptz, now()))
+SELECT queue, sum(pending)::bigint, sum(waiting)::bigint, sum(processing)::bigint, sum(completed)::bigint, sum(dead)::bigint,
+	sum(keys)::bigint, COALESCE((SELECT now FROM t) - min(oldest), interval '0'), bool_or(paused), sum(cancelled)::bigint,
+	sum(delayed)::bigint
+FROM (
+	SELECT queue, count(*) AS pending, 0 AS waiting, 0 AS processing, 0 AS completed, 0 AS dead, 0 AS keys,
+		min(visible_at) FILTER (WHERE visible_at <= (SELECT now FROM t)) AS oldest, false AS paused, 0 AS cancelled,
+		count(*) FILTER (WHERE visible_at > (SELECT now FROM t)) AS delayed
+	FROM {s}.messages WHERE state = {pending} GROUP BY queue
+	UNION ALL
+	SELECT queue, 0, count(*), 0, 0, 0, count(DISTINCT key), NULL, false, 0, 0
+	FROM {s}.messages WHERE state = {waiting} GROUP BY queue
+	UNION ALL
+	SELECT queue, 0, 0, count(*), 0, 0, 0, NULL, false, 0, 0
+	FROM {s}.messages WHERE state = {processing} GROUP BY queue
+	UNION ALL
+	SELECT queue, 0, 0, 0, 0, count(*), 0, NULL, false, 0, 0
+	FROM {s}.messages WHERE state = {dead} GROUP BY queue
+	UNION ALL
+	SELECT queue, 0, 0, 0, 0, 0, 0, NULL, false, count(*), 0
+	FROM {s}.messages WHERE state = {cancelled} GROUP BY queue
+	UNION ALL
+	SELECT queue, 0, 0, 0, sum(n), 0, 0, NULL, false, 0, 0
+	FROM {s}.completed_counts GROUP BY queue HAVING sum(n) > 0
+	UNION ALL
+	SELECT queue, 0, 0, 0, 0, 0, 0, NULL, paused, 0, 0 FROM {s}.queues WHERE paused OR created_at IS NOT NULL) AS counts
+GROUP BY queue ORDER BY queue
+
 -- name: countCompleted
 -- Adds $2[i] to queue $1[i]'s completed count, in the shard of this
 -- connection.
@@ -404,6 +439,78 @@ UNION SELECT queue FROM {s}.messages WHERE state = {processing}
 UNION SELECT queue FROM {s}.completed_counts GROUP BY queue HAVING sum(n) > 0
 UNION SELECT queue FROM {s}.queues WHERE paused OR created_at IS NOT NULL
 ORDER BY 1
+
+-- name: queuesAfter
+-- At most $2 of the queues that queues lists, those after $1 in name
+-- order, read as queues reads them, but each state's loose index scan
+-- starts past $1 and stops after $2 queues, and the counts and the
+-- queues' rows are read from $1 on through their primary keys: a page
+-- costs what its queues cost, however many queues there are. Processing
+-- messages, live leases only, are read whole.
+WITH RECURSIVE
+pending(q, n) AS (
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {pending} AND queue > $1 ORDER BY queue ASC LIMIT 1), 1
+	UNION ALL
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {pending} AND queue > p.q ORDER BY queue ASC LIMIT 1), p.n + 1
+	FROM pending p WHERE p.q IS NOT NULL AND p.n < $2),
+waiting(q, n) AS (
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {waiting} AND queue > $1 ORDER BY queue ASC LIMIT 1), 1
+	UNION ALL
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {waiting} AND queue > p.q ORDER BY queue ASC LIMIT 1), p.n + 1
+	FROM waiting p WHERE p.q IS NOT NULL AND p.n < $2),
+dead(q, n) AS (
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {dead} AND queue > $1 ORDER BY queue ASC LIMIT 1), 1
+	UNION ALL
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {dead} AND queue > p.q ORDER BY queue ASC LIMIT 1), p.n + 1
+	FROM dead p WHERE p.q IS NOT NULL AND p.n < $2),
+cancelled(q, n) AS (
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {cancelled} AND queue > $1 ORDER BY queue ASC LIMIT 1), 1
+	UNION ALL
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {cancelled} AND queue > p.q ORDER BY queue ASC LIMIT 1), p.n + 1
+	FROM cancelled p WHERE p.q IS NOT NULL AND p.n < $2)
+SELECT q FROM (
+	SELECT q FROM pending WHERE q IS NOT NULL
+	UNION SELECT q FROM waiting WHERE q IS NOT NULL
+	UNION SELECT q FROM dead WHERE q IS NOT NULL
+	UNION SELECT q FROM cancelled WHERE q IS NOT NULL
+	UNION SELECT queue FROM {s}.messages WHERE state = {processing} AND queue > $1
+	UNION (SELECT queue FROM {s}.completed_counts WHERE queue > $1 GROUP BY queue HAVING sum(n) > 0 ORDER BY queue ASC LIMIT $2)
+	UNION (SELECT queue FROM {s}.queues WHERE (paused OR created_at IS NOT NULL) AND queue > $1 ORDER BY queue ASC LIMIT $2)) AS page
+ORDER BY q ASC LIMIT $2
+
+-- name: queuesBefore
+-- queuesAfter backwards: at most $2 of the queues before $1, the last
+-- first.
+WITH RECURSIVE
+pending(q, n) AS (
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {pending} AND queue < $1 ORDER BY queue DESC LIMIT 1), 1
+	UNION ALL
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {pending} AND queue < p.q ORDER BY queue DESC LIMIT 1), p.n + 1
+	FROM pending p WHERE p.q IS NOT NULL AND p.n < $2),
+waiting(q, n) AS (
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {waiting} AND queue < $1 ORDER BY queue DESC LIMIT 1), 1
+	UNION ALL
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {waiting} AND queue < p.q ORDER BY queue DESC LIMIT 1), p.n + 1
+	FROM waiting p WHERE p.q IS NOT NULL AND p.n < $2),
+dead(q, n) AS (
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {dead} AND queue < $1 ORDER BY queue DESC LIMIT 1), 1
+	UNION ALL
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {dead} AND queue < p.q ORDER BY queue DESC LIMIT 1), p.n + 1
+	FROM dead p WHERE p.q IS NOT NULL AND p.n < $2),
+cancelled(q, n) AS (
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {cancelled} AND queue < $1 ORDER BY queue DESC LIMIT 1), 1
+	UNION ALL
+	SELECT (SELECT queue FROM {s}.messages WHERE state = {cancelled} AND queue < p.q ORDER BY queue DESC LIMIT 1), p.n + 1
+	FROM cancelled p WHERE p.q IS NOT NULL AND p.n < $2)
+SELECT q FROM (
+	SELECT q FROM pending WHERE q IS NOT NULL
+	UNION SELECT q FROM waiting WHERE q IS NOT NULL
+	UNION SELECT q FROM dead WHERE q IS NOT NULL
+	UNION SELECT q FROM cancelled WHERE q IS NOT NULL
+	UNION SELECT queue FROM {s}.messages WHERE state = {processing} AND queue < $1
+	UNION (SELECT queue FROM {s}.completed_counts WHERE queue < $1 GROUP BY queue HAVING sum(n) > 0 ORDER BY queue DESC LIMIT $2)
+	UNION (SELECT queue FROM {s}.queues WHERE (paused OR created_at IS NOT NULL) AND queue < $1 ORDER BY queue DESC LIMIT $2)) AS page
+ORDER BY q DESC LIMIT $2
 
 -- name: list
 -- A queue's messages in one state ({state}), by id: those after $2 and

@@ -41,6 +41,7 @@ const (
 	qRedrive
 	qPurge
 	qStats
+	qAllStats
 	qCountCompleted
 	qPrune
 	qDeleteQueue
@@ -57,6 +58,8 @@ const (
 	qPause
 	qResume
 	qQueues
+	qQueuesAfter
+	qQueuesBefore
 	qList
 	qListBefore
 	qGet
@@ -91,6 +94,7 @@ var queryNames = [nQueries]string{
 	qRedrive:            "redrive",
 	qPurge:              "purge",
 	qStats:              "stats",
+	qAllStats:           "allStats",
 	qCountCompleted:     "countCompleted",
 	qPrune:              "prune",
 	qDeleteQueue:        "deleteQueue",
@@ -107,6 +111,8 @@ var queryNames = [nQueries]string{
 	qPause:              "pause",
 	qResume:             "resume",
 	qQueues:             "queues",
+	qQueuesAfter:        "queuesAfter",
+	qQueuesBefore:       "queuesBefore",
 	qList:               "list",
 	qListBefore:         "listBefore",
 	qGet:                "get",

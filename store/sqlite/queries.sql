@@ -161,6 +161,37 @@ SELECT
 FROM (SELECT count(*) AS n, coalesce(sum(visible_at > ?2), 0) AS delayed
 	FROM leasehold_messages WHERE queue = ?1 AND state = {pending}) AS pending
 
+-- name: allStats
+-- Counts every queue's messages at time ?1 in one statement, for the
+-- queues that queues lists: each live state's messages are read once
+-- through the state's partial index and grouped by queue, completed ones
+-- come from their counts, and the queues' rows give the paused ones and
+-- the records. The pending scan counts the delayed messages and finds the
+-- oldest visible one too.
+SELECT queue, sum(pending), sum(waiting), sum(processing), sum(completed), sum(dead), sum(keys), min(oldest), max(paused),
+	sum(cancelled), sum(delayed)
+FROM (
+	SELECT queue, count(*) AS pending, 0 AS waiting, 0 AS processing, 0 AS completed, 0 AS dead, 0 AS keys,
+		min(CASE WHEN visible_at <= ?1 THEN visible_at END) AS oldest, 0 AS paused, 0 AS cancelled, coalesce(sum(visible_at > ?1), 0) AS delayed
+	FROM leasehold_messages WHERE state = {pending} GROUP BY queue
+	UNION ALL
+	SELECT queue, 0, count(*), 0, 0, 0, count(DISTINCT key), NULL, 0, 0, 0
+	FROM leasehold_messages WHERE state = {waiting} GROUP BY queue
+	UNION ALL
+	SELECT queue, 0, 0, count(*), 0, 0, 0, NULL, 0, 0, 0
+	FROM leasehold_messages WHERE state = {processing} GROUP BY queue
+	UNION ALL
+	SELECT queue, 0, 0, 0, 0, count(*), 0, NULL, 0, 0, 0
+	FROM leasehold_messages WHERE state = {dead} GROUP BY queue
+	UNION ALL
+	SELECT queue, 0, 0, 0, 0, 0, 0, NULL, 0, count(*), 0
+	FROM leasehold_messages WHERE state = {cancelled} GROUP BY queue
+	UNION ALL
+	SELECT queue, 0, 0, 0, n, 0, 0, NULL, 0, 0, 0 FROM leasehold_completed_counts WHERE n > 0
+	UNION ALL
+	SELECT queue, 0, 0, 0, 0, 0, 0, NULL, paused, 0, 0 FROM leasehold_queues WHERE paused OR created_at IS NOT NULL)
+GROUP BY queue ORDER BY queue
+
 -- name: prune
 -- Deletes up to ?4 messages in one state ({state}: its code is written in,
 -- so that SQLite can use the state's partial index) that finished by ?1
@@ -263,6 +294,62 @@ UNION SELECT queue FROM leasehold_messages WHERE state = {processing}
 UNION SELECT queue FROM leasehold_completed_counts WHERE n > 0
 UNION SELECT queue FROM leasehold_queues WHERE paused OR created_at IS NOT NULL
 ORDER BY 1
+
+-- name: queuesAfter
+-- At most ?2 of the queues that queues lists, those after ?1 in name
+-- order, read as queues reads them, but each state's loose index scan
+-- starts past ?1 and stops after ?2 queues, and the counts and the
+-- queues' rows are read from ?1 on through their primary keys: a page
+-- costs what its queues cost, however many queues there are. Processing
+-- messages, live leases only, are read whole.
+WITH RECURSIVE
+	pending(q, n) AS (SELECT (SELECT queue FROM leasehold_messages WHERE state = {pending} AND queue > ?1 ORDER BY queue ASC LIMIT 1), 1
+		UNION ALL SELECT (SELECT queue FROM leasehold_messages WHERE state = {pending} AND queue > p.q ORDER BY queue ASC LIMIT 1), p.n + 1
+		FROM pending AS p WHERE p.q IS NOT NULL AND p.n < ?2),
+	waiting(q, n) AS (SELECT (SELECT queue FROM leasehold_messages WHERE state = {waiting} AND queue > ?1 ORDER BY queue ASC LIMIT 1), 1
+		UNION ALL SELECT (SELECT queue FROM leasehold_messages WHERE state = {waiting} AND queue > p.q ORDER BY queue ASC LIMIT 1), p.n + 1
+		FROM waiting AS p WHERE p.q IS NOT NULL AND p.n < ?2),
+	dead(q, n) AS (SELECT (SELECT queue FROM leasehold_messages WHERE state = {dead} AND queue > ?1 ORDER BY queue ASC LIMIT 1), 1
+		UNION ALL SELECT (SELECT queue FROM leasehold_messages WHERE state = {dead} AND queue > p.q ORDER BY queue ASC LIMIT 1), p.n + 1
+		FROM dead AS p WHERE p.q IS NOT NULL AND p.n < ?2),
+	cancelled(q, n) AS (SELECT (SELECT queue FROM leasehold_messages WHERE state = {cancelled} AND queue > ?1 ORDER BY queue ASC LIMIT 1), 1
+		UNION ALL SELECT (SELECT queue FROM leasehold_messages WHERE state = {cancelled} AND queue > p.q ORDER BY queue ASC LIMIT 1), p.n + 1
+		FROM cancelled AS p WHERE p.q IS NOT NULL AND p.n < ?2)
+SELECT q FROM (
+	SELECT q FROM pending WHERE q IS NOT NULL
+	UNION SELECT q FROM waiting WHERE q IS NOT NULL
+	UNION SELECT q FROM dead WHERE q IS NOT NULL
+	UNION SELECT q FROM cancelled WHERE q IS NOT NULL
+	UNION SELECT queue FROM leasehold_messages WHERE state = {processing} AND queue > ?1
+	UNION SELECT * FROM (SELECT queue FROM leasehold_completed_counts WHERE n > 0 AND queue > ?1 ORDER BY queue ASC LIMIT ?2)
+	UNION SELECT * FROM (SELECT queue FROM leasehold_queues WHERE (paused OR created_at IS NOT NULL) AND queue > ?1 ORDER BY queue ASC LIMIT ?2))
+ORDER BY q ASC LIMIT ?2
+
+-- name: queuesBefore
+-- queuesAfter backwards: at most ?2 of the queues before ?1, the last
+-- first.
+WITH RECURSIVE
+	pending(q, n) AS (SELECT (SELECT queue FROM leasehold_messages WHERE state = {pending} AND queue < ?1 ORDER BY queue DESC LIMIT 1), 1
+		UNION ALL SELECT (SELECT queue FROM leasehold_messages WHERE state = {pending} AND queue < p.q ORDER BY queue DESC LIMIT 1), p.n + 1
+		FROM pending AS p WHERE p.q IS NOT NULL AND p.n < ?2),
+	waiting(q, n) AS (SELECT (SELECT queue FROM leasehold_messages WHERE state = {waiting} AND queue < ?1 ORDER BY queue DESC LIMIT 1), 1
+		UNION ALL SELECT (SELECT queue FROM leasehold_messages WHERE state = {waiting} AND queue < p.q ORDER BY queue DESC LIMIT 1), p.n + 1
+		FROM waiting AS p WHERE p.q IS NOT NULL AND p.n < ?2),
+	dead(q, n) AS (SELECT (SELECT queue FROM leasehold_messages WHERE state = {dead} AND queue < ?1 ORDER BY queue DESC LIMIT 1), 1
+		UNION ALL SELECT (SELECT queue FROM leasehold_messages WHERE state = {dead} AND queue < p.q ORDER BY queue DESC LIMIT 1), p.n + 1
+		FROM dead AS p WHERE p.q IS NOT NULL AND p.n < ?2),
+	cancelled(q, n) AS (SELECT (SELECT queue FROM leasehold_messages WHERE state = {cancelled} AND queue < ?1 ORDER BY queue DESC LIMIT 1), 1
+		UNION ALL SELECT (SELECT queue FROM leasehold_messages WHERE state = {cancelled} AND queue < p.q ORDER BY queue DESC LIMIT 1), p.n + 1
+		FROM cancelled AS p WHERE p.q IS NOT NULL AND p.n < ?2)
+SELECT q FROM (
+	SELECT q FROM pending WHERE q IS NOT NULL
+	UNION SELECT q FROM waiting WHERE q IS NOT NULL
+	UNION SELECT q FROM dead WHERE q IS NOT NULL
+	UNION SELECT q FROM cancelled WHERE q IS NOT NULL
+	UNION SELECT queue FROM leasehold_messages WHERE state = {processing} AND queue < ?1
+	UNION SELECT * FROM (SELECT queue FROM leasehold_completed_counts WHERE n > 0 AND queue < ?1 ORDER BY queue DESC LIMIT ?2)
+	UNION SELECT * FROM (SELECT queue FROM leasehold_queues WHERE (paused OR created_at IS NOT NULL) AND queue < ?1 ORDER BY queue DESC LIMIT ?2))
+ORDER BY q DESC LIMIT ?2
 
 -- name: list
 -- A queue's messages in one state ({state}) after an id, read from the

@@ -491,7 +491,21 @@ func (s *backend) affected(ctx context.Context, query string, args func(now int6
 }
 
 func (s *backend) Queues(ctx context.Context) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, s.st.Text(qQueues))
+	return s.names(ctx, qQueues)
+}
+
+func (s *backend) QueuePage(ctx context.Context, after, before string, limit int) ([]string, error) {
+	if before == "" {
+		return s.names(ctx, qQueuesAfter, after, limit)
+	}
+	names, err := s.names(ctx, qQueuesBefore, before, limit)
+	slices.Reverse(names)
+	return names, err
+}
+
+// names runs a statement that lists queue names.
+func (s *backend) names(ctx context.Context, q query, args ...any) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, s.st.Text(q), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -849,6 +863,25 @@ func (s *backend) Stats(ctx context.Context, queue string) (store.Stats, error) 
 		st.OldestPendingAge = time.Duration(now-oldest.Int64) * time.Microsecond
 	}
 	return st, nil
+}
+
+func (s *backend) AllStats(ctx context.Context) ([]store.Stats, error) {
+	now := micros(s.clk.Now())
+	rows, err := s.db.QueryContext(ctx, s.st.Text(qAllStats), now)
+	if err != nil {
+		return nil, err
+	}
+	return sqlstate.Collect(rows, func(r *sql.Rows) (st store.Stats, err error) {
+		var oldest sql.NullInt64
+		if err := r.Scan(&st.Queue, &st.Pending, &st.Waiting, &st.Processing, &st.Completed, &st.Dead, &st.BlockedKeys, &oldest,
+			&st.Paused, &st.Cancelled, &st.Delayed); err != nil {
+			return st, err
+		}
+		if oldest.Valid {
+			st.OldestPendingAge = time.Duration(now-oldest.Int64) * time.Microsecond
+		}
+		return st, nil
+	})
 }
 
 // List lists through the database.

@@ -51,6 +51,7 @@ const (
 	qRedrive
 	qPurge
 	qStats
+	qAllStats
 	qPrune
 	qUncount
 	qDeleteQueue
@@ -68,6 +69,8 @@ const (
 	qPause
 	qResume
 	qQueues
+	qQueuesAfter
+	qQueuesBefore
 	qList
 	qGet
 	qBlockedKeys
@@ -98,6 +101,7 @@ var queryNames = [nQueries]string{
 	qRedrive:            "redrive",
 	qPurge:              "purge",
 	qStats:              "stats",
+	qAllStats:           "allStats",
 	qPrune:              "prune",
 	qUncount:            "uncount",
 	qDeleteQueue:        "deleteQueue",
@@ -115,6 +119,8 @@ var queryNames = [nQueries]string{
 	qPause:              "pause",
 	qResume:             "resume",
 	qQueues:             "queues",
+	qQueuesAfter:        "queuesAfter",
+	qQueuesBefore:       "queuesBefore",
 	qList:               "list",
 	qGet:                "get",
 	qBlockedKeys:        "blockedKeys",

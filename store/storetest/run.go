@@ -124,6 +124,8 @@ func Run(t *testing.T, f Factory, opts ...Option) {
 		// Queues: the list, pauses, records, purges, deletes (queues.go,
 		// pause.go, queueinfo.go).
 		{"Queues", testQueues},
+		{"AllStats", testAllStats},
+		{"QueuePage", testQueuePage},
 		{"DeleteQueue", testDeleteQueue},
 		{"PauseAndResume", testPauseAndResume},
 		{"CreateQueue", testCreateQueue},
