@@ -358,7 +358,7 @@ func (l *pgLoad) finish(within time.Duration) {
 	for id, b := range l.sent {
 		sent[id] = b
 	}
-	logs := readSQSLogs(t, l.consumers, sent, queueTag(sqsQueue))
+	logs := readSQSLogs(t, l.consumers, sent)
 	checkSQSOutcome(t, l.st, sent, &logs)
 	if logs.refusedCount == 0 {
 		t.Fatal("no delete was refused under a lost lease: the run never exercised fencing")

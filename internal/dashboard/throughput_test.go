@@ -45,7 +45,7 @@ func TestSamplesKeepActiveQueuesOnly(t *testing.T) {
 	if _, err := st.Enqueue(ctx, msgs); err != nil {
 		t.Fatal(err)
 	}
-	d, err := New(Config{Store: st, Clock: clk, Logger: slog.New(slog.DiscardHandler)})
+	d, err := New(Config{Store: st, Clock: clk, Logger: slog.New(slog.DiscardHandler), Key: make([]byte, MinKey)})
 	if err != nil {
 		t.Fatal(err)
 	}
