@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/internal/authlimit"
 	"github.com/leasehold/leasehold/internal/runstate"
 	"github.com/leasehold/leasehold/store"
 )
@@ -69,6 +70,10 @@ type Config struct {
 	// browser sends them over HTTPS only: set it when the dashboard is
 	// reached over HTTPS.
 	SecureCookies bool
+	// AuthLimiter slows the client addresses whose sign-ins fail; a
+	// server shares one among its faces. Default: one of the dashboard's
+	// own.
+	AuthLimiter *authlimit.Limiter
 }
 
 // MinKey is the shortest Config.Key.
@@ -86,6 +91,7 @@ type Dashboard struct {
 	// csrfKey, flashKey and sessionKey are made from Config.Key, one per
 	// purpose.
 	csrfKey, flashKey, sessionKey []byte
+	signIns                       *authlimit.Limiter
 	state                         runstate.State
 
 	mu      sync.Mutex
@@ -113,7 +119,11 @@ func New(cfg Config) (*Dashboard, error) {
 		cfg.Logger = slog.Default()
 	}
 	d := &Dashboard{cfg: cfg, st: cfg.Store, clk: clock.OrSystem(cfg.Clock), log: cfg.Logger, history: map[string]*series{},
-		csrfKey: derive(cfg.Key, "csrf"), flashKey: derive(cfg.Key, "flash"), sessionKey: sessionKeyFor(cfg.Key, cfg.Password)}
+		csrfKey: derive(cfg.Key, "csrf"), flashKey: derive(cfg.Key, "flash"), sessionKey: sessionKeyFor(cfg.Key, cfg.Password),
+		signIns: cfg.AuthLimiter}
+	if d.signIns == nil {
+		d.signIns = authlimit.New(d.clk, d.log)
+	}
 	pages, err := parsePages()
 	if err != nil {
 		return nil, err

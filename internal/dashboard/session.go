@@ -6,11 +6,16 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"errors"
+	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/authlimit"
 )
 
 // SessionTTL is how long a sign-in lasts.
@@ -101,11 +106,19 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		d.render(w, http.StatusForbidden, "login", v)
 		return
 	}
+	addr := authlimit.ClientAddr(r)
+	if ok, wait := d.signIns.Allow(addr); !ok {
+		secs := int(math.Ceil(wait.Seconds()))
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		v.Data = loginData{Next: next, Error: fmt.Sprintf("too many failed sign-ins from %s: try again in %d s", addr, secs)}
+		d.render(w, http.StatusTooManyRequests, "login", v)
+		return
+	}
 	// Hashes of equal length, so that the comparison's time tells nothing
 	// of the password's length either.
 	got, want := sha256.Sum256([]byte(r.PostFormValue("password"))), sha256.Sum256([]byte(d.cfg.Password))
 	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-		d.log.Warn("dashboard: a sign-in with a wrong password", "remote", r.RemoteAddr)
+		d.signIns.Failed(addr, "dashboard sign-in", errors.New("wrong password"))
 		v.Data = loginData{Next: next, Error: "wrong password"}
 		d.render(w, http.StatusUnauthorized, "login", v)
 		return

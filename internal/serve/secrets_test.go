@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/leasehold/leasehold/internal/authlimit"
 	"github.com/leasehold/leasehold/internal/serve"
 	"github.com/leasehold/leasehold/store"
 )
@@ -322,5 +325,35 @@ func TestTLSPairMustLoad(t *testing.T) {
 	}
 	if err := f.srv.ReloadTLS(); err == nil {
 		t.Fatal("ReloadTLS on a plain HTTP server: no error")
+	}
+}
+
+// Failures on any face spend one budget of the client's address: a
+// guesser of the metrics token is refused by the SQS API and the sign-in
+// page too, before its secret is looked at, until the budget refills.
+func TestFailedAuthenticationSharesOneBudget(t *testing.T) {
+	f := setup(t, backends()[0], options{signed: true, adjust: func(c *serve.Config) {
+		c.MetricsToken, c.DashboardPassword = testToken, testPassword
+	}})
+	token := func(tok string) func(*http.Request) {
+		return func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) }
+	}
+	for i := range authlimit.Burst {
+		if code, _, _ := do(t, http.MethodGet, f.url+"/metrics", token("a-wrong-guess-of-the-token")); code != 401 {
+			t.Fatalf("wrong token %d = %d, want 401", i, code)
+		}
+	}
+	if code, _, h := do(t, http.MethodGet, f.url+"/metrics", token(testToken)); code != 429 || h.Get("Retry-After") == "" {
+		t.Fatalf("the right token past the budget = %d, Retry-After %q; want 429 with Retry-After", code, h.Get("Retry-After"))
+	}
+	if _, err := f.c.ListQueues(f.ctx, &sqs.ListQueuesInput{}); err == nil || !strings.Contains(err.Error(), "RequestThrottled") {
+		t.Fatalf("a signed SQS request past the budget: %v, want RequestThrottled", err)
+	}
+	if _, code := login(t, f.url, testPassword); code != 429 {
+		t.Fatalf("the right password past the budget = %d, want 429", code)
+	}
+	f.clk.Advance(authlimit.Refill)
+	if code, _, _ := do(t, http.MethodGet, f.url+"/metrics", token(testToken)); code != 200 {
+		t.Fatalf("the right token once the budget refilled by one = %d, want 200", code)
 	}
 }

@@ -17,8 +17,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,6 +33,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/internal/authlimit"
 	"github.com/leasehold/leasehold/internal/dashboard"
 	"github.com/leasehold/leasehold/internal/mailbox"
 	"github.com/leasehold/leasehold/internal/maintenance"
@@ -258,8 +261,11 @@ func New(cfg Config) (*Server, error) {
 	// One id names this process in the leases its receivers take and in
 	// the maintainer election.
 	id := mailbox.NewWorkerID()
+	// One budget of failed authentication per client address, whichever
+	// face's secret it guesses.
+	limiter := authlimit.New(cfg.Clock, cfg.Logger)
 	api, err := sqsapi.New(sqsapi.Config{Store: cfg.Store, Verifier: verifier, ReceiptKey: derive(secret, "receipt handles"), Region: cfg.Region, WorkerID: id, Clock: cfg.Clock,
-		Logger: cfg.Logger, MeterProvider: mp, MaxBufferedBytes: cfg.MaxBufferedBytes, MaxQueues: cfg.MaxQueues})
+		Logger: cfg.Logger, MeterProvider: mp, MaxBufferedBytes: cfg.MaxBufferedBytes, MaxQueues: cfg.MaxQueues, AuthLimiter: limiter})
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
@@ -271,7 +277,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
 	dash, err := dashboard.New(dashboard.Config{Store: cfg.Store, Clock: cfg.Clock, Logger: cfg.Logger, Key: derive(secret, "dashboard"),
-		Password: cfg.DashboardPassword, SecureCookies: cfg.https()})
+		Password: cfg.DashboardPassword, SecureCookies: cfg.https(), AuthLimiter: limiter})
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
@@ -290,7 +296,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.Handle("POST /logout", pages)
 	metrics := promhttp.HandlerFor(queueMetrics{reg, cfg.Store, cfg.Clock, cfg.Logger}, promhttp.HandlerOpts{})
 	if cfg.MetricsToken != "" {
-		metrics = bearer(cfg.MetricsToken, metrics)
+		metrics = bearer(cfg.MetricsToken, limiter, metrics)
 	}
 	s.mux.Handle("GET /metrics", s.guard(metrics, cfg.MetricsToken != "", "GET /metrics", "LEASEHOLD_METRICS_TOKEN"))
 	s.mux.Handle("GET /healthz", lifecycle.HealthHandler())
@@ -385,13 +391,22 @@ func (s *Server) guard(h http.Handler, open bool, face, env string) http.Handler
 	})
 }
 
-// bearer asks for token as an "Authorization: Bearer" header.
-func bearer(token string, h http.Handler) http.Handler {
+// bearer asks for token as an "Authorization: Bearer" header. An address
+// that has failed too often is refused (429) before the token is looked
+// at.
+func bearer(token string, limiter *authlimit.Limiter, h http.Handler) http.Handler {
 	want := sha256.Sum256([]byte(token))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		addr := authlimit.ClientAddr(r)
+		if ok, wait := limiter.Allow(addr); !ok {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+			http.Error(w, "too many requests from "+addr+" failed authentication; retry later", http.StatusTooManyRequests)
+			return
+		}
 		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 		sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
 		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
+			limiter.Failed(addr, "GET /metrics", errors.New("no metrics token, or a wrong one"))
 			w.Header().Set("WWW-Authenticate", `Bearer realm="leasehold"`)
 			http.Error(w, "this needs the metrics token as an \"Authorization: Bearer\" header", http.StatusUnauthorized)
 			return

@@ -37,6 +37,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/internal/authlimit"
 	"github.com/leasehold/leasehold/internal/mailbox"
 	"github.com/leasehold/leasehold/internal/sigv4"
 	"github.com/leasehold/leasehold/store"
@@ -120,6 +121,9 @@ type Config struct {
 	// Default DefaultMaxBufferedBytes; it must be at least the largest
 	// valid request.
 	MaxBufferedBytes int64
+	// AuthLimiter slows the client addresses that fail to authenticate;
+	// a server shares one among its faces. Default: one of the API's own.
+	AuthLimiter *authlimit.Limiter
 	// MaxQueues bounds the queues: CreateQueue of a queue that does not
 	// exist yet, when the store lists this many queues (store.Store's
 	// Queues: those made by CreateQueue and those that Go programs made by
@@ -172,7 +176,7 @@ type API struct {
 	// buffered holds the bytes of the request bodies in memory.
 	buffered *semaphore.Weighted
 	// authFailures slows the addresses that fail to authenticate.
-	authFailures *authFailures
+	authFailures *authlimit.Limiter
 }
 
 type cached struct {
@@ -236,7 +240,10 @@ func New(cfg Config) (*API, error) {
 	a := &API{cfg: cfg, st: cfg.Store, clk: clock.OrSystem(cfg.Clock), log: cfg.Logger, cache: map[string]cached{},
 		receipts: receipts{key: bytes.Clone(cfg.ReceiptKey)}, requests: requests, duration: duration}
 	a.buffered = semaphore.NewWeighted(cfg.MaxBufferedBytes)
-	a.authFailures = newAuthFailures(a.clk, a.log)
+	a.authFailures = cfg.AuthLimiter
+	if a.authFailures == nil {
+		a.authFailures = authlimit.New(a.clk, a.log)
+	}
 	a.drain, a.stopDrain = context.WithCancel(context.Background())
 	a.acts = a.actions()
 	a.completions = newCoalescer(a.clk, a.st.Complete)
@@ -355,15 +362,15 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, name string) (any, e
 		return nil, errInvalidAction.f("SQS requests are POST requests, not %s", r.Method)
 	}
 	var signed *sigv4.Signed
-	addr := clientAddr(r)
+	addr := authlimit.ClientAddr(r)
 	if a.cfg.Verifier != nil {
-		if ok, wait := a.authFailures.allow(addr); !ok {
+		if ok, wait := a.authFailures.Allow(addr); !ok {
 			closeAfter(w)
 			return nil, errThrottled.f("too many requests from %s failed authentication; retry later", addr).retryIn(wait)
 		}
 		var err error
 		if signed, err = a.cfg.Verifier.Check(r); err != nil {
-			a.authFailures.failed(addr, name, err)
+			a.authFailures.Failed(addr, "SQS "+name, err)
 			closeAfter(w)
 			return nil, refused(err)
 		}
@@ -375,7 +382,7 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, name string) (any, e
 	defer release()
 	if signed != nil {
 		if err := signed.Verify(body); err != nil {
-			a.authFailures.failed(addr, name, err)
+			a.authFailures.Failed(addr, "SQS "+name, err)
 			return nil, refused(err)
 		}
 	}

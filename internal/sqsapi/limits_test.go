@@ -21,6 +21,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
 	"github.com/leasehold/leasehold/clock/clocktest"
+	"github.com/leasehold/leasehold/internal/authlimit"
 	"github.com/leasehold/leasehold/internal/sigv4"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/memory"
@@ -304,7 +305,7 @@ func TestFailedAuthenticationIsSlowedPerAddress(t *testing.T) {
 		return b.do(t, r)
 	}
 	const attacker = "203.0.113.7:4000"
-	for i := range authFailureBurst {
+	for i := range authlimit.Burst {
 		if got := guess(attacker); got.Type != sigv4.CodeMismatch {
 			t.Fatalf("guess %d: %s, want %s", i, got.Type, sigv4.CodeMismatch)
 		}
@@ -319,7 +320,7 @@ func TestFailedAuthenticationIsSlowedPerAddress(t *testing.T) {
 	if got := b.do(t, good); got.status != 200 {
 		t.Errorf("another address, signed well: %d %s %s", got.status, got.Type, got.Msg)
 	}
-	b.clk.Advance(authFailureRefill)
+	b.clk.Advance(authlimit.Refill)
 	if got := guess(attacker); got.Type != sigv4.CodeMismatch {
 		t.Errorf("after one refill: %s, want one more try", got.Type)
 	}
@@ -329,35 +330,10 @@ func TestFailedAuthenticationIsSlowedPerAddress(t *testing.T) {
 	if n := strings.Count(b.log.text(), "failed authentication"); n != 1 {
 		t.Errorf("%d log lines for a flood of failures within a second, want 1:\n%s", n, b.log.text())
 	}
-	b.clk.Advance(authLogEvery)
+	b.clk.Advance(authlimit.LogEvery)
 	guess(attacker)
 	if text := b.log.text(); strings.Count(text, "failed authentication") != 2 || !strings.Contains(text, "failures_since_last_line=1") {
 		t.Errorf("a second later: log\n%s", text)
-	}
-}
-
-// Many addresses failing remember at most maxTrackedAddrs of them; the
-// rest share one budget, so together they guess no faster than one.
-func TestAuthFailuresStayBounded(t *testing.T) {
-	clk := clocktest.New()
-	f := newAuthFailures(clk, slog.New(slog.DiscardHandler))
-	for i := range 3 * maxTrackedAddrs {
-		addr := fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255)
-		f.failed(addr, "ListQueues", errors.New("bad"))
-	}
-	if len(f.addrs) != maxTrackedAddrs {
-		t.Fatalf("%d addresses remembered, want %d", len(f.addrs), maxTrackedAddrs)
-	}
-	if ok, _ := f.allow("192.0.2.1"); ok {
-		t.Fatal("a new address while the shared budget is spent is allowed")
-	}
-	clk.Advance(authFailureBurst * authFailureRefill)
-	f.failed("192.0.2.1", "ListQueues", errors.New("bad"))
-	if len(f.addrs) != 1 {
-		t.Fatalf("after the budgets refilled: %d addresses remembered, want only the new one", len(f.addrs))
-	}
-	if a, b := clientAddr(&http.Request{RemoteAddr: "[2001:db8::1]:1"}), clientAddr(&http.Request{RemoteAddr: "[2001:db8::2]:2"}); a != b {
-		t.Errorf("two addresses of one IPv6 /64 have budgets %s and %s", a, b)
 	}
 }
 

@@ -1,4 +1,8 @@
-package sqsapi
+// Package authlimit slows the client addresses that fail to
+// authenticate, on every face of the server that takes a secret (SQS
+// signatures, the dashboard's password, the metrics token), and logs
+// their failures without letting a flood fill the log.
+package authlimit
 
 import (
 	"log/slog"
@@ -13,25 +17,26 @@ import (
 
 // Failed authentication is slowed per client address: each address has
 // a budget of failures that refills at a steady rate, and an address
-// that has spent it is answered RequestThrottled, before any signature
-// is checked, until it has refilled by one. Guessing a secret then goes
-// at the refill rate, not at the speed of the server.
+// that has spent it is refused before any secret is checked, until it
+// has refilled by one. Guessing a secret then goes at the refill rate,
+// not at the speed of the server.
 const (
-	// authFailureBurst is how many failures an address may make at once.
-	authFailureBurst = 10
-	// authFailureRefill is how long an address waits for one more try.
-	authFailureRefill = 500 * time.Millisecond
-	// maxTrackedAddrs bounds the addresses whose failures are
+	// Burst is how many failures an address may make at once.
+	Burst = 10
+	// Refill is how long an address waits for one more try.
+	Refill = 500 * time.Millisecond
+	// MaxTracked bounds the addresses whose failures are
 	// remembered. Past it, the addresses not remembered share one
 	// budget: many addresses guess together no faster than one.
-	maxTrackedAddrs = 10000
-	// authLogEvery is how often, at most, a failure is logged; the
+	MaxTracked = 10000
+	// LogEvery is how often, at most, a failure is logged; the
 	// failures in between are counted in the next line.
-	authLogEvery = time.Second
+	LogEvery = time.Second
 )
 
-// authFailures is the per-address budget of failed authentications.
-type authFailures struct {
+// Limiter is the per-address budget of failed authentications. It is
+// safe for concurrent use.
+type Limiter struct {
 	clk clock.Clock
 	log *slog.Logger
 
@@ -49,50 +54,51 @@ type budget struct {
 	at    time.Duration
 }
 
-func newAuthFailures(clk clock.Clock, log *slog.Logger) *authFailures {
+// New returns a limiter on clk that logs to log.
+func New(clk clock.Clock, log *slog.Logger) *Limiter {
 	now := clk.Monotonic()
-	return &authFailures{clk: clk, log: log, addrs: map[string]*budget{}, shared: budget{authFailureBurst, now},
-		pruned: now, logged: now - authLogEvery}
+	return &Limiter{clk: clk, log: log, addrs: map[string]*budget{}, shared: budget{Burst, now},
+		pruned: now, logged: now - LogEvery}
 }
 
 // refill brings b up to now.
 func (b *budget) refill(now time.Duration) {
-	b.tries = min(authFailureBurst, b.tries+float64(now-b.at)/float64(authFailureRefill))
+	b.tries = min(Burst, b.tries+float64(now-b.at)/float64(Refill))
 	b.at = now
 }
 
 // of returns addr's budget: its own, or the shared one when addr has
 // none and there is no room for it. With create, an address is given a
 // budget of its own if there is room.
-func (f *authFailures) of(addr string, now time.Duration, create bool) *budget {
+func (f *Limiter) of(addr string, now time.Duration, create bool) *budget {
 	if b, ok := f.addrs[addr]; ok {
 		return b
 	}
-	if len(f.addrs) >= maxTrackedAddrs && now-f.pruned >= authFailureRefill*authFailureBurst {
+	if len(f.addrs) >= MaxTracked && now-f.pruned >= Refill*Burst {
 		// Forget the addresses whose budget is whole again: they are as
 		// if never seen. At most once per refill of a whole budget, so
 		// that pruning costs little under a flood.
 		f.pruned = now
 		for a, b := range f.addrs {
-			if b.refill(now); b.tries >= authFailureBurst {
+			if b.refill(now); b.tries >= Burst {
 				delete(f.addrs, a)
 			}
 		}
 	}
-	if len(f.addrs) >= maxTrackedAddrs {
+	if len(f.addrs) >= MaxTracked {
 		return &f.shared
 	}
 	if !create {
 		return nil
 	}
-	b := &budget{authFailureBurst, now}
+	b := &budget{Burst, now}
 	f.addrs[addr] = b
 	return b
 }
 
-// allow reports whether addr may try to authenticate now, and if not,
+// Allow reports whether addr may try to authenticate now, and if not,
 // how long it is to wait.
-func (f *authFailures) allow(addr string) (bool, time.Duration) {
+func (f *Limiter) Allow(addr string) (bool, time.Duration) {
 	now := f.clk.Monotonic()
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -104,12 +110,12 @@ func (f *authFailures) allow(addr string) (bool, time.Duration) {
 	if b.tries >= 1 {
 		return true, 0
 	}
-	return false, time.Duration((1 - b.tries) * float64(authFailureRefill))
+	return false, time.Duration((1 - b.tries) * float64(Refill))
 }
 
-// failed spends one try of addr's budget and logs the failure, unless
-// one was logged within authLogEvery.
-func (f *authFailures) failed(addr, action string, err error) {
+// Failed spends one try of addr's budget and logs the failure of what
+// (an SQS action, a sign-in), unless one was logged within LogEvery.
+func (f *Limiter) Failed(addr, what string, err error) {
 	now := f.clk.Monotonic()
 	f.mu.Lock()
 	b := f.of(addr, now, true)
@@ -117,21 +123,21 @@ func (f *authFailures) failed(addr, action string, err error) {
 	b.tries = max(0, b.tries-1)
 	f.unlogged++
 	n := f.unlogged
-	log := now-f.logged >= authLogEvery
+	log := now-f.logged >= LogEvery
 	if log {
 		f.logged, f.unlogged = now, 0
 	}
 	f.mu.Unlock()
 	if log {
-		f.log.Warn("sqs request failed authentication", "client", addr, "action", action, "error", err,
+		f.log.Warn("a request failed authentication", "client", addr, "what", what, "error", err,
 			"failures_since_last_line", n)
 	}
 }
 
-// clientAddr is the address whose budget a request spends: its peer's
+// ClientAddr is the address whose budget a request spends: its peer's
 // IP address; for IPv6, its /64 network, which one client commonly holds
 // whole.
-func clientAddr(r *http.Request) string {
+func ClientAddr(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		host = r.RemoteAddr
