@@ -36,8 +36,8 @@ const outage = 3 * time.Second
 // resumeWithin of the promotion.
 func TestPostgresFailover(t *testing.T) {
 	testproc.SkipShort(t, "runs PostgreSQL servers and kills the primary under load")
-	needPrograms(t, filepath.Join(pgBin, "initdb"), filepath.Join(pgBin, "postgres"),
-		filepath.Join(pgBin, "pg_basebackup"), filepath.Join(pgBin, "pg_ctl"))
+	needPrograms(t, filepath.Join(pgBin(), "initdb"), filepath.Join(pgBin(), "postgres"),
+		filepath.Join(pgBin(), "pg_basebackup"), filepath.Join(pgBin(), "pg_ctl"))
 	t.Parallel()
 	began := time.Now()
 	bin := buildLeasehold(t)

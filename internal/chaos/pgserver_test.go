@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,8 +22,19 @@ import (
 	"github.com/leasehold/leasehold/internal/testproc"
 )
 
-// pgBin holds the PostgreSQL 15 server programs the failover test runs.
-const pgBin = "/usr/lib/postgresql/15/bin"
+// pgBin holds the PostgreSQL server programs the failover test runs:
+// the newest of the versions installed the Debian way
+// (/usr/lib/postgresql/VERSION/bin), else those on the PATH.
+var pgBin = sync.OnceValue(func() string {
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	best, bestVersion := "", -1
+	for _, d := range dirs {
+		if v, err := strconv.Atoi(filepath.Base(filepath.Dir(d))); err == nil && v > bestVersion {
+			best, bestVersion = d, v
+		}
+	}
+	return best
+})
 
 // needPrograms fails t, without skipping, when a program a test runs is
 // missing: the test server is configured (else pgtest.DSN skipped), so
@@ -184,7 +196,7 @@ func (c *pgCluster) start(t *testing.T, settings ...string) {
 		args = append(args, "-c", s)
 	}
 	t.Cleanup(func() { c.removeSharedMemory(t) })
-	c.serverProcess = startServerProcess(t, c.cred, filepath.Join(pgBin, "postgres"), args...)
+	c.serverProcess = startServerProcess(t, c.cred, filepath.Join(pgBin(), "postgres"), args...)
 	c.waitConnect(t, c.dsn("postgres"))
 }
 
@@ -220,7 +232,7 @@ func (c *pgCluster) removeSharedMemory(t *testing.T) {
 func initCluster(t *testing.T, cred *syscall.Credential) *pgCluster {
 	t.Helper()
 	c := &pgCluster{cred: cred, dir: filepath.Join(serverDir(t, cred), "data"), port: freePort(t)}
-	runServerCommand(t, cred, filepath.Join(pgBin, "initdb"), "-D", c.dir, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8")
+	runServerCommand(t, cred, filepath.Join(pgBin(), "initdb"), "-D", c.dir, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8")
 	return c
 }
 
@@ -229,7 +241,7 @@ func initCluster(t *testing.T, cred *syscall.Credential) *pgCluster {
 func standbyOf(t *testing.T, primary *pgCluster, name string) *pgCluster {
 	t.Helper()
 	c := &pgCluster{cred: primary.cred, dir: filepath.Join(serverDir(t, primary.cred), "data"), port: freePort(t)}
-	runServerCommand(t, c.cred, filepath.Join(pgBin, "pg_basebackup"), "-h", "127.0.0.1", "-p", strconv.Itoa(primary.port),
+	runServerCommand(t, c.cred, filepath.Join(pgBin(), "pg_basebackup"), "-h", "127.0.0.1", "-p", strconv.Itoa(primary.port),
 		"-U", "postgres", "-D", c.dir, "-R", "-X", "stream", "--no-sync", "-d", "application_name="+name)
 	return c
 }
@@ -237,5 +249,5 @@ func standbyOf(t *testing.T, primary *pgCluster, name string) *pgCluster {
 // promote makes a standby a primary and waits until it is one.
 func (c *pgCluster) promote(t *testing.T) {
 	t.Helper()
-	runServerCommand(t, c.cred, filepath.Join(pgBin, "pg_ctl"), "promote", "-w", "-t", "30", "-D", c.dir)
+	runServerCommand(t, c.cred, filepath.Join(pgBin(), "pg_ctl"), "promote", "-w", "-t", "30", "-D", c.dir)
 }
