@@ -88,7 +88,11 @@ func (g queueMetrics) Gather() ([]*dto.MetricFamily, error) {
 		}
 		age.Metric = append(age.Metric, series(s.OldestPendingAge.Seconds(), q))
 	}
-	fams = append(fams, depth, age)
+	if len(all) > 0 {
+		// A family without series is refused by the text encoder, which
+		// would end the scrape there, after its 200.
+		fams = append(fams, depth, age)
+	}
 	slices.SortFunc(fams, func(a, b *dto.MetricFamily) int { return cmp.Compare(a.GetName(), b.GetName()) })
 	return fams, err
 }

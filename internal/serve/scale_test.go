@@ -81,6 +81,24 @@ func TestMetricsExportEveryQueue(t *testing.T) {
 	})
 }
 
+// A server without queues serves every metric it has: the queues'
+// families, empty, are left out rather than end the text there.
+func TestMetricsWithoutQueues(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		clk := clocktest.New()
+		url, _ := scaleServer(t, b.open(t, clk), clk, 0)
+		code, body := get(t, url+"/metrics")
+		if code != 200 {
+			t.Fatalf("/metrics: %d", code)
+		}
+		for _, want := range []string{"go_goroutines", "process_open_fds", "target_info"} {
+			if !strings.Contains(body, want) {
+				t.Errorf("/metrics of a server without queues lacks %s:\n%s", want, body[max(0, len(body)-2000):])
+			}
+		}
+	})
+}
+
 // CreateQueue past MaxQueues is refused with SQS's OverLimit (HTTP 403)
 // and creates nothing; a queue that exists is still returned, a queue
 // that programs made by sending counts, and deleting a queue makes room.
