@@ -18,6 +18,7 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"mime"
 	"net/http"
 	"sync"
 	"time"
@@ -166,11 +167,53 @@ func (d *Dashboard) serve(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
+	if r.Method == http.MethodPost && !d.readForm(w, r) {
+		return
+	}
 	if d.cfg.Password != "" && !public(r.URL.Path) && !d.signedIn(r) {
 		d.toLogin(w, r)
 		return
 	}
 	d.mux.ServeHTTP(w, r)
+}
+
+// The largest form the dashboard reads: a sign-in, or a page's selection
+// of messages (at most a page of ids, with their confirmation).
+const (
+	maxSignInForm = 4 << 10
+	maxForm       = 64 << 10
+)
+
+// readForm reads a POST's form, before anything else looks at it, and
+// answers the request itself when it cannot: the dashboard's forms are
+// URL-encoded (a multipart body, which could spill files to disk, is
+// refused) and small, and the sign-in form, which a stranger may send,
+// smallest of all.
+func (d *Dashboard) readForm(w http.ResponseWriter, r *http.Request) bool {
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/x-www-form-urlencoded" {
+		w.Header().Set("Connection", "close")
+		http.Error(w, "the dashboard's forms are sent as application/x-www-form-urlencoded", http.StatusUnsupportedMediaType)
+		return false
+	}
+	limit := int64(maxForm)
+	if public(r.URL.Path) {
+		limit = maxSignInForm
+	}
+	if r.ContentLength > limit {
+		w.Header().Set("Connection", "close")
+		http.Error(w, fmt.Sprintf("the form is over %d bytes", limit), http.StatusRequestEntityTooLarge)
+		return false
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	if err := r.ParseForm(); err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			http.Error(w, fmt.Sprintf("the form is over %d bytes", limit), http.StatusRequestEntityTooLarge)
+			return false
+		}
+		http.Error(w, "the form cannot be read: "+err.Error(), http.StatusBadRequest)
+		return false
+	}
+	return true
 }
 
 // csrfCookie holds a browser's random value; a form's token is its MAC

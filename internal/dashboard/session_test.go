@@ -244,3 +244,49 @@ func TestCSRFTokenDoesNotSignMessages(t *testing.T) {
 		t.Fatal("a CSRF token signed an after-action message")
 	}
 }
+
+// countingBody counts the bytes read of a body it makes up as it goes.
+type countingBody struct {
+	n, size int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	if b.n >= b.size {
+		return 0, io.EOF
+	}
+	k := min(int64(len(p)), b.size-b.n)
+	for i := range p[:k] {
+		p[i] = 'a'
+	}
+	b.n += k
+	return int(k), nil
+}
+
+func (b *countingBody) Close() error { return nil }
+
+// A stranger's POST to the sign-in page costs at most a small form: a
+// multipart body is refused unread, and a form is read no further than
+// its limit, whether it says its length or not.
+func TestSignInFormIsSmall(t *testing.T) {
+	f := setup(t, withPassword)
+	for _, tc := range []struct {
+		name, contentType string
+		length            int64
+		want              int
+		maxRead           int64
+	}{
+		{"multipart", "multipart/form-data; boundary=x", -1, http.StatusUnsupportedMediaType, 0},
+		{"a long form, its length said", "application/x-www-form-urlencoded", 64 << 20, http.StatusRequestEntityTooLarge, 0},
+		{"a long form, chunked", "application/x-www-form-urlencoded", -1, http.StatusRequestEntityTooLarge, 4<<10 + 1},
+	} {
+		body := &countingBody{size: 64 << 20}
+		r := httptest.NewRequest(http.MethodPost, "/login", nil)
+		r.Body, r.ContentLength = body, tc.length
+		r.Header.Set("Content-Type", tc.contentType)
+		w := httptest.NewRecorder()
+		f.d.Handler().ServeHTTP(w, r)
+		if w.Code != tc.want || body.n > tc.maxRead {
+			t.Errorf("%s: %d after reading %d bytes, want %d after at most %d", tc.name, w.Code, body.n, tc.want, tc.maxRead)
+		}
+	}
+}
