@@ -5,6 +5,7 @@
 package authlimit
 
 import (
+	"container/list"
 	"log/slog"
 	"net"
 	"net/http"
@@ -25,9 +26,8 @@ const (
 	Burst = 10
 	// Refill is how long an address waits for one more try.
 	Refill = 500 * time.Millisecond
-	// MaxTracked bounds the addresses whose failures are
-	// remembered. Past it, the addresses not remembered share one
-	// budget: many addresses guess together no faster than one.
+	// MaxTracked bounds the addresses whose failures are remembered;
+	// past it, the least recently failed is forgotten.
 	MaxTracked = 10000
 	// LogEvery is how often, at most, a failure is logged; the
 	// failures in between are counted in the next line.
@@ -37,28 +37,41 @@ const (
 // Limiter is the per-address budget of failed authentications. It is
 // safe for concurrent use.
 type Limiter struct {
-	clk clock.Clock
-	log *slog.Logger
+	clk         clock.Clock
+	log         *slog.Logger
+	behindProxy bool
 
-	mu       sync.Mutex
-	addrs    map[string]*budget
-	shared   budget // of the addresses not in addrs when it is full
-	pruned   time.Duration
+	mu sync.Mutex
+	// addrs holds the budgets of the addresses that failed, by address;
+	// order lists them from the least recently failed. Past MaxTracked,
+	// the least recently failed is forgotten: an address that fails from
+	// a crowd of others gets a fresh budget at worst, and one that never
+	// failed is never held back, however many others have.
+	addrs    map[string]*list.Element
+	order    list.List // of *budget
 	logged   time.Duration
 	unlogged int
 }
 
 // budget is one address's tries left, as of a time.
 type budget struct {
+	addr  string
 	tries float64
 	at    time.Duration
 }
 
+// Options configures a Limiter.
+type Options struct {
+	// BehindProxy says that every request comes through a proxy that
+	// appends its client's address to X-Forwarded-For: the budget spent
+	// is that client's, not the proxy's, which all clients share.
+	BehindProxy bool
+}
+
 // New returns a limiter on clk that logs to log.
-func New(clk clock.Clock, log *slog.Logger) *Limiter {
-	now := clk.Monotonic()
-	return &Limiter{clk: clk, log: log, addrs: map[string]*budget{}, shared: budget{Burst, now},
-		pruned: now, logged: now - LogEvery}
+func New(clk clock.Clock, log *slog.Logger, o Options) *Limiter {
+	return &Limiter{clk: clk, log: log, behindProxy: o.BehindProxy, addrs: map[string]*list.Element{},
+		logged: clk.Monotonic() - LogEvery}
 }
 
 // refill brings b up to now.
@@ -67,45 +80,17 @@ func (b *budget) refill(now time.Duration) {
 	b.at = now
 }
 
-// of returns addr's budget: its own, or the shared one when addr has
-// none and there is no room for it. With create, an address is given a
-// budget of its own if there is room.
-func (f *Limiter) of(addr string, now time.Duration, create bool) *budget {
-	if b, ok := f.addrs[addr]; ok {
-		return b
-	}
-	if len(f.addrs) >= MaxTracked && now-f.pruned >= Refill*Burst {
-		// Forget the addresses whose budget is whole again: they are as
-		// if never seen. At most once per refill of a whole budget, so
-		// that pruning costs little under a flood.
-		f.pruned = now
-		for a, b := range f.addrs {
-			if b.refill(now); b.tries >= Burst {
-				delete(f.addrs, a)
-			}
-		}
-	}
-	if len(f.addrs) >= MaxTracked {
-		return &f.shared
-	}
-	if !create {
-		return nil
-	}
-	b := &budget{Burst, now}
-	f.addrs[addr] = b
-	return b
-}
-
 // Allow reports whether addr may try to authenticate now, and if not,
 // how long it is to wait.
 func (f *Limiter) Allow(addr string) (bool, time.Duration) {
 	now := f.clk.Monotonic()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	b := f.of(addr, now, false)
-	if b == nil {
+	e, ok := f.addrs[addr]
+	if !ok {
 		return true, 0
 	}
+	b := e.Value.(*budget)
 	b.refill(now)
 	if b.tries >= 1 {
 		return true, 0
@@ -118,7 +103,18 @@ func (f *Limiter) Allow(addr string) (bool, time.Duration) {
 func (f *Limiter) Failed(addr, what string, err error) {
 	now := f.clk.Monotonic()
 	f.mu.Lock()
-	b := f.of(addr, now, true)
+	e, ok := f.addrs[addr]
+	if ok {
+		f.order.MoveToBack(e)
+	} else {
+		if len(f.addrs) >= MaxTracked {
+			oldest := f.order.Front()
+			delete(f.addrs, f.order.Remove(oldest).(*budget).addr)
+		}
+		e = f.order.PushBack(&budget{addr: addr, tries: Burst, at: now})
+		f.addrs[addr] = e
+	}
+	b := e.Value.(*budget)
 	b.refill(now)
 	b.tries = max(0, b.tries-1)
 	f.unlogged++
@@ -134,6 +130,23 @@ func (f *Limiter) Failed(addr, what string, err error) {
 	}
 }
 
+// Client is the address whose budget r spends: its client's, as
+// ClientAddr tells it, or behind a proxy the last address of
+// X-Forwarded-For, the one the proxy added (those before it are the
+// client's to say); the proxy's own when there is none.
+func (f *Limiter) Client(r *http.Request) string {
+	if f.behindProxy {
+		if fwd := r.Header.Values("X-Forwarded-For"); len(fwd) > 0 {
+			last := fwd[len(fwd)-1]
+			last = strings.TrimSpace(last[strings.LastIndexByte(last, ',')+1:])
+			if ip := net.ParseIP(last); ip != nil {
+				return network(ip)
+			}
+		}
+	}
+	return ClientAddr(r)
+}
+
 // ClientAddr is the address whose budget a request spends: its peer's
 // IP address; for IPv6, its /64 network, which one client commonly holds
 // whole.
@@ -146,6 +159,12 @@ func ClientAddr(r *http.Request) string {
 	if ip == nil {
 		return host
 	}
+	return network(ip)
+}
+
+// network names the budget of an address: an IPv4 address itself, an
+// IPv6 address's /64 network, which one client commonly holds whole.
+func network(ip net.IP) string {
 	if ip.To4() == nil {
 		return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 	}

@@ -123,7 +123,7 @@ func New(cfg Config) (*Dashboard, error) {
 		csrfKey: derive(cfg.Key, "csrf"), flashKey: derive(cfg.Key, "flash"), sessionKey: sessionKeyFor(cfg.Key, cfg.Password),
 		signIns: cfg.AuthLimiter}
 	if d.signIns == nil {
-		d.signIns = authlimit.New(d.clk, d.log)
+		d.signIns = authlimit.New(d.clk, d.log, authlimit.Options{})
 	}
 	pages, err := parsePages()
 	if err != nil {

@@ -14,8 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/leasehold/leasehold/internal/authlimit"
 )
 
 // SessionTTL is how long a sign-in lasts.
@@ -106,7 +104,7 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		d.render(w, http.StatusForbidden, "login", v)
 		return
 	}
-	addr := authlimit.ClientAddr(r)
+	addr := d.signIns.Client(r)
 	if ok, wait := d.signIns.Allow(addr); !ok {
 		secs := int(math.Ceil(wait.Seconds()))
 		w.Header().Set("Retry-After", strconv.Itoa(secs))

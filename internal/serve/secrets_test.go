@@ -357,3 +357,27 @@ func TestFailedAuthenticationSharesOneBudget(t *testing.T) {
 		t.Fatalf("the right token once the budget refilled by one = %d, want 200", code)
 	}
 }
+
+// Behind a TLS proxy every request comes from the proxy's address: the
+// budget spent is that of the client the proxy names in
+// X-Forwarded-For, so one stranger's failures lock out no one else.
+func TestBehindProxyBudgetsAreThoseOfClients(t *testing.T) {
+	f := setup(t, backends()[0], options{signed: true, adjust: func(c *serve.Config) {
+		c.MetricsToken, c.BehindTLSProxy = testToken, true
+	}})
+	from := func(client, tok string) func(*http.Request) {
+		return func(r *http.Request) {
+			r.Header.Set("X-Forwarded-For", client)
+			r.Header.Set("Authorization", "Bearer "+tok)
+		}
+	}
+	for range authlimit.Burst + 1 {
+		do(t, http.MethodGet, f.url+"/metrics", from("203.0.113.7", "a-wrong-guess-of-the-token"))
+	}
+	if code, _, _ := do(t, http.MethodGet, f.url+"/metrics", from("203.0.113.7", testToken)); code != 429 {
+		t.Fatalf("the guesser with the right token = %d, want 429", code)
+	}
+	if code, _, _ := do(t, http.MethodGet, f.url+"/metrics", from("198.51.100.1", testToken)); code != 200 {
+		t.Fatalf("another client through the same proxy = %d, want 200", code)
+	}
+}

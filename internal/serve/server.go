@@ -263,7 +263,7 @@ func New(cfg Config) (*Server, error) {
 	id := mailbox.NewWorkerID()
 	// One budget of failed authentication per client address, whichever
 	// face's secret it guesses.
-	limiter := authlimit.New(cfg.Clock, cfg.Logger)
+	limiter := authlimit.New(cfg.Clock, cfg.Logger, authlimit.Options{BehindProxy: cfg.BehindTLSProxy})
 	api, err := sqsapi.New(sqsapi.Config{Store: cfg.Store, Verifier: verifier, ReceiptKey: derive(secret, "receipt handles"), Region: cfg.Region, WorkerID: id, Clock: cfg.Clock,
 		Logger: cfg.Logger, MeterProvider: mp, MaxBufferedBytes: cfg.MaxBufferedBytes, MaxQueues: cfg.MaxQueues, AuthLimiter: limiter})
 	if err != nil {
@@ -397,7 +397,7 @@ func (s *Server) guard(h http.Handler, open bool, face, env string) http.Handler
 func bearer(token string, limiter *authlimit.Limiter, h http.Handler) http.Handler {
 	want := sha256.Sum256([]byte(token))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		addr := authlimit.ClientAddr(r)
+		addr := limiter.Client(r)
 		if ok, wait := limiter.Allow(addr); !ok {
 			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
 			http.Error(w, "too many requests from "+addr+" failed authentication; retry later", http.StatusTooManyRequests)

@@ -242,7 +242,7 @@ func New(cfg Config) (*API, error) {
 	a.buffered = semaphore.NewWeighted(cfg.MaxBufferedBytes)
 	a.authFailures = cfg.AuthLimiter
 	if a.authFailures == nil {
-		a.authFailures = authlimit.New(a.clk, a.log)
+		a.authFailures = authlimit.New(a.clk, a.log, authlimit.Options{})
 	}
 	a.drain, a.stopDrain = context.WithCancel(context.Background())
 	a.acts = a.actions()
@@ -362,7 +362,7 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, name string) (any, e
 		return nil, errInvalidAction.f("SQS requests are POST requests, not %s", r.Method)
 	}
 	var signed *sigv4.Signed
-	addr := authlimit.ClientAddr(r)
+	addr := a.authFailures.Client(r)
 	if a.cfg.Verifier != nil {
 		if ok, wait := a.authFailures.Allow(addr); !ok {
 			closeAfter(w)
