@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -379,5 +381,50 @@ func TestBehindProxyBudgetsAreThoseOfClients(t *testing.T) {
 	}
 	if code, _, _ := do(t, http.MethodGet, f.url+"/metrics", from("198.51.100.1", testToken)); code != 200 {
 		t.Fatalf("another client through the same proxy = %d, want 200", code)
+	}
+}
+
+// counted counts its store's write checks.
+type counted struct {
+	store.Store
+	checks atomic.Int64
+}
+
+func (c *counted) CheckWrite(ctx context.Context) error {
+	c.checks.Add(1)
+	return c.Store.CheckWrite(ctx)
+}
+
+// However often /readyz is asked, the database commits one write check
+// a second: callers within it share the last answer.
+func TestReadyChecksOnceASecond(t *testing.T) {
+	f := setup(t, backends()[0], options{})
+	st := &counted{Store: f.st}
+	srv, err := serve.New(serve.Config{Store: st, Addr: "127.0.0.1:0", Clock: f.clk, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := func() {
+		var wg sync.WaitGroup
+		for range 50 {
+			wg.Go(func() {
+				w := httptest.NewRecorder()
+				srv.Handler().ServeHTTP(w, localRequest("/readyz"))
+				if w.Code != http.StatusOK {
+					t.Errorf("/readyz = %d %q", w.Code, w.Body.String())
+				}
+			})
+		}
+		wg.Wait()
+	}
+	ask()
+	ask()
+	if n := st.checks.Load(); n != 1 {
+		t.Fatalf("100 calls within a second made %d write checks, want 1", n)
+	}
+	f.clk.Advance(time.Second)
+	ask()
+	if n := st.checks.Load(); n != 2 {
+		t.Fatalf("after a second: %d write checks in all, want 2", n)
 	}
 }

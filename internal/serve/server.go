@@ -152,6 +152,9 @@ type Server struct {
 	ln net.Listener
 
 	conns *conns
+	// readiness shares the database's write check among /readyz's
+	// callers.
+	readiness readiness
 	// cert is the TLS certificate served to new connections.
 	cert atomic.Pointer[tls.Certificate]
 
@@ -435,27 +438,6 @@ func localOnly(listen string, h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
-}
-
-// ready is the readiness check: the server is not stopping and its
-// database commits a write within readyTimeout. A database that answers
-// but refuses writes (read-only, a full disk, a standby) fails every send
-// and delete, so it is not ready.
-func (s *Server) ready(ctx context.Context) error {
-	select {
-	case <-s.stopping:
-		return errors.New("the server is stopping")
-	default:
-	}
-	ctx, cancel := clock.WithTimeout(ctx, s.cfg.Clock, readyTimeout)
-	defer cancel()
-	if err := s.cfg.Store.CheckWrite(ctx); err != nil {
-		if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
-			return fmt.Errorf("the database did not commit a write within %s", readyTimeout)
-		}
-		return fmt.Errorf("the database does not take writes: %w", err)
-	}
-	return nil
 }
 
 // Listen opens the listener, if Run has not yet; then Addr tells where it
