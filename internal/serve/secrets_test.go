@@ -187,6 +187,11 @@ func TestBehindTLSProxySecuresCookies(t *testing.T) {
 	if _, _, h := do(t, http.MethodGet, plain.url+"/healthz", nil); h.Get("Strict-Transport-Security") != "" {
 		t.Fatal("a plain HTTP server on loopback sends Strict-Transport-Security")
 	}
+	// Clients reach it over HTTPS, so the queue URLs it hands out are
+	// https ones.
+	if u := f.createQueue("behind-proxy", nil); !strings.HasPrefix(u, "https://") {
+		t.Errorf("CreateQueue behind a TLS proxy gives the URL %s, want an https one", u)
+	}
 }
 
 // A setting that would expose a secret or accept a guessable one is

@@ -268,7 +268,8 @@ func New(cfg Config) (*Server, error) {
 	// face's secret it guesses.
 	limiter := authlimit.New(cfg.Clock, cfg.Logger, authlimit.Options{BehindProxy: cfg.BehindTLSProxy})
 	api, err := sqsapi.New(sqsapi.Config{Store: cfg.Store, Verifier: verifier, ReceiptKey: derive(secret, "receipt handles"), Region: cfg.Region, WorkerID: id, Clock: cfg.Clock,
-		Logger: cfg.Logger, MeterProvider: mp, MaxBufferedBytes: cfg.MaxBufferedBytes, MaxQueues: cfg.MaxQueues, AuthLimiter: limiter})
+		Logger: cfg.Logger, MeterProvider: mp, MaxBufferedBytes: cfg.MaxBufferedBytes, MaxQueues: cfg.MaxQueues, AuthLimiter: limiter,
+		BehindTLSProxy: cfg.BehindTLSProxy})
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}

@@ -127,8 +127,13 @@ type Signed struct {
 // signed when the request carries it: the action (X-Amz-Target), the body's
 // type, and every x-amz-* header. A header that chooses what the request
 // does and is not signed could be changed by whoever captured the request:
-// a captured SendMessage replayed as PurgeQueue.
+// a captured SendMessage replayed as PurgeQueue. The ids that proxies in
+// front add on the way (CloudFront's X-Amz-Cf-Id) choose nothing, and
+// need not be.
 func mustSign(name string) bool {
+	if name == "x-amz-cf-id" {
+		return false
+	}
 	return name == "content-type" || strings.HasPrefix(name, "x-amz-")
 }
 

@@ -121,6 +121,9 @@ type Config struct {
 	// Default DefaultMaxBufferedBytes; it must be at least the largest
 	// valid request.
 	MaxBufferedBytes int64
+	// BehindTLSProxy says that clients reach the API over HTTPS through a
+	// proxy that ends TLS: queue URLs are https ones.
+	BehindTLSProxy bool
 	// AuthLimiter slows the client addresses that fail to authenticate;
 	// a server shares one among its faces. Default: one of the API's own.
 	AuthLimiter *authlimit.Limiter
@@ -469,7 +472,7 @@ func (a *API) readBody(w http.ResponseWriter, r *http.Request, name string) (bod
 // queueURL is the URL of a queue, on the host the request was sent to.
 func (a *API) queueURL(r *http.Request, name string) string {
 	scheme := "http"
-	if r.TLS != nil {
+	if r.TLS != nil || a.cfg.BehindTLSProxy {
 		scheme = "https"
 	}
 	return scheme + "://" + r.Host + "/" + a.cfg.AccountID + "/" + url.PathEscape(name)
