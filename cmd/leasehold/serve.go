@@ -52,7 +52,8 @@ Off loopback, serve speaks TLS (--tls-cert and --tls-key; SIGHUP reads
 the pair again, and a pair that does not load is logged and the old one
 kept) or is told that a proxy in front ends TLS (--behind-tls-proxy);
 it refuses plain HTTP otherwise. With either, cookies are Secure and
-responses carry Strict-Transport-Security.
+responses carry Strict-Transport-Security. Without TLS, a SIGHUP
+changes nothing.
 
 Receipt handles and dashboard sessions are signed with a secret kept in
 the database, the same for every server of it: a handle one server gave
