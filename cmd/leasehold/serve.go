@@ -52,7 +52,8 @@ Off loopback, serve speaks TLS (--tls-cert and --tls-key; SIGHUP reads
 the pair again, and a pair that does not load is logged and the old one
 kept) or is told that a proxy in front ends TLS (--behind-tls-proxy);
 it refuses plain HTTP otherwise. With either, cookies are Secure and
-responses carry Strict-Transport-Security.
+responses carry Strict-Transport-Security. Without TLS, a SIGHUP
+changes nothing.
 
 Receipt handles and dashboard sessions are signed with a secret kept in
 the database, the same for every server of it: a handle one server gave
@@ -71,6 +72,11 @@ flight finish; a second signal stops at once.`,
   aws --endpoint-url http://127.0.0.1:9324 sqs create-queue --queue-name jobs`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// SIGHUP is caught from the start: its default action would end
+			// a server that is still opening its database or listener.
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
 			cfg := serve.Config{Addr: addr, Region: region, ReapInterval: reapEvery, ShutdownTimeout: shutdownTimeout,
 				CompletedRetention: retainCompleted.d, DeadRetention: retainDead.d,
 				AccessKeyID: os.Getenv("LEASEHOLD_ACCESS_KEY_ID"), SecretAccessKey: os.Getenv("LEASEHOLD_SECRET_ACCESS_KEY"),
@@ -99,10 +105,8 @@ flight finish; a second signal stops at once.`,
 			if err := s.Listen(); err != nil {
 				return err
 			}
-			if tlsCert != "" {
-				stop := a.reloadOnHangup(ctx, s)
-				defer stop()
-			}
+			stop := a.onHangup(ctx, hup, s, tlsCert != "")
+			defer stop()
 			return a.runUntilSignal(ctx, s)
 		},
 	}
@@ -120,12 +124,11 @@ flight finish; a second signal stops at once.`,
 	return cmd
 }
 
-// reloadOnHangup reads the server's TLS pair again at every SIGHUP until
-// ctx ends or stop is called; a pair that does not load is logged and the
-// server keeps the one it has.
-func (a *app) reloadOnHangup(ctx context.Context, s *serve.Server) (stop func()) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
+// onHangup answers each SIGHUP that hup gets until ctx ends or stop is
+// called: with TLS it reads the server's pair again, and a pair that does
+// not load is logged and the server keeps the one it has; without, the
+// signal is logged and changes nothing.
+func (a *app) onHangup(ctx context.Context, hup <-chan os.Signal, s *serve.Server, tls bool) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -135,7 +138,9 @@ func (a *app) reloadOnHangup(ctx context.Context, s *serve.Server) (stop func())
 			case <-ctx.Done():
 				return
 			case <-hup:
-				if err := s.ReloadTLS(); err != nil {
+				if !tls {
+					a.log.Info("SIGHUP: serve has no TLS certificate to reload; nothing changed")
+				} else if err := s.ReloadTLS(); err != nil {
 					a.log.Error("SIGHUP: the TLS certificate was not reloaded; the old one is served", "error", err)
 				} else {
 					a.log.Info("SIGHUP: the TLS certificate was reloaded")
@@ -144,7 +149,6 @@ func (a *app) reloadOnHangup(ctx context.Context, s *serve.Server) (stop func())
 		}
 	}()
 	return func() {
-		signal.Stop(hup)
 		cancel()
 		<-done
 	}

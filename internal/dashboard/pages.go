@@ -3,6 +3,8 @@ package dashboard
 import (
 	"bytes"
 	"crypto/hmac"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -85,21 +87,38 @@ func (e badRequest) Error() string { return e.msg }
 
 func bad(format string, args ...any) error { return badRequest{fmt.Sprintf(format, args...)} }
 
+// missing is a queue or message that does not exist; its text names it.
+type missing struct{ msg string }
+
+func (e missing) Error() string { return e.msg }
+func (e missing) Unwrap() error { return store.ErrNotFound }
+
 func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, v *view, err error) {
 	status := http.StatusInternalServerError
+	text := ""
 	var br badRequest
 	switch {
 	case errors.As(err, &br) || errors.Is(err, store.ErrInvalid):
-		status = http.StatusBadRequest
+		status, text = http.StatusBadRequest, err.Error()
 	case errors.Is(err, store.ErrNotFound):
-		status = http.StatusNotFound
+		status, text = http.StatusNotFound, err.Error()
 	default:
-		d.log.Error("dashboard: request failed", "path", r.URL.Path, "error", err)
-		err = errors.New("the server could not answer: the error is in its log")
+		text = d.serverFailed(r, err)
 	}
 	v.Title = http.StatusText(status)
-	v.Data = err.Error()
+	v.Data = text
 	d.render(w, status, "error", v)
+}
+
+// serverFailed logs a failure of the server's own under a new reference
+// and returns what the client is told: the reference, never the detail,
+// which may name the database, its files or its statements.
+func (d *Dashboard) serverFailed(r *http.Request, err error) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	ref := hex.EncodeToString(b[:])
+	d.log.Error("dashboard: request failed", "ref", ref, "method", r.Method, "path", r.URL.Path, "error", err)
+	return "the server could not answer; its log has the detail under reference " + ref
 }
 
 // write wraps an action: it checks the CSRF token, runs the action and
@@ -245,8 +264,7 @@ func (d *Dashboard) queuesPage(w http.ResponseWriter, r *http.Request, v *view) 
 func (d *Dashboard) apiQueues(w http.ResponseWriter, r *http.Request) {
 	data, err := d.queueRows(r)
 	if err != nil {
-		d.log.Error("dashboard: counts", "error", err)
-		http.Error(w, err.Error(), http.StatusInternalServerError)
+		http.Error(w, d.serverFailed(r, err), http.StatusInternalServerError)
 		return
 	}
 	type row struct {
@@ -688,9 +706,24 @@ func (d *Dashboard) apply(r *http.Request) (string, error) {
 	return fmt.Sprintf("%s %d of %d message(s) in %s", past, n, len(ids), name), nil
 }
 
+// pause pauses a queue that exists: one that holds messages, has a
+// record or is paused. A pause of any other name would make a queue, one
+// that no bound on queues counts as it is made.
 func (d *Dashboard) pause(r *http.Request) (string, error) {
 	name := queueName(r)
-	if err := d.st.Pause(r.Context(), name); err != nil {
+	ctx := r.Context()
+	st, err := d.st.Stats(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	if st == (store.Stats{Queue: name}) {
+		if _, err := d.st.QueueInfo(ctx, name); errors.Is(err, store.ErrNotFound) {
+			return "", missing{fmt.Sprintf("queue %q does not exist: it has no messages and no record, so there is nothing to pause", name)}
+		} else if err != nil {
+			return "", err
+		}
+	}
+	if err := d.st.Pause(ctx, name); err != nil {
 		return "", err
 	}
 	return "paused " + name, nil

@@ -163,7 +163,7 @@ type API struct {
 	// creating is held while a new queue is checked against MaxQueues
 	// and created, and guards queues: how many queues the store listed
 	// at countedAt, with this server's creates and deletes since.
-	creating  sync.Mutex
+	creating  countLock
 	queues    int
 	counted   bool
 	countedAt time.Duration

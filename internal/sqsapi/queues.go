@@ -8,6 +8,8 @@ import (
 	"maps"
 	"net/url"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/leasehold/leasehold/store"
 )
@@ -87,8 +89,17 @@ func (a *API) create(ctx context.Context, name string, attrs map[string]string) 
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return store.QueueInfo{}, false, err
 	}
-	a.creating.Lock()
-	defer a.creating.Unlock()
+	if err := a.creating.lock(ctx); err != nil {
+		return store.QueueInfo{}, false, err
+	}
+	defer a.creating.unlock()
+	// Another create of the same name may have made it while this one
+	// waited: it is returned, not counted again.
+	if rec, err := a.st.QueueInfo(ctx, name); err == nil {
+		return rec, false, nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return store.QueueInfo{}, false, err
+	}
 	if now := a.clk.Monotonic(); !a.counted || now-a.countedAt >= a.cfg.CacheTTL {
 		names, err := a.st.Queues(ctx)
 		if err != nil {
@@ -112,12 +123,53 @@ func (a *API) create(ctx context.Context, name string, attrs map[string]string) 
 	return rec, created, err
 }
 
-// uncount takes a deleted queue off the count that create keeps.
-func (a *API) uncount() {
-	a.creating.Lock()
-	a.queues = max(a.queues-1, 0)
-	a.creating.Unlock()
+// remove deletes a queue and takes it off the count that create keeps
+// when there was one to delete: a record, messages or a pause. Deletes
+// and creates take turns, so that of two deletes of one queue only the
+// first counts.
+func (a *API) remove(ctx context.Context, name string) error {
+	if err := a.creating.lock(ctx); err != nil {
+		return err
+	}
+	defer a.creating.unlock()
+	_, err := a.st.QueueInfo(ctx, name)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	existed := err == nil
+	if !existed {
+		if existed, err = a.holds(ctx, name); err != nil {
+			return err
+		}
+	}
+	if _, err := a.st.DeleteQueue(ctx, name); err != nil {
+		return err
+	}
+	if existed {
+		a.queues = max(a.queues-1, 0)
+	}
+	return nil
 }
+
+// countLock serialises the creates and deletes of queues, which read and
+// keep the count of queues across store calls. A request gives up waiting
+// when its context ends. The zero value is unlocked.
+type countLock struct {
+	init sync.Once
+	slot chan struct{}
+}
+
+func (l *countLock) lock(ctx context.Context) error {
+	l.init.Do(func() { l.slot = make(chan struct{}, 1) })
+	select {
+	case l.slot <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return errUnavailable.f("another create or delete of a queue took longer than this request could wait; retry later").retryIn(time.Second)
+	}
+}
+
+func (l *countLock) unlock() { <-l.slot }
 
 func (a *API) getQueueURL(ctx context.Context, c *call) (any, error) {
 	var in struct {
@@ -232,10 +284,9 @@ func (a *API) deleteQueue(ctx context.Context, c *call) (any, error) {
 		return nil, err
 	}
 	a.forget(q.name())
-	if _, err := a.st.DeleteQueue(ctx, q.name()); err != nil {
+	if err := a.remove(ctx, q.name()); err != nil {
 		return nil, err
 	}
-	a.uncount()
 	return empty{}, nil
 }
 

@@ -131,7 +131,8 @@ func (h *Handler) Handle(ctx context.Context, job *leasehold.RawJob) error {
 	cmd.Env = h.User.env(scriptEnv(os.Environ(), job))
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	cmd.ExtraFiles = []*os.File{lifeR, reportW}
-	if err := supervisors.start(cmd); err != nil {
+	sv, err := supervisors.start(cmd)
+	if err != nil {
 		return h.startFailed(fmt.Errorf("start %s: %w", name, err))
 	}
 	report := make(chan string, 1)
@@ -171,7 +172,7 @@ func (h *Handler) Handle(ctx context.Context, job *leasehold.RawJob) error {
 	ended, ok := parseReport(rep)
 	// A supervisor that did not report was killed, by the script perhaps:
 	// what the script started is this process's now, and is killed.
-	orphans := supervisors.ended(cmd.Process.Pid, !ok)
+	orphans := supervisors.ended(sv, !ok)
 	stop()
 	mu.Lock()
 	exited = true

@@ -138,7 +138,29 @@ func waitStatus(ps *os.ProcessState, err error) (syscall.WaitStatus, bool) {
 // script started is left.
 func killDescendants(script int) {
 	_ = syscall.Kill(-script, syscall.SIGKILL)
-	killAdopted(func(int) bool { return false })
+	killAdopted(children, killReap)
+}
+
+// killAdopted kills and reaps, with killReap, the children that orphans
+// lists, and lists again until it lists none: the processes a dead
+// supervisor's script left behind, which a child subreaper adopts. Each
+// death hands that process's own children to this one before its wait
+// returns, so the loop ends with the whole tree gone. It returns how many
+// it killed.
+func killAdopted(orphans func() []int, killReap func(pid int)) int {
+	killed := 0
+	// A bound keeps a fork bomb from holding the worker forever.
+	for range 10000 {
+		pids := orphans()
+		if len(pids) == 0 {
+			break
+		}
+		for _, pid := range pids {
+			killReap(pid)
+			killed++
+		}
+	}
+	return killed
 }
 
 // scriptEnded is how a supervised script ended, as its supervisor reported.

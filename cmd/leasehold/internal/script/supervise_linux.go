@@ -64,34 +64,14 @@ func children() []int {
 	return out
 }
 
-// killAdopted kills and reaps every child of this process that keep does
-// not name, until none is left: the processes a dead supervisor's script
-// left behind, which a child subreaper adopts. Each death hands that
-// process's own children to this one before its wait returns, so the
-// loop ends with the whole tree gone. It returns how many it killed.
-func killAdopted(keep func(pid int) bool) int {
-	killed := 0
-	// A bound keeps a fork bomb from holding the worker forever.
-	for range 10000 {
-		var found bool
-		for _, pid := range children() {
-			if keep(pid) {
-				continue
-			}
-			found = true
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			var ws syscall.WaitStatus
-			for {
-				_, err := syscall.Wait4(pid, &ws, 0, nil)
-				if !errors.Is(err, syscall.EINTR) {
-					break
-				}
-			}
-			killed++
-		}
-		if !found {
-			return killed
+// killReap kills a child of this process and waits for it.
+func killReap(pid int) {
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	var ws syscall.WaitStatus
+	for {
+		_, err := syscall.Wait4(pid, &ws, 0, nil)
+		if !errors.Is(err, syscall.EINTR) {
+			return
 		}
 	}
-	return killed
 }

@@ -1,0 +1,134 @@
+package sqsapi
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/store"
+)
+
+// gatedStore holds the first CreateQueue until released, and tells when
+// each QueueInfo has answered.
+type gatedStore struct {
+	store.Store
+	inCreate, release chan struct{}
+	infos             chan struct{}
+	gated             bool
+}
+
+func newGatedStore(st store.Store) *gatedStore {
+	return &gatedStore{Store: st, inCreate: make(chan struct{}), release: make(chan struct{}), infos: make(chan struct{}, 100)}
+}
+
+func (s *gatedStore) CreateQueue(ctx context.Context, q string, attrs map[string]string) (store.QueueInfo, bool, error) {
+	if !s.gated {
+		s.gated = true // only the first create's goroutine gets here before the gate opens
+		close(s.inCreate)
+		<-s.release
+	}
+	return s.Store.CreateQueue(ctx, q, attrs)
+}
+
+func (s *gatedStore) QueueInfo(ctx context.Context, q string) (store.QueueInfo, error) {
+	defer func() { s.infos <- struct{}{} }()
+	return s.Store.QueueInfo(ctx, q)
+}
+
+func (s *gatedStore) drainInfos() {
+	for {
+		select {
+		case <-s.infos:
+		default:
+			return
+		}
+	}
+}
+
+func gatedSetup(t *testing.T, maxQueues int) (bundle, *gatedStore) {
+	var gs *gatedStore
+	b := setup(t, func(c *Config) {
+		gs = newGatedStore(c.Store)
+		c.Store, c.MaxQueues = gs, maxQueues
+	})
+	return b, gs
+}
+
+// Two creates of one new queue at the limit: the second, which found no
+// queue before the first made it, gets the queue's URL, not OverLimit.
+func TestConcurrentCreatesOfOneQueueAtTheLimit(t *testing.T) {
+	b, gs := gatedSetup(t, 1)
+	first := make(chan answer)
+	go func() { first <- b.call(t, "CreateQueue", `{"QueueName":"jobs"}`) }()
+	<-gs.inCreate
+	gs.drainInfos()
+	second := make(chan answer)
+	go func() { second <- b.call(t, "CreateQueue", `{"QueueName":"jobs"}`) }()
+	<-gs.infos // the second found no queue of the name
+	close(gs.release)
+	for _, ch := range []chan answer{first, second} {
+		if a := <-ch; a.status != http.StatusOK || !strings.HasSuffix(string(a.body), `/jobs"}`+"\n") {
+			t.Fatalf("CreateQueue of jobs: %d %s", a.status, a.body)
+		}
+	}
+}
+
+// A create waiting for another one's store calls gives up when its
+// request ends, with a 503 to retry.
+func TestCreateWaitingForAnotherEndsWithItsRequest(t *testing.T) {
+	b, gs := gatedSetup(t, 10)
+	first := make(chan answer)
+	go func() { first <- b.call(t, "CreateQueue", `{"QueueName":"one"}`) }()
+	<-gs.inCreate
+	gs.drainInfos()
+	ctx, cancel := context.WithCancel(context.Background())
+	second := make(chan answer)
+	go func() {
+		second <- b.do(t, request("CreateQueue", `{"QueueName":"two"}`).WithContext(ctx))
+	}()
+	<-gs.infos // the second is on its way to the lock
+	cancel()
+	timer := time.NewTimer(30 * time.Second)
+	defer timer.Stop()
+	select {
+	case a := <-second:
+		if a.status != http.StatusServiceUnavailable || a.header.Get("Retry-After") == "" {
+			t.Fatalf("a create whose request ended while it waited: %d %s", a.status, a.body)
+		}
+	case <-timer.C:
+		t.Fatal("a create whose request ended still waits for another create's store calls")
+	}
+	close(gs.release)
+	if a := <-first; a.status != http.StatusOK {
+		t.Fatalf("the first create: %d %s", a.status, a.body)
+	}
+}
+
+// Deleting a queue twice takes it off the count once: the bound still
+// holds after.
+func TestDeleteCountsOnlyWhatItDeleted(t *testing.T) {
+	b := setup(t, func(c *Config) { c.MaxQueues = 2 })
+	for _, q := range []string{"a", "b"} {
+		if a := b.call(t, "CreateQueue", `{"QueueName":"`+q+`"}`); a.status != http.StatusOK {
+			t.Fatalf("CreateQueue %s: %d %s", q, a.status, a.body)
+		}
+	}
+	// Both deletes found the queue; the second deletes nothing.
+	q, err := b.api.lookup(context.Background(), "/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := b.api.remove(context.Background(), q.name()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a := b.call(t, "CreateQueue", `{"QueueName":"c"}`); a.status != http.StatusOK {
+		t.Fatalf("CreateQueue once a queue was deleted: %d %s", a.status, a.body)
+	}
+	if a := b.call(t, "CreateQueue", `{"QueueName":"d"}`); a.Type != "OverLimit" {
+		t.Fatalf("CreateQueue of a third queue: %d %s, want OverLimit", a.status, a.body)
+	}
+}
