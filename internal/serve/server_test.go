@@ -148,6 +148,7 @@ func TestMetricsAndHealth(t *testing.T) {
 			t.Fatalf("/readyz: %d %s", code, body)
 		}
 		f.st.Close()
+		f.clk.Advance(time.Second) // past the last answer's second
 		if code, _ := get(t, f.url+"/readyz"); code != http.StatusServiceUnavailable {
 			t.Fatalf("/readyz with the store closed: %d, want 503", code)
 		}
