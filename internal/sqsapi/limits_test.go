@@ -397,11 +397,12 @@ func padded(n int) string {
 	return head + strings.Repeat(" ", n-len(head)-1) + "}"
 }
 
-// sendFrom sends a small message from addr.
-func (b bundle) sendFrom(t *testing.T, addr string) chan answer {
+// askFrom asks for the URL of q from addr: a small request that sets no
+// timer of its own on the clock (a send may, to share a store call).
+func (b bundle) askFrom(t *testing.T, addr string) chan answer {
 	got := make(chan answer, 1)
 	go func() {
-		r := request("SendMessage", `{"QueueUrl":"/q","MessageBody":"x"}`)
+		r := request("GetQueueUrl", `{"QueueName":"q"}`)
 		r.RemoteAddr = addr
 		got <- b.do(t, r)
 	}()
@@ -417,7 +418,7 @@ func TestBufferedBytesAreBounded(t *testing.T) {
 	// A chunked body holds the room of the bytes it sent: here nearly
 	// the largest request, its end not sent yet.
 	slow := b.stall(t, "203.0.113.1:1", padded(maxRequestBody-1), 10, false)
-	done := b.sendFrom(t, "198.51.100.1:1")
+	done := b.askFrom(t, "198.51.100.1:1")
 	if err := b.clk.BlockUntil(context.Background(), 1); err != nil {
 		t.Fatal(err)
 	}
@@ -447,7 +448,7 @@ func TestBodiesHoldWhatTheySent(t *testing.T) {
 		held = append(held, b.stall(t, fmt.Sprintf("203.0.113.%d:1", i), padded(maxRequestBody), maxRequestBody-1, i%2 == 0))
 	}
 	held = append(held, b.stall(t, "203.0.113.100:1", padded(DefaultMaxBufferedBytes-31*maxRequestBody-10), 1, true))
-	done := b.sendFrom(t, "198.51.100.1:1")
+	done := b.askFrom(t, "198.51.100.1:1")
 	if got, waiting := b.waits(t, done); waiting {
 		b.clk.Advance(bufferWait)
 		got := <-done
@@ -471,10 +472,10 @@ func TestOneAddressHoldsItsShare(t *testing.T) {
 	// Its share is a quarter, the largest request: one body that sent
 	// nearly that.
 	big := b.stall(t, greedy, padded(maxRequestBody), 10, true)
-	if got, waiting := b.waits(t, b.sendFrom(t, other)); waiting || got.status != 200 {
+	if got, waiting := b.waits(t, b.askFrom(t, other)); waiting || got.status != 200 {
 		t.Fatalf("another address's request: waited %v, %d %s %s", waiting, got.status, got.Type, got.Msg)
 	}
-	got := b.sendFrom(t, greedy)
+	got := b.askFrom(t, greedy)
 	if a, waiting := b.waits(t, got); !waiting {
 		t.Fatalf("a request of the address that holds its share was not held back: %d %s %s", a.status, a.Type, a.Msg)
 	}
@@ -485,7 +486,7 @@ func TestOneAddressHoldsItsShare(t *testing.T) {
 	if a := big.finish(strings.Repeat(" ", 9) + "}"); a.status != 200 {
 		t.Fatalf("the big body: %d %s %s", a.status, a.Type, a.Msg)
 	}
-	if a := <-b.sendFrom(t, greedy); a.status != 200 {
+	if a := <-b.askFrom(t, greedy); a.status != 200 {
 		t.Fatalf("once its body was done, the address's request: %d %s %s", a.status, a.Type, a.Msg)
 	}
 }
