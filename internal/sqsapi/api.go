@@ -117,9 +117,9 @@ type Config struct {
 	// at once, all requests together: a request that would go beyond it
 	// waits up to a second for room, then is answered ServiceUnavailable
 	// (HTTP 503, Retry-After), which the AWS SDKs retry. A body takes
-	// room as its bytes arrive, 64 KiB or a quarter of what it holds at a
-	// time, whatever its Content-Length says, and holds its length once
-	// read. The bodies of one client address may hold a quarter of
+	// room as its bytes arrive, whatever its Content-Length says: 64 KiB
+	// first, then as much again as it holds each time it is full, so at
+	// most twice what it sent; once read, it holds its length. The bodies of one client address may hold a quarter of
 	// MaxBufferedBytes at most, and no more than 32 MiB, but always room
 	// for the largest valid request (8.25 MiB), so that one address
 	// cannot take the room of all. Default DefaultMaxBufferedBytes; it
@@ -421,9 +421,8 @@ func closeAfter(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).SetReadDeadline(clock.System().Now().Add(-time.Second))
 }
 
-// bodyChunk is how much room a body takes at a time, as its bytes
-// arrive: what a body holds of MaxBufferedBytes is what it sent, not
-// what it declares.
+// bodyChunk is the room a body takes first: what a body holds of
+// MaxBufferedBytes follows what it sent, not what it declares.
 const bodyChunk = 64 << 10
 
 // maxAddrShare bounds an address's share of MaxBufferedBytes.
@@ -569,9 +568,11 @@ func (a *API) readBody(w http.ResponseWriter, r *http.Request, name string) (bod
 }
 
 // read reads src, up to limit bytes (exactly limit when declared), into
-// a buffer that grows as the bytes arrive, a chunk or a quarter at a
-// time, the room for each growth taken before it. The buffer returned
-// holds its bytes and no more, and so does the room.
+// a buffer that grows as the bytes arrive: a chunk, then twice its size
+// each time it is full, the room for each growth taken before it. So a
+// body holds at most twice the bytes it sent (and one chunk at least),
+// and a body of n bytes costs about 2n of allocations. The buffer
+// returned holds its bytes and no more, and so does the room.
 func (h *holder) read(ctx context.Context, src io.Reader, limit int64, declared bool) ([]byte, error) {
 	var buf []byte
 	for {
@@ -588,7 +589,7 @@ func (h *holder) read(ctx context.Context, src io.Reader, limit int64, declared 
 				}
 				return buf, nil
 			}
-			grow := min(limit-int64(cap(buf)), max(bodyChunk, int64(cap(buf))/4))
+			grow := min(limit-int64(cap(buf)), max(bodyChunk, int64(cap(buf))))
 			if err := h.take(ctx, grow); err != nil {
 				return nil, err
 			}
