@@ -119,11 +119,12 @@ type Config struct {
 	// (HTTP 503, Retry-After), which the AWS SDKs retry. A body takes
 	// room as its bytes arrive, whatever its Content-Length says: 64 KiB
 	// first, then as much again as it holds each time it is full, so at
-	// most twice what it sent; once read, it holds its length. The bodies of one client address may hold a quarter of
-	// MaxBufferedBytes at most, and no more than 32 MiB, but always room
-	// for the largest valid request (8.25 MiB), so that one address
-	// cannot take the room of all. Default DefaultMaxBufferedBytes; it
-	// must be at least the largest valid request.
+	// most twice what it sent; once read, it holds its length. The
+	// bodies of one client address hold a quarter of MaxBufferedBytes at
+	// most, and no more than 32 MiB, but always room for the largest
+	// valid request (8.25 MiB), so that one address cannot take the room
+	// of all. Default DefaultMaxBufferedBytes; it must be at least the
+	// largest valid request.
 	MaxBufferedBytes int64
 	// AuthLimiter slows the client addresses that fail to authenticate;
 	// a server shares one among its faces. Default: one of the API's own.
