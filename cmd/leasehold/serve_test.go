@@ -141,9 +141,10 @@ func (ca *testCA) issue(t *testing.T, cn string, serial int64, certFile, keyFile
 // serving is the address a serve process logs once it serves.
 var serving = regexp.MustCompile(`addr=https://(127\.0\.0\.1:\d+)`)
 
-// serve speaks TLS with the pair it is given, and a SIGHUP serves a
-// replaced pair to new connections; a pair that does not load is logged
-// and the old one stays. Plain HTTP gets no answer of the API's.
+// serve speaks TLS with the pair it is given, HTTP/1.1 only, and a
+// SIGHUP serves a replaced pair to new connections; a pair that does not
+// load is logged and the old one stays. Plain HTTP gets no answer of the
+// API's.
 func TestServeTLSReloadsOnHangup(t *testing.T) {
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
@@ -182,6 +183,18 @@ func TestServeTLSReloadsOnHangup(t *testing.T) {
 	}
 	if cn, code := served("/healthz", nil); cn != "first" || code != 200 {
 		t.Fatalf("over TLS: certificate %q, /healthz %d", cn, code)
+	}
+	// A client that offers HTTP/2 gets HTTP/1.1: the server's limits are
+	// those of its HTTP/1.1 connections.
+	h2 := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool}, ForceAttemptHTTP2: true}
+	resp, err := (&http.Client{Transport: h2, Timeout: 30 * time.Second}).Get("https://" + addr + "/healthz")
+	if err != nil {
+		t.Fatalf("GET /healthz offering HTTP/2: %v", err)
+	}
+	resp.Body.Close()
+	h2.CloseIdleConnections()
+	if resp.ProtoMajor != 1 || resp.TLS.NegotiatedProtocol == "h2" {
+		t.Fatalf("a client offering HTTP/2 got %s (ALPN %q), want HTTP/1.1", resp.Proto, resp.TLS.NegotiatedProtocol)
 	}
 	if _, code := served("/metrics", map[string]string{"Authorization": "Bearer metrics-token-for-tests"}); code != 200 {
 		t.Fatalf("/metrics with the token over TLS: %d", code)

@@ -2,6 +2,8 @@ package serve
 
 import (
 	"container/list"
+	"crypto/tls"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -32,15 +34,24 @@ const (
 	maxHeaderBytes = 16 << 10
 )
 
+// maxDefaultConns bounds the default connection cap, whatever the file
+// descriptor limit: each open connection holds a goroutine and its
+// buffers (tens of KiB with TLS), so a million of them would hold tens
+// of GiB. Ten thousand serve hundreds of SDK clients, each with its
+// pool of connections and its long polls; a flood of idle connections
+// beyond it evicts the oldest idle ones.
+const maxDefaultConns = 10_000
+
 // connLimit derives the connection cap from the file descriptor limit,
 // raised to its hard limit first: a tenth of the descriptors (at least
-// 128) stay for the database, its files and the process's own.
+// 128) stay for the database, its files and the process's own, and the
+// cap is at most maxDefaultConns.
 func connLimit() int {
 	n := raiseFileLimit()
 	if n <= 0 {
-		return 10000
+		return maxDefaultConns
 	}
-	return max(16, n-max(128, n/10))
+	return min(maxDefaultConns, max(16, n-max(128, n/10)))
 }
 
 // conns caps the open connections. A connection that comes when the cap
@@ -95,8 +106,19 @@ func (c *conns) state(conn net.Conn, st http.ConnState) {
 	}
 	c.mu.Unlock()
 	if closing != nil {
-		_ = closing.Close()
+		closeSocket(closing)
 	}
+}
+
+// closeSocket closes conn's socket at once. A TLS connection's Close
+// would first send close_notify, which waits (up to five seconds) on a
+// peer that does not read; the hook that evicts runs on the goroutine
+// that accepts connections, which must not wait on any peer.
+func closeSocket(conn net.Conn) {
+	if tc, ok := conn.(*tls.Conn); ok {
+		conn = tc.NetConn()
+	}
+	_ = conn.Close()
 }
 
 // forget stops tracking conn. Called with mu held.
@@ -117,11 +139,14 @@ func (c *conns) count() int {
 }
 
 // deadlines sets each request's socket deadlines: its body must arrive
-// within body, and its response be written within write. The read
-// deadline ends when the body has been read whole: net/http then clears
-// it, as it starts its background read of the connection (which watches
-// for the client going away), so that a long poll runs on. Requests
-// without a body get no read deadline for that reason.
+// within body, and its response be written within write of the body's
+// end (of the request's start, for a request without a body), so that
+// neither a slow body nor a wait for room to buffer it shortens the long
+// poll that follows. The read deadline ends when the body has been read
+// whole: net/http then clears it, as it starts its background read of
+// the connection (which watches for the client going away), so that a
+// long poll runs on. Requests without a body get no read deadline for
+// that reason.
 func deadlines(h http.Handler, body, write time.Duration) http.Handler {
 	wall := clock.System()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -130,7 +155,34 @@ func deadlines(h http.Handler, body, write time.Duration) http.Handler {
 		_ = rc.SetWriteDeadline(now.Add(write))
 		if r.ContentLength != 0 {
 			_ = rc.SetReadDeadline(now.Add(body))
+			// A copy of the request, not the request net/http holds:
+			// net/http looks at its own body's type once the handler is
+			// done.
+			r = r.WithContext(r.Context())
+			r.Body = &bodyEnd{ReadCloser: r.Body, left: r.ContentLength,
+				end: func() { _ = rc.SetWriteDeadline(wall.Now().Add(write)) }}
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// bodyEnd calls end once its body has been read whole: at its end of
+// file, or once left (the declared length, if any) bytes have been read.
+type bodyEnd struct {
+	io.ReadCloser
+	left  int64 // negative when the length is not declared
+	end   func()
+	ended bool
+}
+
+func (b *bodyEnd) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if b.left > 0 {
+		b.left -= int64(n)
+	}
+	if !b.ended && (b.left == 0 || err == io.EOF) {
+		b.ended = true
+		b.end()
+	}
+	return n, err
 }

@@ -121,7 +121,7 @@ type Config struct {
 	// MaxConns caps the open connections: past it, a new connection
 	// evicts the oldest one not in a request. Default: the file
 	// descriptor limit (raised to its hard limit at start) less a tenth
-	// of it, at least 128.
+	// of it, at least 128, and at most 10,000.
 	MaxConns int
 	// MaxBufferedBytes bounds the SQS request bodies held in memory at
 	// once. Default sqsapi.DefaultMaxBufferedBytes.
@@ -317,8 +317,14 @@ func New(cfg Config) (*Server, error) {
 		s.cfg.MaxConns = cfg.MaxConns
 	}
 	s.conns = newConns(cfg.MaxConns)
+	// HTTP/1.1 only, over TLS too: under HTTP/2, net/http buffers uploads
+	// itself and ReadHeaderTimeout does not apply, so the limits above
+	// would not hold.
+	var http1 http.Protocols
+	http1.SetHTTP1(true)
 	s.http = &http.Server{Handler: deadlines(s.handler, bodyTimeout, maxLongPoll+writeTimeout), ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout,
-		MaxHeaderBytes: maxHeaderBytes, ConnState: s.conns.state, ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn)}
+		MaxHeaderBytes: maxHeaderBytes, ConnState: s.conns.state, ErrorLog: slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+		Protocols: &http1}
 	s.http.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12,
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return s.cert.Load(), nil }}
 	return s, nil

@@ -16,6 +16,7 @@ package sqsapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -115,11 +116,15 @@ type Config struct {
 	// MaxBufferedBytes bounds the bytes of request bodies held in memory
 	// at once, all requests together: a request that would go beyond it
 	// waits up to a second for room, then is answered ServiceUnavailable
-	// (HTTP 503, Retry-After), which the AWS SDKs retry. A request holds
-	// its Content-Length; one that sends none holds the largest valid
-	// request (8.25 MiB) while its body arrives, then the body's length.
-	// Default DefaultMaxBufferedBytes; it must be at least the largest
-	// valid request.
+	// (HTTP 503, Retry-After), which the AWS SDKs retry. A body takes
+	// room as its bytes arrive, whatever its Content-Length says: 64 KiB
+	// first, then as much again as it holds each time it is full, so at
+	// most twice what it sent; once read, it holds its length. The
+	// bodies of one client address hold a quarter of MaxBufferedBytes at
+	// most, and no more than 32 MiB, but always room for the largest
+	// valid request (8.25 MiB), so that one address cannot take the room
+	// of all. Default DefaultMaxBufferedBytes; it must be at least the
+	// largest valid request.
 	MaxBufferedBytes int64
 	// BehindTLSProxy says that clients reach the API over HTTPS through a
 	// proxy that ends TLS: queue URLs are https ones.
@@ -176,8 +181,8 @@ type API struct {
 	receives    *sharedClaims
 	requests    metric.Int64Counter
 	duration    metric.Float64Histogram
-	// buffered holds the bytes of the request bodies in memory.
-	buffered *semaphore.Weighted
+	// buffered accounts the bytes of the request bodies in memory.
+	buffered *bodies
 	// authFailures slows the addresses that fail to authenticate.
 	authFailures *authlimit.Limiter
 }
@@ -242,7 +247,7 @@ func New(cfg Config) (*API, error) {
 	}
 	a := &API{cfg: cfg, st: cfg.Store, clk: clock.OrSystem(cfg.Clock), log: cfg.Logger, cache: map[string]cached{},
 		receipts: receipts{key: bytes.Clone(cfg.ReceiptKey)}, requests: requests, duration: duration}
-	a.buffered = semaphore.NewWeighted(cfg.MaxBufferedBytes)
+	a.buffered = newBodies(a.clk, cfg.MaxBufferedBytes)
 	a.authFailures = cfg.AuthLimiter
 	if a.authFailures == nil {
 		a.authFailures = authlimit.New(a.clk, a.log, authlimit.Options{})
@@ -412,11 +417,123 @@ func refused(err error) *apiError {
 }
 
 // closeAfter closes the request's connection after the answer, without
-// reading what is left of its body.
-func closeAfter(w http.ResponseWriter) { w.Header().Set("Connection", "close") }
+// reading what is left of its body: the read deadline passes at once, so
+// that net/http, which reads some of a body left unread once the handler
+// is done, reads none of it and the connection ends with the answer.
+func closeAfter(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetReadDeadline(clock.System().Now().Add(-time.Second))
+}
 
-// readBody reads r's body, once there is room for it among the bytes all
-// requests buffer (MaxBufferedBytes); release gives the room back.
+// bodyChunk is the room a body takes first: what a body holds of
+// MaxBufferedBytes follows what it sent, not what it declares.
+const bodyChunk = 64 << 10
+
+// maxAddrShare bounds an address's share of MaxBufferedBytes.
+const maxAddrShare = 32 << 20
+
+// addrShare is how much of size the bodies of one client address may
+// hold at once: a quarter, so that at least four addresses fit; at most
+// maxAddrShare (an eighth of the default), four times the largest valid
+// request, more than a client has in flight, since a body is held only
+// while it arrives and while its request runs; and at least the largest
+// valid request, so that any address may send one.
+func addrShare(size int64) int64 {
+	return max(maxRequestBody, min(size/4, maxAddrShare))
+}
+
+// bodies accounts the request bodies in memory: all of them together
+// within the whole, and those of each client address within its share.
+type bodies struct {
+	clk   clock.Clock
+	whole *semaphore.Weighted
+	size  int64
+	share int64
+
+	mu    sync.Mutex
+	addrs map[string]*addrBodies
+}
+
+// addrBodies is one address's share, and how many requests use it.
+type addrBodies struct {
+	sem   *semaphore.Weighted
+	users int
+}
+
+func newBodies(clk clock.Clock, size int64) *bodies {
+	return &bodies{clk: clk, whole: semaphore.NewWeighted(size), size: size, share: addrShare(size),
+		addrs: map[string]*addrBodies{}}
+}
+
+// holder is the room one request's body holds.
+type holder struct {
+	b    *bodies
+	addr string
+	own  *addrBodies
+	held int64
+}
+
+// holder returns the room of a request from addr; done gives it back.
+func (b *bodies) holder(addr string) *holder {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	own := b.addrs[addr]
+	if own == nil {
+		own = &addrBodies{sem: semaphore.NewWeighted(b.share)}
+		b.addrs[addr] = own
+	}
+	own.users++
+	return &holder{b: b, addr: addr, own: own}
+}
+
+// take adds n bytes to the room held, once the address's share and the
+// whole have room for them; it waits up to bufferWait for it, then
+// fails with ServiceUnavailable.
+func (h *holder) take(ctx context.Context, n int64) error {
+	var wait context.Context
+	cancel := func() {}
+	defer func() { cancel() }()
+	acquire := func(sem *semaphore.Weighted) error {
+		if sem.TryAcquire(n) {
+			return nil
+		}
+		// Full: wait a little for room, rather than refuse at once.
+		if wait == nil {
+			wait, cancel = clock.WithTimeout(ctx, h.b.clk, bufferWait)
+		}
+		return sem.Acquire(wait, n)
+	}
+	if acquire(h.own.sem) != nil {
+		return errUnavailable.f("the requests from %s hold as many body bytes as one address may (%d); retry later", h.addr, h.b.share).retryIn(time.Second)
+	}
+	if acquire(h.b.whole) != nil {
+		h.own.sem.Release(n)
+		return errUnavailable.f("the server holds as many request bodies as it may (%d bytes); retry later", h.b.size).retryIn(time.Second)
+	}
+	h.held += n
+	return nil
+}
+
+// give gives back n bytes of the room held.
+func (h *holder) give(n int64) {
+	h.own.sem.Release(n)
+	h.b.whole.Release(n)
+	h.held -= n
+}
+
+// done gives back all the room held.
+func (h *holder) done() {
+	h.give(h.held)
+	h.b.mu.Lock()
+	defer h.b.mu.Unlock()
+	if h.own.users--; h.own.users == 0 {
+		delete(h.b.addrs, h.addr)
+	}
+}
+
+// readBody reads r's body, taking room for it among the bytes all
+// requests, and those of its client address, buffer (MaxBufferedBytes)
+// as its bytes arrive; release gives the room back.
 func (a *API) readBody(w http.ResponseWriter, r *http.Request, name string) (body []byte, release func(), err error) {
 	tooLong := func() *apiError {
 		closeAfter(w)
@@ -432,41 +549,73 @@ func (a *API) readBody(w http.ResponseWriter, r *http.Request, name string) (bod
 		return nil, func() {}, nil
 	case n > maxRequestBody:
 		return nil, nil, tooLong()
-	case n < 0:
-		n = maxRequestBody
 	}
-	if !a.buffered.TryAcquire(n) {
-		// Full: wait a little for room, rather than refuse at once.
-		ctx, cancel := clock.WithTimeout(r.Context(), a.clk, bufferWait)
-		err = a.buffered.Acquire(ctx, n)
-		cancel()
+	limit, src := n, r.Body
+	if n < 0 {
+		limit, src = maxRequestBody, http.MaxBytesReader(w, r.Body, maxRequestBody)
 	}
+	h := a.buffered.holder(authlimit.ClientAddr(r))
+	body, err = h.read(r.Context(), src, limit, n > 0)
 	if err != nil {
-		closeAfter(w)
-		return nil, nil, errUnavailable.f("the server holds as many request bodies as it may (%d bytes); retry later", a.cfg.MaxBufferedBytes).retryIn(time.Second)
-	}
-	release = func() { a.buffered.Release(n) }
-	if r.ContentLength > 0 {
-		body = make([]byte, n)
-		_, err = io.ReadFull(r.Body, body)
-	} else {
-		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, n))
-	}
-	if err != nil {
-		release()
+		h.done()
+		if _, ok := errors.AsType[*apiError](err); ok {
+			closeAfter(w)
+			return nil, nil, err
+		}
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return nil, nil, tooLong()
 		}
 		closeAfter(w)
 		return nil, nil, errInvalidParameter.f("the request body cannot be read: %v", err)
 	}
-	if held := int64(len(body)); held < n {
-		// A body of unknown length reserved the largest; keep only what
-		// it took, so that a long poll holds no more than its bytes.
-		a.buffered.Release(n - held)
-		release = func() { a.buffered.Release(held) }
+	return body, h.done, nil
+}
+
+// read reads src, up to limit bytes (exactly limit when declared), into
+// a buffer that grows as the bytes arrive: a chunk, then twice its size
+// each time it is full, the room for each growth taken before it. So a
+// body holds at most twice the bytes it sent (and one chunk at least),
+// and a body of n bytes costs about 2n of allocations. The buffer
+// returned holds its bytes and no more, and so does the room.
+func (h *holder) read(ctx context.Context, src io.Reader, limit int64, declared bool) ([]byte, error) {
+	var buf []byte
+	for {
+		if len(buf) == cap(buf) {
+			if int64(cap(buf)) == limit {
+				if declared {
+					return buf, nil
+				}
+				// At the largest: only the end may follow, or an error
+				// that the body is too long.
+				var one [1]byte
+				if _, err := io.ReadFull(src, one[:]); err != io.EOF {
+					return nil, cmp.Or(err, error(&http.MaxBytesError{Limit: limit}))
+				}
+				return buf, nil
+			}
+			grow := min(limit-int64(cap(buf)), max(bodyChunk, int64(cap(buf))))
+			if err := h.take(ctx, grow); err != nil {
+				return nil, err
+			}
+			next := make([]byte, len(buf), int64(cap(buf))+grow)
+			copy(next, buf)
+			buf = next
+		}
+		m, err := src.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		switch {
+		case err == io.EOF && declared && int64(len(buf)) < limit:
+			return nil, io.ErrUnexpectedEOF
+		case err == io.EOF:
+			if spare := int64(cap(buf) - len(buf)); spare > 0 {
+				buf = bytes.Clone(buf)
+				h.give(spare)
+			}
+			return buf, nil
+		case err != nil:
+			return nil, err
+		}
 	}
-	return body, release, nil
 }
 
 // queueURL is the URL of a queue, on the host the request was sent to.

@@ -1,6 +1,7 @@
 package sqsapi
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -10,16 +11,19 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
+	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/clock/clocktest"
 	"github.com/leasehold/leasehold/internal/authlimit"
 	"github.com/leasehold/leasehold/internal/sigv4"
@@ -337,25 +341,84 @@ func TestFailedAuthenticationIsSlowedPerAddress(t *testing.T) {
 	}
 }
 
+// stalled is a request whose body has sent part of itself and waits.
+type stalled struct {
+	pw     *io.PipeWriter
+	answer chan answer
+}
+
+// stall serves a request from addr whose body is body, declared (or sent
+// chunked, without a length), once the API has read all of body but its
+// last unsent bytes.
+func (b bundle) stall(t *testing.T, addr, body string, unsent int, declared bool) stalled {
+	t.Helper()
+	pr, pw := io.Pipe()
+	r := request("SendMessage", "")
+	r.RemoteAddr = addr
+	r.Body, r.ContentLength = pr, -1
+	if declared {
+		r.ContentLength = int64(len(body))
+	}
+	s := stalled{pw: pw, answer: make(chan answer, 1)}
+	go func() { s.answer <- b.do(t, r) }()
+	// A pipe's write returns once the reader has all of it.
+	if _, err := io.WriteString(pw, body[:len(body)-unsent]); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// finish sends the rest of body and returns the answer.
+func (s stalled) finish(rest string) answer {
+	_, _ = io.WriteString(s.pw, rest)
+	_ = s.pw.Close()
+	return <-s.answer
+}
+
+// waits reports whether the API holds got's request waiting on the
+// clock, for room to buffer its body; if not, it returns the answer.
+func (b bundle) waits(t *testing.T, got <-chan answer) (answer, bool) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	blocked := make(chan error, 1)
+	go func() { blocked <- b.clk.BlockUntil(ctx, 1) }()
+	select {
+	case a := <-got:
+		return a, false
+	case <-blocked:
+		return answer{}, true
+	}
+}
+
+// padded is a SendMessage to /q of n bytes, spaces filling it out.
+func padded(n int) string {
+	head := `{"QueueUrl":"/q","MessageBody":"x"`
+	return head + strings.Repeat(" ", n-len(head)-1) + "}"
+}
+
+// askFrom asks for the URL of q from addr: a small request that sets no
+// timer of its own on the clock (a send may, to share a store call).
+func (b bundle) askFrom(t *testing.T, addr string) chan answer {
+	got := make(chan answer, 1)
+	go func() {
+		r := request("GetQueueUrl", `{"QueueName":"q"}`)
+		r.RemoteAddr = addr
+		got <- b.do(t, r)
+	}()
+	return got
+}
+
 // A request that would take the buffered bytes beyond MaxBufferedBytes
 // waits a second for room, then is answered ServiceUnavailable with
 // Retry-After; once room is given back, requests go through.
 func TestBufferedBytesAreBounded(t *testing.T) {
 	b := setup(t, func(c *Config) { c.MaxBufferedBytes = maxRequestBody })
 	b.call(t, "CreateQueue", `{"QueueName":"q"}`)
-	// A chunked body (no Content-Length) holds the largest request's room
-	// while it arrives.
-	pr, pw := io.Pipe()
-	slow := request("SendMessage", "")
-	slow.Body, slow.ContentLength = pr, -1
-	held := make(chan answer)
-	go func() { held <- b.do(t, slow) }()
-	for b.api.buffered.TryAcquire(1) {
-		b.api.buffered.Release(1)
-		runtime.Gosched()
-	}
-	done := make(chan answer)
-	go func() { done <- b.call(t, "SendMessage", `{"QueueUrl":"/q","MessageBody":"x"}`) }()
+	// A chunked body holds the room of the bytes it sent: here nearly
+	// the largest request, its end not sent yet.
+	slow := b.stall(t, "203.0.113.1:1", padded(maxRequestBody-1), 10, false)
+	done := b.askFrom(t, "198.51.100.1:1")
 	if err := b.clk.BlockUntil(context.Background(), 1); err != nil {
 		t.Fatal(err)
 	}
@@ -364,13 +427,67 @@ func TestBufferedBytesAreBounded(t *testing.T) {
 	if got.status != 503 || got.Type != "ServiceUnavailable" || got.header.Get("Retry-After") != "1" || got.header.Get("X-Amzn-Query-Error") != "ServiceUnavailable;Receiver" {
 		t.Fatalf("a request beyond the buffered bytes: %d %s %s, Retry-After %q", got.status, got.Type, got.Msg, got.header.Get("Retry-After"))
 	}
-	_, _ = io.WriteString(pw, `{"QueueUrl":"/q","MessageBody":"slow"}`)
-	_ = pw.Close()
-	if got := <-held; got.status != 200 {
+	if got := slow.finish(strings.Repeat(" ", 9) + "}"); got.status != 200 {
 		t.Fatalf("the slow request: %d %s %s", got.status, got.Type, got.Msg)
 	}
 	if got := b.call(t, "SendMessage", `{"QueueUrl":"/q","MessageBody":"x"}`); got.status != 200 {
 		t.Fatalf("after the room was given back: %d %s %s", got.status, got.Type, got.Msg)
+	}
+}
+
+// A body holds the room of what it sent, not of what it may send or
+// declares: 31 bodies of the largest request that sent a byte each, some
+// chunked and some declared, and one declared to fill all but ten bytes
+// of what would be left, do not keep a request of another address
+// waiting.
+func TestBodiesHoldWhatTheySent(t *testing.T) {
+	b := setup(t, nil)
+	b.call(t, "CreateQueue", `{"QueueName":"q"}`)
+	var held []stalled
+	for i := range 31 {
+		held = append(held, b.stall(t, fmt.Sprintf("203.0.113.%d:1", i), padded(maxRequestBody), maxRequestBody-1, i%2 == 0))
+	}
+	held = append(held, b.stall(t, "203.0.113.100:1", padded(DefaultMaxBufferedBytes-31*maxRequestBody-10), 1, true))
+	done := b.askFrom(t, "198.51.100.1:1")
+	if got, waiting := b.waits(t, done); waiting {
+		b.clk.Advance(bufferWait)
+		got := <-done
+		t.Errorf("a request among bodies that sent a byte each waited for room, then: %d %s %s", got.status, got.Type, got.Msg)
+	} else if got.status != 200 {
+		t.Errorf("a request among bodies that sent a byte each: %d %s %s", got.status, got.Type, got.Msg)
+	}
+	for _, s := range held {
+		_ = s.pw.CloseWithError(io.ErrUnexpectedEOF)
+		<-s.answer
+	}
+}
+
+// The bodies of one address hold its share of MaxBufferedBytes at most:
+// past it, its next request waits a second for room and is answered
+// ServiceUnavailable, while another address's goes through at once.
+func TestOneAddressHoldsItsShare(t *testing.T) {
+	b := setup(t, func(c *Config) { c.MaxBufferedBytes = 4 * maxRequestBody })
+	b.call(t, "CreateQueue", `{"QueueName":"q"}`)
+	const greedy, other = "203.0.113.7:1", "198.51.100.1:1"
+	// Its share is a quarter, the largest request: one body that sent
+	// nearly that.
+	big := b.stall(t, greedy, padded(maxRequestBody), 10, true)
+	if got, waiting := b.waits(t, b.askFrom(t, other)); waiting || got.status != 200 {
+		t.Fatalf("another address's request: waited %v, %d %s %s", waiting, got.status, got.Type, got.Msg)
+	}
+	got := b.askFrom(t, greedy)
+	if a, waiting := b.waits(t, got); !waiting {
+		t.Fatalf("a request of the address that holds its share was not held back: %d %s %s", a.status, a.Type, a.Msg)
+	}
+	b.clk.Advance(bufferWait)
+	if a := <-got; a.status != 503 || a.Type != "ServiceUnavailable" || !strings.Contains(a.Msg, "203.0.113.7") || a.header.Get("Retry-After") != "1" {
+		t.Fatalf("past the address's share: %d %s %s, Retry-After %q", a.status, a.Type, a.Msg, a.header.Get("Retry-After"))
+	}
+	if a := big.finish(strings.Repeat(" ", 9) + "}"); a.status != 200 {
+		t.Fatalf("the big body: %d %s %s", a.status, a.Type, a.Msg)
+	}
+	if a := <-b.askFrom(t, greedy); a.status != 200 {
+		t.Fatalf("once its body was done, the address's request: %d %s %s", a.status, a.Type, a.Msg)
 	}
 }
 
@@ -422,4 +539,42 @@ func TestResponsesAreNotHTMLEscaped(t *testing.T) {
 		t.Fatalf("a receive of ten 1 MiB bodies of '<' is %d bytes", n)
 	}
 	t.Logf("a receive of ten 1 MiB bodies: %d bytes, %d MiB allocated", w.Body.Len(), cost>>20)
+}
+
+// A refused request's connection ends with the answer: what is left of
+// its body is not read, whether its length is declared (and under the
+// 256 KiB net/http reads of a body a handler left) or not.
+func TestRefusedBodiesEndTheirConnection(t *testing.T) {
+	b := signedSetup(t)
+	srv := httptest.NewServer(b.api)
+	defer srv.Close()
+	wall := clock.System()
+	for what, head := range map[string]string{
+		"declared": "Content-Length: 200000\r\n\r\n{",
+		"chunked":  "Transfer-Encoding: chunked\r\n\r\n1\r\n{\r\n",
+	} {
+		c, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(wall.Now().Add(10 * time.Second))
+		if _, err := io.WriteString(c, "POST / HTTP/1.1\r\nHost: h\r\nX-Amz-Target: AmazonSQS.SendMessage\r\n"+head); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(c)
+		res, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		res.Body.Close()
+		if res.StatusCode != 403 || !res.Close {
+			t.Errorf("%s: %s, closing %v; want 403 and Connection: close", what, res.Status, res.Close)
+		}
+		// The server closes the connection: the end of file comes, not
+		// the client's deadline.
+		if _, err := io.Copy(io.Discard, br); err != nil {
+			t.Errorf("%s: the connection of a refused body stayed open: %v", what, err)
+		}
+		c.Close()
+	}
 }
