@@ -554,7 +554,7 @@ func (a *API) readBody(w http.ResponseWriter, r *http.Request, name string) (bod
 	if n < 0 {
 		limit, src = maxRequestBody, http.MaxBytesReader(w, r.Body, maxRequestBody)
 	}
-	h := a.buffered.holder(authlimit.ClientAddr(r))
+	h := a.buffered.holder(a.authFailures.Client(r))
 	body, err = h.read(r.Context(), src, limit, n > 0)
 	if err != nil {
 		h.done()
