@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -164,13 +165,16 @@ type sqsServer struct {
 	err      error // once exited is closed
 }
 
-// startServer starts the server on a free loopback port and waits until
-// /readyz answers 200.
+// servingAt finds the address serve logs once it listens.
+var servingAt = regexp.MustCompile(`addr=(http://\S+)`)
+
+// startServer starts the server on a loopback port of the system's
+// choosing, learns it from the server's log, and waits until /readyz
+// answers 200.
 func startServer(t *testing.T, bin, db string) *sqsServer {
 	t.Helper()
-	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	s := &sqsServer{output: &testproc.SyncBuffer{}, endpoint: "http://" + addr, exited: make(chan struct{})}
-	s.cmd = exec.Command(bin, "--db", db, "--log-level", "warn", "serve", "--addr", addr, "--reap-interval", "100ms")
+	s := &sqsServer{output: &testproc.SyncBuffer{}, exited: make(chan struct{})}
+	s.cmd = exec.Command(bin, "--db", db, "--log-level", "info", "serve", "--addr", "127.0.0.1:0", "--reap-interval", "100ms")
 	// Unsigned: the server listens on loopback only.
 	s.cmd.Env = append(os.Environ(), "LEASEHOLD_ACCESS_KEY_ID=", "LEASEHOLD_SECRET_ACCESS_KEY=")
 	s.cmd.Stdout, s.cmd.Stderr = s.output, s.output
@@ -190,7 +194,12 @@ func startServer(t *testing.T, bin, db string) *sqsServer {
 	hc := &http.Client{Timeout: 2 * time.Second}
 	const attempts = 150
 	for i := 1; ; i++ {
-		resp, err := hc.Get(s.endpoint + "/readyz")
+		var resp *http.Response
+		err := errors.New("it has not logged its address yet")
+		if m := servingAt.FindStringSubmatch(s.output.String()); m != nil {
+			s.endpoint = m[1]
+			resp, err = hc.Get(s.endpoint + "/readyz")
+		}
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -204,23 +213,40 @@ func startServer(t *testing.T, bin, db string) *sqsServer {
 		default:
 		}
 		if i == attempts {
-			t.Fatalf("leasehold serve on %s not ready after %d attempts: %v\n%s", addr, attempts, err, s.output.String())
+			t.Fatalf("leasehold serve at %q not ready after %d attempts: %v\n%s", s.endpoint, attempts, err, s.output.String())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 }
 
 // freePort is a loopback TCP port that was free a moment ago, for a
-// server process to listen on.
+// server that must be told its port (PostgreSQL, PgBouncer); never one
+// it gave before, so that the servers of tests running side by side do
+// not get the same one.
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range 100 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		if !portsGiven[port] {
+			portsGiven[port] = true
+			return port
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	t.Fatal("no loopback port that was not given before")
+	return 0
 }
+
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
 
 // stop sends SIGTERM and requires the server to exit with status 0.
 func (s *sqsServer) stop(t *testing.T) {
