@@ -1,15 +1,18 @@
 package sqsapi
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
 	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/leasehold/leasehold/store"
 )
@@ -210,7 +213,9 @@ func (a *API) listQueues(ctx context.Context, c *call) (any, error) {
 	after := ""
 	if in.NextToken != "" {
 		b, err := base64.RawURLEncoding.DecodeString(in.NextToken)
-		if err != nil {
+		// A token names the last queue of its page: a name this server
+		// could have given.
+		if err != nil || !utf8.Valid(b) || bytes.IndexByte(b, 0) >= 0 || len(b) > store.MaxNameLength {
 			return nil, errInvalidParameter.f("NextToken %q is not a token this server gave", in.NextToken)
 		}
 		after = string(b)
@@ -223,6 +228,9 @@ func (a *API) listQueues(ctx context.Context, c *call) (any, error) {
 		names, err = a.st.QueuePage(ctx, after, "", limit+1)
 	} else {
 		names, err = a.st.Queues(ctx)
+		// Paged by byte order, which the token's comparison below uses:
+		// the store's order is its database's collation, which may differ.
+		slices.Sort(names)
 	}
 	if err != nil {
 		return nil, err

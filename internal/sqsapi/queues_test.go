@@ -2,7 +2,10 @@ package sqsapi
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -130,5 +133,52 @@ func TestDeleteCountsOnlyWhatItDeleted(t *testing.T) {
 	}
 	if a := b.call(t, "CreateQueue", `{"QueueName":"d"}`); a.Type != "OverLimit" {
 		t.Fatalf("CreateQueue of a third queue: %d %s, want OverLimit", a.status, a.body)
+	}
+}
+
+// collated lists queues in an order of its own, as PostgreSQL does in a
+// collation other than C ("Qa" before "QB").
+type collated struct {
+	store.Store
+	names []string
+}
+
+func (c collated) Queues(context.Context) ([]string, error) { return c.names, nil }
+
+// ListQueues with a prefix pages through every queue once, whatever
+// order the store lists them in; a NextToken that names no queue this
+// server could have given is refused.
+func TestListQueuesWithAPrefixPagesEveryQueueOnce(t *testing.T) {
+	b := setup(t, func(c *Config) { c.Store = collated{c.Store, []string{"Qa", "QB", "Qc", "other"}} })
+	var seen []string
+	token := ""
+	for range 10 {
+		body := `{"QueueNamePrefix":"Q","MaxResults":1`
+		if token != "" {
+			body += `,"NextToken":"` + token + `"`
+		}
+		got := b.call(t, "ListQueues", body+"}")
+		var out struct {
+			QueueUrls []string
+			NextToken string
+		}
+		if err := json.Unmarshal(got.body, &out); err != nil || got.status != 200 {
+			t.Fatalf("ListQueues: %d %s %v", got.status, got.body, err)
+		}
+		for _, u := range out.QueueUrls {
+			seen = append(seen, u[strings.LastIndexByte(u, '/')+1:])
+		}
+		if token = out.NextToken; token == "" {
+			break
+		}
+	}
+	slices.Sort(seen)
+	if want := []string{"QB", "Qa", "Qc"}; !slices.Equal(seen, want) {
+		t.Fatalf("pages listed %q, want each of %q once", seen, want)
+	}
+	for _, bad := range []string{"AA", "_w8", base64.RawURLEncoding.EncodeToString([]byte(strings.Repeat("q", 300)))} {
+		if got := b.call(t, "ListQueues", `{"QueueNamePrefix":"Q","MaxResults":1,"NextToken":"`+bad+`"}`); got.Type != "InvalidParameterValue" {
+			t.Errorf("NextToken %q: %d %s, want InvalidParameterValue", bad, got.status, got.Type)
+		}
 	}
 }
