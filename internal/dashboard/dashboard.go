@@ -167,14 +167,26 @@ func (d *Dashboard) serve(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
-	if r.Method == http.MethodPost && !d.readForm(w, r) {
-		return
-	}
 	if d.cfg.Password != "" && !public(r.URL.Path) && !d.signedIn(r) {
+		if r.ContentLength != 0 {
+			endUnread(w) // a stranger's body is never read
+		}
 		d.toLogin(w, r)
 		return
 	}
+	if r.Method == http.MethodPost && !d.readForm(w, r) {
+		return
+	}
 	d.mux.ServeHTTP(w, r)
+}
+
+// endUnread ends the request's connection with its answer, what is left
+// of its body unread: the read deadline passes at once, so that net/http,
+// which reads some of a body left unread once the handler is done, reads
+// none of it.
+func endUnread(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetReadDeadline(time.Unix(1, 0))
 }
 
 // The largest form the dashboard reads: a sign-in, or a page's selection
@@ -184,14 +196,14 @@ const (
 	maxForm       = 64 << 10
 )
 
-// readForm reads a POST's form, before anything else looks at it, and
-// answers the request itself when it cannot: the dashboard's forms are
-// URL-encoded (a multipart body, which could spill files to disk, is
-// refused) and small, and the sign-in form, which a stranger may send,
-// smallest of all.
+// readForm reads a POST's form, once the session is checked and before
+// anything else looks at it, and answers the request itself when it
+// cannot: the dashboard's forms are URL-encoded (a multipart body, which
+// could spill files to disk, is refused) and small, and the sign-in
+// form, which a stranger may send, smallest of all.
 func (d *Dashboard) readForm(w http.ResponseWriter, r *http.Request) bool {
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/x-www-form-urlencoded" {
-		w.Header().Set("Connection", "close")
+		endUnread(w)
 		http.Error(w, "the dashboard's forms are sent as application/x-www-form-urlencoded", http.StatusUnsupportedMediaType)
 		return false
 	}
@@ -200,13 +212,14 @@ func (d *Dashboard) readForm(w http.ResponseWriter, r *http.Request) bool {
 		limit = maxSignInForm
 	}
 	if r.ContentLength > limit {
-		w.Header().Set("Connection", "close")
+		endUnread(w)
 		http.Error(w, fmt.Sprintf("the form is over %d bytes", limit), http.StatusRequestEntityTooLarge)
 		return false
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	if err := r.ParseForm(); err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			endUnread(w)
 			http.Error(w, fmt.Sprintf("the form is over %d bytes", limit), http.StatusRequestEntityTooLarge)
 			return false
 		}

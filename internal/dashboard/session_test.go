@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"log/slog"
@@ -266,7 +267,8 @@ func (b *countingBody) Close() error { return nil }
 
 // A stranger's POST to the sign-in page costs at most a small form: a
 // multipart body is refused unread, and a form is read no further than
-// its limit, whether it says its length or not.
+// its limit, whether it says its length or not. A stranger's POST
+// anywhere else is not read at all.
 func TestSignInFormIsSmall(t *testing.T) {
 	f := setup(t, withPassword)
 	for _, tc := range []struct {
@@ -274,13 +276,15 @@ func TestSignInFormIsSmall(t *testing.T) {
 		length            int64
 		want              int
 		maxRead           int64
+		path              string
 	}{
-		{"multipart", "multipart/form-data; boundary=x", -1, http.StatusUnsupportedMediaType, 0},
-		{"a long form, its length said", "application/x-www-form-urlencoded", 64 << 20, http.StatusRequestEntityTooLarge, 0},
-		{"a long form, chunked", "application/x-www-form-urlencoded", -1, http.StatusRequestEntityTooLarge, 4<<10 + 1},
+		{"multipart", "multipart/form-data; boundary=x", -1, http.StatusUnsupportedMediaType, 0, ""},
+		{"a long form, its length said", "application/x-www-form-urlencoded", 64 << 20, http.StatusRequestEntityTooLarge, 0, ""},
+		{"a long form, chunked", "application/x-www-form-urlencoded", -1, http.StatusRequestEntityTooLarge, 4<<10 + 1, ""},
+		{"a stranger's action", "application/x-www-form-urlencoded", -1, http.StatusUnauthorized, 0, "/queues/jobs/pause"},
 	} {
 		body := &countingBody{size: 64 << 20}
-		r := httptest.NewRequest(http.MethodPost, "/login", nil)
+		r := httptest.NewRequest(http.MethodPost, cmp.Or(tc.path, "/login"), nil)
 		r.Body, r.ContentLength = body, tc.length
 		r.Header.Set("Content-Type", tc.contentType)
 		w := httptest.NewRecorder()
