@@ -425,9 +425,11 @@ func closeAfter(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).SetReadDeadline(clock.System().Now().Add(-time.Second))
 }
 
-// bodyChunk is the room a body takes first: what a body holds of
-// MaxBufferedBytes follows what it sent, not what it declares.
-const bodyChunk = 64 << 10
+// firstBodyBytes are the bytes of a body read before it takes room in
+// MaxBufferedBytes; every open connection may hold that much. Past them a
+// body takes room as it grows, doubling: what a body holds follows what
+// it sent, not what it declares.
+const firstBodyBytes = 4 << 10
 
 // maxAddrShare bounds an address's share of MaxBufferedBytes.
 const maxAddrShare = 32 << 20
@@ -572,13 +574,16 @@ func (a *API) readBody(w http.ResponseWriter, r *http.Request, name string) (bod
 }
 
 // read reads src, up to limit bytes (exactly limit when declared), into
-// a buffer that grows as the bytes arrive: a chunk, then twice its size
-// each time it is full, the room for each growth taken before it. So a
-// body holds at most twice the bytes it sent (and one chunk at least),
-// and a body of n bytes costs about 2n of allocations. The buffer
-// returned holds its bytes and no more, and so does the room.
+// a buffer that grows as the bytes arrive: firstBodyBytes without room,
+// then twice its size each time it is full, the room for the whole
+// buffer taken before each growth. So a body holds at most twice the
+// bytes it sent, and a body of n bytes costs about 2n of allocations.
+// The buffer returned holds its bytes and no more, and so does the room.
 func (h *holder) read(ctx context.Context, src io.Reader, limit int64, declared bool) ([]byte, error) {
-	var buf []byte
+	// The first bytes are read before any room is taken, so that a
+	// request that sends its headers and nothing more holds none of it.
+	buf := make([]byte, 0, min(limit, firstBodyBytes))
+	taken := int64(0) // the room taken: the buffer's size past its first bytes
 	for {
 		if len(buf) == cap(buf) {
 			if int64(cap(buf)) == limit {
@@ -593,11 +598,13 @@ func (h *holder) read(ctx context.Context, src io.Reader, limit int64, declared 
 				}
 				return buf, nil
 			}
-			grow := min(limit-int64(cap(buf)), max(bodyChunk, int64(cap(buf))))
-			if err := h.take(ctx, grow); err != nil {
+			// Doubling: a body holds at most twice what it has sent.
+			size := min(limit, 2*int64(cap(buf)))
+			if err := h.take(ctx, size-taken); err != nil {
 				return nil, err
 			}
-			next := make([]byte, len(buf), int64(cap(buf))+grow)
+			taken = size
+			next := make([]byte, len(buf), size)
 			copy(next, buf)
 			buf = next
 		}
@@ -607,9 +614,11 @@ func (h *holder) read(ctx context.Context, src io.Reader, limit int64, declared 
 		case err == io.EOF && declared && int64(len(buf)) < limit:
 			return nil, io.ErrUnexpectedEOF
 		case err == io.EOF:
-			if spare := int64(cap(buf) - len(buf)); spare > 0 {
+			if len(buf) < cap(buf) {
 				buf = bytes.Clone(buf)
-				h.give(spare)
+				if spare := taken - int64(len(buf)); spare > 0 {
+					h.give(spare)
+				}
 			}
 			return buf, nil
 		case err != nil:

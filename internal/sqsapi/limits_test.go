@@ -397,12 +397,13 @@ func padded(n int) string {
 	return head + strings.Repeat(" ", n-len(head)-1) + "}"
 }
 
-// askFrom asks for the URL of q from addr: a small request that sets no
-// timer of its own on the clock (a send may, to share a store call).
+// askFrom asks for the URL of q from addr: a request that sets no timer
+// of its own on the clock (a send may, to share a store call), its body
+// padded past firstBodyBytes so that it takes room.
 func (b bundle) askFrom(t *testing.T, addr string) chan answer {
 	got := make(chan answer, 1)
 	go func() {
-		r := request("GetQueueUrl", `{"QueueName":"q"}`)
+		r := request("GetQueueUrl", `{"QueueName":"q"`+strings.Repeat(" ", 2*firstBodyBytes)+`}`)
 		r.RemoteAddr = addr
 		got <- b.do(t, r)
 	}()
@@ -576,5 +577,31 @@ func TestRefusedBodiesEndTheirConnection(t *testing.T) {
 			t.Errorf("%s: the connection of a refused body stayed open: %v", what, err)
 		}
 		c.Close()
+	}
+}
+
+// Requests that send their headers and nothing more hold no room: two
+// hundred of one address, declaring the largest body, keep neither that
+// address nor another waiting (at 64 KiB each they would hold more than
+// the address's share).
+func TestHeadersAloneHoldNoRoom(t *testing.T) {
+	b := setup(t, func(c *Config) { c.MaxBufferedBytes = 4 * maxRequestBody })
+	b.call(t, "CreateQueue", `{"QueueName":"q"}`)
+	const addr = "203.0.113.7:1"
+	var held []stalled
+	for range 200 {
+		held = append(held, b.stall(t, addr, padded(maxRequestBody), maxRequestBody, true))
+	}
+	for _, from := range []string{addr, "198.51.100.1:1"} {
+		if got, waiting := b.waits(t, b.askFrom(t, from)); waiting {
+			b.clk.Advance(bufferWait)
+			t.Errorf("a request of %s among two hundred that sent nothing waited for room", from)
+		} else if got.status != 200 {
+			t.Errorf("a request of %s among two hundred that sent nothing: %d %s %s", from, got.status, got.Type, got.Msg)
+		}
+	}
+	for _, s := range held {
+		_ = s.pw.CloseWithError(io.ErrUnexpectedEOF)
+		<-s.answer
 	}
 }
