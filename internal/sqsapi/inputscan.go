@@ -25,6 +25,11 @@ import (
 // (a queue's tags).
 const maxMembers = 100
 
+// maxKeyText bounds the strings whose text the scan keeps, quotes
+// included: the keys it looks for are far shorter, and a longer string
+// (a message body) is passed over without a copy.
+const maxKeyText = 1024
+
 // maxDepth bounds how deeply a request's containers nest: SQS's inputs
 // go five deep (entries, their attributes, an attribute's lists).
 const maxDepth = 16
@@ -114,8 +119,13 @@ func (s *scanner) container(key string, depth int) *apiError {
 	limit, fail := maxMembers, func(n int) *apiError {
 		return errInvalidParameter.f("%s holds more than %d members", describe(key), maxMembers)
 	}
-	if l, ok := memberLimits[strings.ToLower(key)]; ok {
-		limit, fail = l.max, l.fail
+	for name, l := range memberLimits {
+		// Folded as the decoder folds a key to a field: "Entrieſ" is
+		// Entries.
+		if strings.EqualFold(key, name) {
+			limit, fail = l.max, l.fail
+			break
+		}
 	}
 	s.i++
 	for n := 0; ; n++ {
@@ -174,11 +184,14 @@ func (s *scanner) str(key, parent string) (string, *apiError) {
 		case c == '"':
 			s.i++
 			raw := s.b[start:s.i]
+			if len(raw) > maxKeyText {
+				return "", nil // no key worth knowing: a value, not copied
+			}
 			if !escaped {
 				return string(raw[1 : len(raw)-1]), nil
 			}
 			var text string
-			if len(raw) <= 1024 && json.Unmarshal(raw, &text) == nil {
+			if json.Unmarshal(raw, &text) == nil {
 				return text, nil
 			}
 			return "", nil

@@ -188,6 +188,8 @@ func TestOverLimitContainersStopTheDecoding(t *testing.T) {
 	for _, tc := range []struct{ action, body, want string }{
 		{"SendMessage", `{"QueueUrl":"/q","MessageBody":"x","MessageAttributes":{` + attrs.String() + `}}`, "InvalidParameterValue"},
 		{"SendMessageBatch", `{"QueueUrl":"/q","Entries":[` + entries.String() + `]}`, "TooManyEntriesInBatchRequest"},
+		// The decoder takes "Entrieſ" (a long s) for Entries: so does the scan.
+		{"SendMessageBatch", `{"QueueUrl":"/q","Entrieſ":[` + entries.String() + `]}`, "TooManyEntriesInBatchRequest"},
 		{"ListQueueTags", `{"QueueUrl":"/q","Tags":{` + attrs.String() + `}}`, "InvalidParameterValue"},
 	} {
 		var got answer
