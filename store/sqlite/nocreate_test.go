@@ -100,3 +100,48 @@ func TestNoCreateOpensLeaseholdDatabase(t *testing.T) {
 		t.Fatalf("Stats after NoCreate = %+v, %v; want the pending message", st, err)
 	}
 }
+
+// A foreign WAL database left with its -wal and no -shm (copied while it
+// was open, or after a crash) is left so: the -shm that reading its -wal
+// makes is removed again.
+func TestNoCreateLeavesALeftoverWAL(t *testing.T) {
+	ctx := context.Background()
+	src := t.TempDir()
+	path := filepath.Join(src, "app.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	for _, q := range []string{"PRAGMA journal_mode = wal", "PRAGMA wal_autocheckpoint = 0", "CREATE TABLE orders (id INTEGER PRIMARY KEY)", "INSERT INTO orders DEFAULT VALUES"} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A copy of the database and its -wal, taken while it is open.
+	dir := t.TempDir()
+	for _, name := range []string{"app.db", "app.db-wal"} {
+		b, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := dirFiles(t, dir)
+	if _, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(dir, "app.db"), NoCreate: true}); !errors.Is(err, store.ErrNotMigrated) {
+		t.Fatalf("Open of the copy = %v, want ErrNotMigrated", err)
+	}
+	after := dirFiles(t, dir)
+	if len(after) != len(before) {
+		names := func(m map[string][]byte) (n []string) {
+			for k := range m {
+				n = append(n, k)
+			}
+			return n
+		}
+		t.Fatalf("the directory held %q before, %q after", names(before), names(after))
+	}
+}

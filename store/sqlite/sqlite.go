@@ -236,7 +236,8 @@ func openError(path string, err error) error {
 // (q its other settings) that changes nothing. Even a read-only connection
 // leaves -wal and -shm files beside a database in WAL mode; without a -wal
 // file everything is in the database file, which is then read as
-// immutable: without locks, and without those files.
+// immutable: without locks, and without those files. With a -wal but no
+// -shm, the -shm the look makes is removed after it.
 func hasSchema(ctx context.Context, path string, q url.Values) error {
 	ro := url.Values{}
 	for k, v := range q {
@@ -245,6 +246,10 @@ func hasSchema(ctx context.Context, path string, q url.Values) error {
 	ro.Set("mode", "ro")
 	if _, err := os.Stat(path + "-wal"); errors.Is(err, fs.ErrNotExist) {
 		ro.Set("immutable", "1")
+	} else if _, err := os.Stat(path + "-shm"); errors.Is(err, fs.ErrNotExist) {
+		// A -wal left without its -shm: reading it makes a -shm, which
+		// this look removes again once it is done.
+		defer os.Remove(path + "-shm")
 	}
 	db, err := sql.Open("sqlite", "file:"+uriPath.Replace(path)+"?"+ro.Encode())
 	if err != nil {
