@@ -433,3 +433,18 @@ func TestReadyChecksOnceASecond(t *testing.T) {
 		t.Fatalf("after a second: %d write checks in all, want 2", n)
 	}
 }
+
+// shortSecret hands out a server secret that someone wrote by hand.
+type shortSecret struct{ store.Store }
+
+func (shortSecret) ServerSecret(context.Context, string) ([]byte, error) { return []byte("short"), nil }
+
+// A server secret too short to key handles and sessions with stops the
+// server at start, naming it.
+func TestShortServerSecretIsRefused(t *testing.T) {
+	f := setup(t, backends()[0], options{})
+	_, err := serve.New(serve.Config{Store: shortSecret{f.st}, Addr: "127.0.0.1:0", Clock: f.clk, Logger: slog.New(slog.DiscardHandler)})
+	if err == nil || !strings.Contains(err.Error(), "has 5 bytes") {
+		t.Fatalf("New with a 5-byte server secret: %v", err)
+	}
+}

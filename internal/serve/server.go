@@ -59,6 +59,9 @@ const (
 	// MinSecret is the shortest secret access key, dashboard password and
 	// metrics token the server takes.
 	MinSecret = 16
+	// minServerSecret is the fewest bytes of the database's secret that
+	// receipt handles and sessions are keyed with.
+	minServerSecret = 32
 	// readyTimeout bounds the readiness check: a database that does not
 	// answer within it is not ready.
 	readyTimeout = time.Second
@@ -246,6 +249,10 @@ func New(cfg Config) (*Server, error) {
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("serve: the server secret: %w", err)
+	}
+	if len(secret) < minServerSecret {
+		// The store makes 32 random bytes; fewer are a row someone wrote.
+		return nil, fmt.Errorf("serve: the database's server secret %q has %d bytes, want at least %d: delete its row and the server makes a new one", secretName, len(secret), minServerSecret)
 	}
 
 	var cert *tls.Certificate
