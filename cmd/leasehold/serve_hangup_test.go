@@ -1,77 +1,14 @@
 package main
 
 import (
-	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
-
-// gate is a TCP proxy to an address that holds every connection until it
-// is opened: a database that is slow to answer.
-type gate struct {
-	addr      string
-	connected chan struct{} // closed at the first connection
-	open      func()
-}
-
-func newGate(t *testing.T, target string) *gate {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	opened := make(chan struct{})
-	g := &gate{addr: ln.Addr().String(), connected: make(chan struct{})}
-	var first, once sync.Once
-	g.open = func() { once.Do(func() { close(opened) }) }
-	var conns sync.WaitGroup
-	var mu sync.Mutex
-	var all []net.Conn
-	keep := func(c net.Conn) {
-		mu.Lock()
-		all = append(all, c)
-		mu.Unlock()
-	}
-	conns.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			keep(c)
-			first.Do(func() { close(g.connected) })
-			conns.Go(func() {
-				<-opened
-				up, err := net.Dial("tcp", target)
-				if err != nil {
-					c.Close()
-					return
-				}
-				keep(up)
-				conns.Go(func() { _, _ = io.Copy(up, c) })
-				_, _ = io.Copy(c, up)
-			})
-		}
-	})
-	t.Cleanup(func() {
-		g.open()
-		ln.Close()
-		mu.Lock()
-		for _, c := range all {
-			c.Close()
-		}
-		mu.Unlock()
-		conns.Wait()
-	})
-	return g
-}
 
 // A SIGHUP while serve still opens its database does not end it, nor
 // does one once it serves: without TLS, it is logged and changes nothing.
@@ -81,7 +18,7 @@ func TestServeSurvivesAnEarlyHangup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := newGate(t, u.Host)
+	g := newDBProxy(t, u.Host, true)
 	u.Host = g.addr
 	dir := t.TempDir()
 	runBin(t, dir, "", "--db", dsn, "migrate").must(t)

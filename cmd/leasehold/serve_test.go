@@ -18,7 +18,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -234,76 +233,6 @@ func TestServeTLSReloadsOnHangup(t *testing.T) {
 	}
 }
 
-// freezer is a TCP proxy to an address that stops passing bytes on, in
-// both directions and on every connection, once frozen: a database that
-// hangs without closing its connections.
-type freezer struct {
-	ln     net.Listener
-	frozen chan struct{}
-	freeze func()
-}
-
-func newFreezer(t *testing.T, target string) *freezer {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &freezer{ln: ln, frozen: make(chan struct{})}
-	var once sync.Once
-	f.freeze = func() { once.Do(func() { close(f.frozen) }) }
-	var conns sync.WaitGroup
-	var mu sync.Mutex
-	var open []net.Conn
-	pass := func(dst, src net.Conn) {
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := src.Read(buf)
-			select {
-			case <-f.frozen:
-				return // the bytes are kept back, and the connection stays open
-			default:
-			}
-			if n > 0 {
-				if _, werr := dst.Write(buf[:n]); werr != nil {
-					return
-				}
-			}
-			if err != nil {
-				return
-			}
-		}
-	}
-	conns.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			mu.Lock()
-			open = append(open, c, up)
-			mu.Unlock()
-			conns.Go(func() { pass(up, c) })
-			conns.Go(func() { pass(c, up) })
-		}
-	})
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range open {
-			c.Close()
-		}
-		mu.Unlock()
-		conns.Wait()
-	})
-	return f
-}
-
 // /readyz answers 503 within its second when the database hangs, instead
 // of waiting for it: a real server on PostgreSQL through a proxy that
 // stops passing bytes. The bound asserted is 5 s, for a check whose
@@ -314,8 +243,8 @@ func TestServeReadyzAnswersWhenTheDatabaseHangs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := newFreezer(t, u.Host)
-	u.Host = proxy.ln.Addr().String()
+	proxy := newDBProxy(t, u.Host, false)
+	u.Host = proxy.addr
 	dir := t.TempDir()
 	runBin(t, dir, "", "--db", dsn, "migrate").must(t)
 	_, stderr := startProcess(t, dir, "--db", u.String(), "serve", "--addr", "127.0.0.1:0")
