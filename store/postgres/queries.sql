@@ -479,8 +479,8 @@ SELECT q FROM (
 ORDER BY q ASC LIMIT $2
 
 -- name: queuesBefore
--- queuesAfter backwards: at most $2 of the queues before $1, the last
--- first.
+-- queuesAfter backwards: at most $2 of the queues before $1, the
+-- nearest to it, in name order.
 WITH RECURSIVE
 pending(q, n) AS (
 	SELECT (SELECT queue FROM {s}.messages WHERE state = {pending} AND queue < $1 ORDER BY queue DESC LIMIT 1), 1
@@ -502,7 +502,7 @@ cancelled(q, n) AS (
 	UNION ALL
 	SELECT (SELECT queue FROM {s}.messages WHERE state = {cancelled} AND queue < p.q ORDER BY queue DESC LIMIT 1), p.n + 1
 	FROM cancelled p WHERE p.q IS NOT NULL AND p.n < $2)
-SELECT q FROM (
+SELECT q FROM (SELECT q FROM (
 	SELECT q FROM pending WHERE q IS NOT NULL
 	UNION SELECT q FROM waiting WHERE q IS NOT NULL
 	UNION SELECT q FROM dead WHERE q IS NOT NULL
@@ -510,7 +510,7 @@ SELECT q FROM (
 	UNION SELECT queue FROM {s}.messages WHERE state = {processing} AND queue < $1
 	UNION (SELECT queue FROM {s}.completed_counts WHERE queue < $1 GROUP BY queue HAVING sum(n) > 0 ORDER BY queue DESC LIMIT $2)
 	UNION (SELECT queue FROM {s}.queues WHERE (paused OR created_at IS NOT NULL) AND queue < $1 ORDER BY queue DESC LIMIT $2)) AS page
-ORDER BY q DESC LIMIT $2
+ORDER BY q DESC LIMIT $2) AS last ORDER BY q ASC
 
 -- name: list
 -- A queue's messages in one state ({state}), by id: those after $2 and

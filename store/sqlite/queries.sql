@@ -326,8 +326,8 @@ SELECT q FROM (
 ORDER BY q ASC LIMIT ?2
 
 -- name: queuesBefore
--- queuesAfter backwards: at most ?2 of the queues before ?1, the last
--- first.
+-- queuesAfter backwards: at most ?2 of the queues before ?1, the
+-- nearest to it, in name order.
 WITH RECURSIVE
 	pending(q, n) AS (SELECT (SELECT queue FROM leasehold_messages WHERE state = {pending} AND queue < ?1 ORDER BY queue DESC LIMIT 1), 1
 		UNION ALL SELECT (SELECT queue FROM leasehold_messages WHERE state = {pending} AND queue < p.q ORDER BY queue DESC LIMIT 1), p.n + 1
@@ -341,7 +341,7 @@ WITH RECURSIVE
 	cancelled(q, n) AS (SELECT (SELECT queue FROM leasehold_messages WHERE state = {cancelled} AND queue < ?1 ORDER BY queue DESC LIMIT 1), 1
 		UNION ALL SELECT (SELECT queue FROM leasehold_messages WHERE state = {cancelled} AND queue < p.q ORDER BY queue DESC LIMIT 1), p.n + 1
 		FROM cancelled AS p WHERE p.q IS NOT NULL AND p.n < ?2)
-SELECT q FROM (
+SELECT q FROM (SELECT q FROM (
 	SELECT q FROM pending WHERE q IS NOT NULL
 	UNION SELECT q FROM waiting WHERE q IS NOT NULL
 	UNION SELECT q FROM dead WHERE q IS NOT NULL
@@ -349,7 +349,7 @@ SELECT q FROM (
 	UNION SELECT queue FROM leasehold_messages WHERE state = {processing} AND queue < ?1
 	UNION SELECT * FROM (SELECT queue FROM leasehold_completed_counts WHERE n > 0 AND queue < ?1 ORDER BY queue DESC LIMIT ?2)
 	UNION SELECT * FROM (SELECT queue FROM leasehold_queues WHERE (paused OR created_at IS NOT NULL) AND queue < ?1 ORDER BY queue DESC LIMIT ?2))
-ORDER BY q DESC LIMIT ?2
+ORDER BY q DESC LIMIT ?2) ORDER BY q ASC
 
 -- name: list
 -- A queue's messages in one state ({state}) after an id, read from the

@@ -500,12 +500,10 @@ func (s *backend) Queues(ctx context.Context) ([]string, error) {
 }
 
 func (s *backend) QueuePage(ctx context.Context, after, before string, limit int) ([]string, error) {
-	if before == "" {
-		return s.names(ctx, qQueuesAfter, after, limit)
+	if before != "" {
+		return s.names(ctx, qQueuesBefore, before, limit)
 	}
-	names, err := s.names(ctx, qQueuesBefore, before, limit)
-	slices.Reverse(names)
-	return names, err
+	return s.names(ctx, qQueuesAfter, after, limit)
 }
 
 // names runs a statement that lists queue names.
