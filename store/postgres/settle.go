@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -49,16 +50,33 @@ func (t *settleTx) countCompleted(ctx context.Context) error {
 
 func (t *settleTx) CompleteCurrent(ctx context.Context, cs []store.Completion) ([]storecore.Held, error) {
 	ids, fences := leaseArrays(len(cs), func(i int) store.Lease { return cs[i].Lease })
-	rows, err := t.tx.Query(ctx, t.s.sql.Text(qComplete), replan, t.s.now(), ids, fences)
+	var rows pgx.Rows
+	var err error
+	var h storecore.Held
+	var key *string
+	dest := []any{&h.MessageID, &h.FencingToken, &h.Queue, &key}
+	if slices.ContainsFunc(cs, func(c store.Completion) bool { return c.Late }) {
+		late, lateIDs := make([]bool, len(cs)), []int64{}
+		for i, c := range cs {
+			if late[i] = c.Late; c.Late {
+				lateIDs = append(lateIDs, c.MessageID)
+			}
+		}
+		rows, err = t.tx.Query(ctx, t.s.sql.Text(qCompleteLate), replan, t.s.now(), ids, fences, late, lateIDs)
+		dest = append(dest, &h.Repeated)
+	} else {
+		rows, err = t.tx.Query(ctx, t.s.sql.Text(qComplete), replan, t.s.now(), ids, fences)
+	}
 	if err != nil {
 		return nil, err
 	}
 	var out []storecore.Held
-	var h storecore.Held
-	var key *string
-	_, err = pgx.ForEachRow(rows, []any{&h.MessageID, &h.FencingToken, &h.Queue, &key}, func() error {
+	_, err = pgx.ForEachRow(rows, dest, func() error {
 		h.Key = deref(key)
 		out = append(out, h)
+		if h.Repeated {
+			return nil // completed and counted before
+		}
 		if t.completed == nil {
 			t.completed = map[string]int64{}
 		}
@@ -98,6 +116,30 @@ func (t *settleTx) Expired(ctx context.Context) ([]storecore.Held, error) {
 	var deliveries, max int32
 	_, err = pgx.ForEachRow(rows, []any{&h.MessageID, &h.FencingToken, &h.Queue, &key, &deliveries, &max, &h.StuckFor}, func() error {
 		h.Key, h.Deliveries, h.MaxDeliveries = deref(key), int(deliveries), int(max)
+		out = append(out, h)
+		return nil
+	})
+	return out, err
+}
+
+func (t *settleTx) Running(ctx context.Context, lines []storecore.Line) ([]storecore.Held, error) {
+	// The keys' locks first (see running in queries.sql).
+	if err := t.Lock(ctx, lines, nil); err != nil {
+		return nil, err
+	}
+	queues, keys := make([]string, len(lines)), make([]string, len(lines))
+	for i, l := range lines {
+		queues[i], keys[i] = l.Queue, l.Key
+	}
+	rows, err := t.tx.Query(ctx, t.s.sql.Text(qRunning), replan, queues, keys)
+	if err != nil {
+		return nil, err
+	}
+	var out []storecore.Held
+	var h storecore.Held
+	var key *string
+	_, err = pgx.ForEachRow(rows, []any{&h.MessageID, &h.FencingToken, &h.Queue, &key}, func() error {
+		h.Key = deref(key)
 		out = append(out, h)
 		return nil
 	})
@@ -147,10 +189,16 @@ func (t *settleTx) Kill(ctx context.Context, ids []int64, reason store.DeadReaso
 	return err
 }
 
-func (t *settleTx) Retry(ctx context.Context, ids []int64, delay time.Duration, errText string, setError bool) error {
-	_, err := t.tx.Exec(ctx, t.s.sql.Text(qRetry), replan, t.s.now(), ids, micros(delay), errText, setError)
+func (t *settleTx) Retry(ctx context.Context, ids []int64, delay time.Duration, errText string, setError, uncount bool) error {
+	_, err := t.tx.Exec(ctx, t.s.sql.Text(qRetry), replan, t.s.now(), ids, micros(delay), errText, setError, uncount)
 	return err
 }
+
+func (t *settleTx) Hold(ctx context.Context, ids []int64, uncount bool) error {
+	_, err := t.tx.Exec(ctx, t.s.sql.Text(qHold), replan, ids, uncount)
+	return err
+}
+
 
 func (t *settleTx) Cancel(ctx context.Context, ids []int64) error {
 	_, err := t.tx.Exec(ctx, t.s.sql.Text(qCancel), replan, t.s.now(), ids)

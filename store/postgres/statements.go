@@ -34,7 +34,10 @@ const (
 	qCurrent
 	qRetry
 	qKill
-	qRelease
+	qClaimRuns
+	qCompleteLate
+	qRunning
+	qHold
 	qReapScan
 	qExpired
 	qDeadRows
@@ -87,7 +90,10 @@ var queryNames = [nQueries]string{
 	qCurrent:            "current",
 	qRetry:              "retry",
 	qKill:               "kill",
-	qRelease:            "release",
+	qClaimRuns:          "claimRuns",
+	qCompleteLate:       "completeLate",
+	qRunning:            "running",
+	qHold:               "hold",
 	qReapScan:           "reapScan",
 	qExpired:            "expired",
 	qDeadRows:           "deadRows",

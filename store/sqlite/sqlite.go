@@ -673,41 +673,109 @@ func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, e
 			return err
 		}
 		until := now + c.LeaseDuration.Microseconds()
-		rows, err := tx.StmtContext(ctx, s.st.prepared[qClaim]).QueryContext(ctx, base, c.WorkerID, until, c.Queue, now, c.Max)
+		heads, err := s.claimRows(ctx, tx, c, until, s.st.prepared[qClaim], base, c.WorkerID, until, c.Queue, now, c.Max)
 		if err != nil {
 			return err
 		}
-		for rows.Next() {
-			var d store.Delivery
-			var key, reply, dedup, kind sql.NullString
-			var enq, first int64
-			if err := rows.Scan(&d.MessageID, &key, &d.Payload, &reply, &dedup, &d.Attempt, &d.MaxDeliveries, &enq, &d.FencingToken, &kind, &d.Priority,
-				&d.Attributes, &first); err != nil {
-				rows.Close()
-				return err
-			}
-			d.Queue, d.Key, d.ReplyTo, d.DedupID, d.Kind = c.Queue, key.String, reply.String, dedup.String, kind.String
-			d.EnqueuedAt, d.LeaseExpires, d.FirstClaimedAt = fromMicros(enq), fromMicros(until), fromMicros(first)
-			out = append(out, d)
-		}
-		if err := rows.Close(); err != nil {
+		// RETURNING gives no order; the fencing tokens follow the claim order.
+		slices.SortFunc(heads, func(a, b store.Delivery) int { return cmp.Compare(a.FencingToken, b.FencingToken) })
+		fenced := int64(len(heads))
+		if out, err = s.claimRuns(ctx, tx, c, heads, now, until, base, &fenced); err != nil {
 			return err
 		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if len(out) == 0 {
+		if fenced == 0 {
 			return nil
 		}
-		_, err = tx.StmtContext(ctx, s.st.prepared[qFenceAdd]).ExecContext(ctx, len(out))
+		_, err = tx.StmtContext(ctx, s.st.prepared[qFenceAdd]).ExecContext(ctx, fenced)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	// RETURNING gives no order; the fencing tokens follow the claim order.
-	slices.SortFunc(out, func(a, b store.Delivery) int { return cmp.Compare(a.FencingToken, b.FencingToken) })
 	return out, nil
+}
+
+// claimRuns returns the claimed heads, each keyed one followed by the
+// rest of its run when c.Runs asks for runs: the key's next waiting
+// messages, in order, while they are visible, up to c.Max messages in
+// all. It fences them from base + *fenced + 1 on and counts them in
+// *fenced.
+func (s *backend) claimRuns(ctx context.Context, tx *sql.Tx, c store.Claim, heads []store.Delivery, now, until, base int64, fenced *int64) ([]store.Delivery, error) {
+	if !c.Runs || len(heads) >= c.Max {
+		return heads, nil
+	}
+	out := make([]store.Delivery, 0, c.Max)
+	for i, h := range heads {
+		out = append(out, h)
+		room := c.Max - len(out) - (len(heads) - i - 1)
+		if h.Key == "" || room <= 0 {
+			continue
+		}
+		ids, err := s.runNext(ctx, tx, c.Queue, h.Key, room, now)
+		if err != nil || len(ids) == 0 {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		run, err := s.claimRows(ctx, tx, c, until, s.st.prepared[qClaimRun], base+*fenced, c.WorkerID, until, c.Queue, now, idsJSON(ids))
+		if err != nil {
+			return nil, err
+		}
+		slices.SortFunc(run, func(a, b store.Delivery) int { return cmp.Compare(a.FencingToken, b.FencingToken) })
+		out = append(out, run...)
+		*fenced += int64(len(run))
+	}
+	return out, nil
+}
+
+// runNext returns the ids of at most n waiting messages of the key that
+// come next, in order, up to the first that is not visible at now.
+func (s *backend) runNext(ctx context.Context, tx *sql.Tx, queue, key string, n int, now int64) ([]int64, error) {
+	rows, err := tx.StmtContext(ctx, s.st.prepared[qRunNext]).QueryContext(ctx, queue, key, n)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id, visible int64
+		if err := rows.Scan(&id, &visible); err != nil {
+			return nil, err
+		}
+		if visible > now {
+			break
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Close()
+}
+
+// claimRows runs a claiming statement, claim or claimRun, with args and
+// reads the deliveries it returns, leased until until.
+func (s *backend) claimRows(ctx context.Context, tx *sql.Tx, c store.Claim, until int64, stmt *sql.Stmt, args ...any) ([]store.Delivery, error) {
+	rows, err := tx.StmtContext(ctx, stmt).QueryContext(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Delivery
+	for rows.Next() {
+		var d store.Delivery
+		var key, reply, dedup, kind sql.NullString
+		var enq, first int64
+		if err := rows.Scan(&d.MessageID, &key, &d.Payload, &reply, &dedup, &d.Attempt, &d.MaxDeliveries, &enq, &d.FencingToken, &kind, &d.Priority,
+			&d.Attributes, &first); err != nil {
+			return nil, err
+		}
+		d.Queue, d.Key, d.ReplyTo, d.DedupID, d.Kind = c.Queue, key.String, reply.String, dedup.String, kind.String
+		d.EnqueuedAt, d.LeaseExpires, d.FirstClaimedAt = fromMicros(enq), fromMicros(until), fromMicros(first)
+		out = append(out, d)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	return out, rows.Err()
 }
 
 func (s *backend) Extend(ctx context.Context, leases []store.Lease, extension time.Duration) (store.Extended, error) {
@@ -772,27 +840,6 @@ func leasesJSON[T any](items []T, lease func(T) store.Lease) string {
 		b = append(b, ']')
 	}
 	return string(append(b, ']'))
-}
-
-// Requeue gives a message back without counting its delivery.
-func (s *backend) Requeue(ctx context.Context, r store.Release) error {
-	var queue string
-	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
-		err := tx.QueryRowContext(ctx, s.st.Text(qRelease),
-			now+r.Delay.Microseconds(), r.MessageID, r.FencingToken, now).Scan(&queue)
-		if errors.Is(err, sql.ErrNoRows) {
-			return store.LeaseLost(r.Lease)
-		}
-		if err != nil {
-			return err
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	s.wake.Notify(queue)
-	return nil
 }
 
 // deadIDs returns the ids to redrive or purge: the given ones, each checked

@@ -34,6 +34,8 @@ const (
 	qComplete
 	qCurrent
 	qPromote
+	qRunNext
+	qClaimRun
 	nPrepared
 )
 
@@ -44,8 +46,11 @@ const (
 	qCancel
 	qKill
 	qRetry
-	qRelease
 	qExpired
+	qCompleteLate
+	qCompletedUnder
+	qRunning
+	qHold
 	qDeadIDs
 	qIsDead
 	qRedrive
@@ -89,12 +94,17 @@ var queryNames = [nQueries]string{
 	qComplete:           "complete",
 	qCurrent:            "current",
 	qPromote:            "promote",
+	qRunNext:            "runNext",
+	qClaimRun:           "claimRun",
+	qCompleteLate:       "completeLate",
+	qCompletedUnder:     "completedUnder",
+	qRunning:            "running",
+	qHold:               "hold",
 	qCancelledOf:        "cancelledOf",
 	qMessageOf:          "messageOf",
 	qCancel:             "cancel",
 	qKill:               "kill",
 	qRetry:              "retry",
-	qRelease:            "release",
 	qExpired:            "expired",
 	qDeadIDs:            "deadIDs",
 	qIsDead:             "isDead",
