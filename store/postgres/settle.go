@@ -199,7 +199,6 @@ func (t *settleTx) Hold(ctx context.Context, ids []int64, uncount bool) error {
 	return err
 }
 
-
 func (t *settleTx) Cancel(ctx context.Context, ids []int64) error {
 	_, err := t.tx.Exec(ctx, t.s.sql.Text(qCancel), replan, t.s.now(), ids)
 	return err

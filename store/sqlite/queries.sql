@@ -51,6 +51,15 @@ WHERE m.id = c.id
 RETURNING id, key, payload, reply_to, dedup_id, deliveries, max_deliveries, enqueued_at, fencing_token, kind, priority,
 	attributes, first_claimed_at
 
+-- name: claimable
+-- Up to ?3 visible pending messages of queue ?1 at time ?2, in claim
+-- order, with their keys: the heads a claim with runs takes, each with
+-- the rest of its run.
+SELECT id, key FROM leasehold_messages
+WHERE queue = ?1 AND state = {pending} AND visible_at <= ?2
+	AND NOT EXISTS (SELECT 1 FROM leasehold_queues WHERE queue = ?1 AND paused)
+ORDER BY priority DESC, visible_at, id LIMIT ?3
+
 -- name: runNext
 -- The next ?3 waiting messages of key ?2 of queue ?1, in order, with
 -- their visible times: the rest of a run, which the claim cuts at the
@@ -58,14 +67,14 @@ RETURNING id, key, payload, reply_to, dedup_id, deliveries, max_deliveries, enqu
 SELECT id, visible_at FROM leasehold_messages WHERE queue = ?1 AND key = ?2 AND state = {waiting} ORDER BY id LIMIT ?3
 
 -- name: claimRun
--- Claims the waiting messages in the JSON array of ids ?6 as claim
--- claims, fencing the array's nth from ?1 + n + 1 on, so that a run's
--- tokens follow its order.
+-- Claims the pending and waiting messages in the JSON array of ids ?6 as
+-- claim claims, fencing the array's nth (from 0) with ?1 + n + 1, so that
+-- the tokens follow the array's order.
 UPDATE leasehold_messages AS m
 SET state = {processing}, deliveries = m.deliveries + 1, fencing_token = ?1 + j.key + 1, worker_id = ?2, locked_until = ?3,
 	first_claimed_at = coalesce(m.first_claimed_at, ?5)
 FROM json_each(?6) AS j
-WHERE m.id = j.value AND m.queue = ?4 AND m.state = {waiting}
+WHERE m.id = j.value AND m.queue = ?4 AND m.state IN ({pending}, {waiting})
 RETURNING id, key, payload, reply_to, dedup_id, deliveries, max_deliveries, enqueued_at, fencing_token, kind, priority,
 	attributes, first_claimed_at
 

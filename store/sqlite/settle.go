@@ -170,7 +170,6 @@ func (t settleTx) Hold(ctx context.Context, ids []int64, uncount bool) error {
 	return err
 }
 
-
 func (t settleTx) Cancel(ctx context.Context, ids []int64) error {
 	_, err := t.tx.ExecContext(ctx, t.s.st.Text(qCancel), t.now, idsJSON(ids))
 	return err

@@ -673,60 +673,63 @@ func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, e
 			return err
 		}
 		until := now + c.LeaseDuration.Microseconds()
-		heads, err := s.claimRows(ctx, tx, c, until, s.st.prepared[qClaim], base, c.WorkerID, until, c.Queue, now, c.Max)
-		if err != nil {
+		var err error
+		if c.Runs {
+			var ids []int64
+			if ids, err = s.runs(ctx, tx, c, now); err != nil || len(ids) == 0 {
+				return err
+			}
+			out, err = s.claimRows(ctx, tx, c, until, s.st.prepared[qClaimRun], base, c.WorkerID, until, c.Queue, now, idsJSON(ids))
+		} else {
+			out, err = s.claimRows(ctx, tx, c, until, s.st.prepared[qClaim], base, c.WorkerID, until, c.Queue, now, c.Max)
+		}
+		if err != nil || len(out) == 0 {
 			return err
 		}
-		// RETURNING gives no order; the fencing tokens follow the claim order.
-		slices.SortFunc(heads, func(a, b store.Delivery) int { return cmp.Compare(a.FencingToken, b.FencingToken) })
-		fenced := int64(len(heads))
-		if out, err = s.claimRuns(ctx, tx, c, heads, now, until, base, &fenced); err != nil {
-			return err
-		}
-		if fenced == 0 {
-			return nil
-		}
-		_, err = tx.StmtContext(ctx, s.st.prepared[qFenceAdd]).ExecContext(ctx, fenced)
+		_, err = tx.StmtContext(ctx, s.st.prepared[qFenceAdd]).ExecContext(ctx, len(out))
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
+	// RETURNING gives no order; the fencing tokens follow the claim order.
+	slices.SortFunc(out, func(a, b store.Delivery) int { return cmp.Compare(a.FencingToken, b.FencingToken) })
 	return out, nil
 }
 
-// claimRuns returns the claimed heads, each keyed one followed by the
-// rest of its run when c.Runs asks for runs: the key's next waiting
-// messages, in order, while they are visible, up to c.Max messages in
-// all. It fences them from base + *fenced + 1 on and counts them in
-// *fenced.
-func (s *backend) claimRuns(ctx context.Context, tx *sql.Tx, c store.Claim, heads []store.Delivery, now, until, base int64, fenced *int64) ([]store.Delivery, error) {
-	if !c.Runs || len(heads) >= c.Max {
-		return heads, nil
+// runs returns the ids a claim with runs takes, in its order: the
+// claimable messages in claim order, each keyed one followed by the rest
+// of its run (the key's next waiting messages, in order, while they are
+// visible), up to c.Max in all.
+func (s *backend) runs(ctx context.Context, tx *sql.Tx, c store.Claim, now int64) ([]int64, error) {
+	rows, err := tx.StmtContext(ctx, s.st.prepared[qClaimable]).QueryContext(ctx, c.Queue, now, c.Max)
+	if err != nil {
+		return nil, err
 	}
-	out := make([]store.Delivery, 0, c.Max)
-	for i, h := range heads {
-		out = append(out, h)
-		room := c.Max - len(out) - (len(heads) - i - 1)
-		if h.Key == "" || room <= 0 {
+	type head struct {
+		id  int64
+		key sql.NullString
+	}
+	heads, err := sqlstate.Collect(rows, func(r *sql.Rows) (h head, err error) { return h, r.Scan(&h.id, &h.key) })
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]int64, 0, c.Max)
+	for _, h := range heads {
+		if len(ids) == c.Max {
+			break
+		}
+		ids = append(ids, h.id)
+		if !h.key.Valid || len(ids) == c.Max {
 			continue
 		}
-		ids, err := s.runNext(ctx, tx, c.Queue, h.Key, room, now)
-		if err != nil || len(ids) == 0 {
-			if err != nil {
-				return nil, err
-			}
-			continue
-		}
-		run, err := s.claimRows(ctx, tx, c, until, s.st.prepared[qClaimRun], base+*fenced, c.WorkerID, until, c.Queue, now, idsJSON(ids))
+		run, err := s.runNext(ctx, tx, c.Queue, h.key.String, c.Max-len(ids), now)
 		if err != nil {
 			return nil, err
 		}
-		slices.SortFunc(run, func(a, b store.Delivery) int { return cmp.Compare(a.FencingToken, b.FencingToken) })
-		out = append(out, run...)
-		*fenced += int64(len(run))
+		ids = append(ids, run...)
 	}
-	return out, nil
+	return ids, nil
 }
 
 // runNext returns the ids of at most n waiting messages of the key that

@@ -34,6 +34,7 @@ const (
 	qComplete
 	qCurrent
 	qPromote
+	qClaimable
 	qRunNext
 	qClaimRun
 	nPrepared
@@ -94,6 +95,7 @@ var queryNames = [nQueries]string{
 	qComplete:           "complete",
 	qCurrent:            "current",
 	qPromote:            "promote",
+	qClaimable:          "claimable",
 	qRunNext:            "runNext",
 	qClaimRun:           "claimRun",
 	qCompleteLate:       "completeLate",
