@@ -178,30 +178,28 @@ RETURNING m.id, m.fencing_token, m.queue, m.key
 -- Completes as complete does the leases in the arrays of ids ($2),
 -- fencing tokens ($3) and whether late ($4): a late one also when its
 -- message is still processing under its token after the lease expired,
--- or pending under it (given back, not claimed since). $5 holds the late
--- ones' ids, for the update's second test. The rows of the late leases
--- whose message was completed under them before this statement come
--- back too, marked repeated: the statement's snapshot shows them
--- completed, not the rows it completes.
-WITH l AS (SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::bool[]) AS l(id, fence, late)),
+-- or pending under it (given back, not claimed since). The rows of late
+-- leases whose message is completed under them already come back too,
+-- marked repeated. Unlike complete, the lookup locks the rows it finds,
+-- in id order: a late completion that waits for another of the same
+-- lease then reads the row as that one left it, completed, and reports
+-- a repeat, where a read of the statement's snapshot would find it
+-- processing and the update would pass it over.
+WITH found AS (
+	SELECT h.id, h.state FROM (SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::bool[]) AS l(id, fence, late) ORDER BY id) AS l
+	CROSS JOIN LATERAL (SELECT h.id, h.state FROM {s}.messages h
+		WHERE h.id = l.id AND h.fencing_token = l.fence
+			AND (h.state + 0 = {processing} AND h.locked_until > COALESCE($1::timestamptz, now())
+				OR l.late AND h.state + 0 IN ({processing}, {pending}, {completed}))
+		LIMIT 1 FOR UPDATE) AS h),
 u AS (
 	UPDATE {s}.messages m SET state = {completed}, finished_at = COALESCE($1::timestamptz, now())
-	WHERE m.id = ANY(ARRAY(
-			SELECT h.id FROM l
-			CROSS JOIN LATERAL (SELECT h.id FROM {s}.messages h
-				WHERE h.id = l.id AND h.fencing_token = l.fence
-					AND (h.state + 0 = {processing} AND h.locked_until > COALESCE($1::timestamptz, now())
-						OR l.late AND h.state + 0 IN ({processing}, {pending}))
-				LIMIT 1) AS h))
-		AND m.fencing_token = ANY($3::bigint[])
-		AND (m.state + 0 = {processing} AND m.locked_until > COALESCE($1::timestamptz, now())
-			OR m.id = ANY($5::bigint[]) AND m.state + 0 IN ({processing}, {pending}))
+	WHERE m.id = ANY(ARRAY(SELECT id FROM found WHERE state <> {completed}))
 	RETURNING m.id, m.fencing_token, m.queue, m.key)
 SELECT id, fencing_token, queue, key, false FROM u
 UNION ALL
-SELECT m.id, m.fencing_token, m.queue, m.key, true FROM l
-JOIN {s}.messages m ON m.id = l.id AND m.fencing_token = l.fence
-WHERE l.late AND m.state + 0 = {completed}
+SELECT m.id, m.fencing_token, m.queue, m.key, true FROM found f JOIN {s}.messages m ON m.id = f.id
+WHERE f.state = {completed}
 
 -- name: cancelledOf
 -- Of the leases in the arrays of ids ($1) and fencing tokens ($2), those

@@ -56,13 +56,11 @@ func (t *settleTx) CompleteCurrent(ctx context.Context, cs []store.Completion) (
 	var key *string
 	dest := []any{&h.MessageID, &h.FencingToken, &h.Queue, &key}
 	if slices.ContainsFunc(cs, func(c store.Completion) bool { return c.Late }) {
-		late, lateIDs := make([]bool, len(cs)), []int64{}
+		late := make([]bool, len(cs))
 		for i, c := range cs {
-			if late[i] = c.Late; c.Late {
-				lateIDs = append(lateIDs, c.MessageID)
-			}
+			late[i] = c.Late
 		}
-		rows, err = t.tx.Query(ctx, t.s.sql.Text(qCompleteLate), replan, t.s.now(), ids, fences, late, lateIDs)
+		rows, err = t.tx.Query(ctx, t.s.sql.Text(qCompleteLate), replan, t.s.now(), ids, fences, late)
 		dest = append(dest, &h.Repeated)
 	} else {
 		rows, err = t.tx.Query(ctx, t.s.sql.Text(qComplete), replan, t.s.now(), ids, fences)
