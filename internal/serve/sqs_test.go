@@ -185,8 +185,11 @@ func TestSendReceiveDelete(t *testing.T) {
 		if err := f.delete(url, *m.ReceiptHandle); err != nil {
 			t.Fatalf("DeleteMessage after extending: %v", err)
 		}
-		err = f.delete(url, *m.ReceiptHandle)
-		wantCode(t, "DeleteMessage twice", err, "ReceiptHandleIsInvalid")
+		// A delete repeated with the same handle (a retry whose answer
+		// was lost) succeeds and changes nothing.
+		if err := f.delete(url, *m.ReceiptHandle); err != nil {
+			t.Fatalf("DeleteMessage repeated: %v", err)
+		}
 		err = f.delete(url, "not-a-handle")
 		wantCode(t, "DeleteMessage of a malformed handle", err, "ReceiptHandleIsInvalid")
 
@@ -249,8 +252,15 @@ func TestGroupOrder(t *testing.T) {
 			for _, m := range []struct{ body, group string }{{"a1", "a"}, {"a2", "a"}, {"b1", "b"}, {"a3", "a"}} {
 				f.send(url, m.body, m.group)
 			}
+			// A standard queue gives one message of a group at a time; a
+			// FIFO queue gives a group's messages together, in order.
+			first, want := []string{"a1", "b1"}, []string{"a1", "b1", "a2", "a3"}
+			if strings.HasSuffix(name, ".fifo") {
+				first = []string{"a1", "a2", "a3", "b1"}
+				want = first
+			}
 			var order []string
-			for range 3 {
+			for i := range 3 {
 				got := f.receive(url, 10, 30)
 				for _, m := range got {
 					order = append(order, m.body)
@@ -258,12 +268,12 @@ func TestGroupOrder(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				if len(got) == 2 && !slices.Equal(bodies(got), []string{"a1", "b1"}) {
-					t.Fatalf("%s: first receive %v, want one message per group: a1, b1", name, bodies(got))
+				if i == 0 && !slices.Equal(bodies(got), first) {
+					t.Fatalf("%s: first receive %v, want %v", name, bodies(got), first)
 				}
 			}
-			if !slices.Equal(order, []string{"a1", "b1", "a2", "a3"}) {
-				t.Fatalf("%s: received %v, want a1 b1 a2 a3", name, order)
+			if !slices.Equal(order, want) {
+				t.Fatalf("%s: received %v, want %v", name, order, want)
 			}
 		}
 		fifo, _ := f.c.GetQueueUrl(f.ctx, &sqs.GetQueueUrlInput{QueueName: aws.String("ordered.fifo")})

@@ -183,6 +183,12 @@ func (s *sharedClaims) Claim(ctx context.Context, c store.Claim) ([]store.Delive
 	if c.Max < 1 || c.Max > store.MaxBatch {
 		return s.Store.Claim(ctx, c) // the store names the problem
 	}
+	if c.Runs {
+		// A shared call would split a key's run among its receives: each
+		// FIFO receive claims on its own, so that one receive gets a
+		// group's messages together.
+		return s.Store.Claim(ctx, c)
+	}
 	k := claimKey{c.Queue, c.LeaseDuration}
 	s.mu.Lock()
 	sc := s.claims[k]
