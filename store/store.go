@@ -282,6 +282,15 @@ type Release struct {
 	// Uncount takes back the delivery its claim counted, for messages that
 	// were received but never started (a shutdown).
 	Uncount bool
+	// Late fences the release by the token alone, as Completion's Late
+	// does: it goes through while no claim has taken the message since,
+	// whether the lease has expired or not (the message is processing
+	// under the token, or pending under it). A late release makes the
+	// message pending, visible after Delay, and never dead-letters it: its
+	// delivery stays counted, unless Uncount, as a reaped one's does. An
+	// Amazon SQS standard queue changes a message's visibility so, under
+	// a receipt handle whose visibility timeout has ended.
+	Late bool
 }
 
 // Extended is the outcome of a batch extension.

@@ -225,3 +225,47 @@ func TestZeroVisibility(t *testing.T) {
 		}
 	})
 }
+
+// On a standard queue a handle whose visibility timeout has ended still
+// changes its message's visibility while no other receive has taken it,
+// and still deletes it after; once another receive has, it is refused.
+func TestLateChangeMessageVisibility(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		f := setup(t, b, options{})
+		url := f.createQueue("late-visibility", nil)
+		f.send(url, "m", "")
+		got := f.receive(url, 1, 10)
+		change := func(handle string, v int32) error {
+			_, err := f.c.ChangeMessageVisibility(f.ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(url),
+				ReceiptHandle: aws.String(handle), VisibilityTimeout: v})
+			return err
+		}
+		f.clk.Advance(11 * time.Second)
+		if err := change(got[0].handle, 60); err != nil {
+			t.Fatalf("ChangeMessageVisibility after the visibility timeout: %v", err)
+		}
+		f.reap()
+		if more := f.receive(url, 1, 10); len(more) != 0 {
+			t.Fatalf("received %v while it should be invisible for 60 s", bodies(more))
+		}
+		if err := change(got[0].handle, 0); err != nil {
+			t.Fatalf("ChangeMessageVisibility to 0: %v", err)
+		}
+		again := f.receive(url, 1, 10)
+		if len(again) != 1 {
+			t.Fatalf("received %v, want the message again", bodies(again))
+		}
+		wantCode(t, "ChangeMessageVisibility with a handle received again since", change(got[0].handle, 60), "ReceiptHandleIsInvalid")
+		if a := f.attrs(url); a["ApproximateNumberOfMessagesNotVisible"] != "1" {
+			t.Fatalf("the refused change changed something: %v", a)
+		}
+		f.clk.Advance(11 * time.Second)
+		f.reap()
+		if err := change(again[0].handle, 30); err != nil {
+			t.Fatalf("ChangeMessageVisibility of a message the reaper gave back: %v", err)
+		}
+		if err := f.delete(url, again[0].handle); err != nil {
+			t.Fatalf("DeleteMessage after a late change: %v", err)
+		}
+	})
+}

@@ -256,7 +256,7 @@ func New(cfg Config) (*API, error) {
 	a.acts = a.actions()
 	a.completions = newCoalescer(a.clk, a.st.Complete)
 	a.enqueues = newCoalescer(a.clk, a.st.Enqueue)
-	a.receives = &sharedClaims{Store: a.st, clk: a.clk, claims: map[claimKey]*sharedClaim{}}
+	a.receives = &sharedClaims{Store: a.st, clk: a.clk, claims: map[claimKey]*sharedClaim{}, runs: map[string]*runClaim{}}
 	return a, nil
 }
 

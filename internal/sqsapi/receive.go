@@ -318,27 +318,44 @@ func visibilityTimeout(v *int) (time.Duration, *apiError) {
 
 // changeVisibility sets the visibility of the messages of leases, whose
 // handles are hs, all to d: zero gives them back at once (the receive
-// still counts), more extends their leases to d from now. It returns one
-// error per lease.
+// still counts), more extends their leases to d from now. On a standard
+// queue a handle whose visibility timeout has ended still changes its
+// message's visibility while no other receive has taken it, as in SQS: a
+// late release makes the message visible after d (at once for zero), and
+// the handle goes on holding it. It returns one error per lease.
 func (a *API) changeVisibility(ctx context.Context, q *queue, hs []string, leases []store.Lease, d time.Duration) ([]error, error) {
 	errs := make([]error, len(leases))
-	if d == 0 {
+	for i, l := range leases {
+		if d == 0 {
+			errs[i] = a.st.Release(ctx, store.Release{Lease: l})
+		} else {
+			errs[i] = store.ErrLeaseLost // unless the extension below holds it
+		}
+	}
+	if d > 0 {
+		res, err := a.st.Extend(ctx, leases, d)
+		if err != nil {
+			return nil, err
+		}
 		for i, l := range leases {
-			if err := a.st.Release(ctx, store.Release{Lease: l}); err != nil {
-				if !errors.Is(err, store.ErrLeaseLost) && !errors.Is(err, store.ErrNotFound) {
-					return nil, err
-				}
-				errs[i] = lost(q, hs[i], l)
+			if !slices.Contains(res.Lost, l) {
+				errs[i] = nil
 			}
 		}
-		return errs, nil
-	}
-	res, err := a.st.Extend(ctx, leases, d)
-	if err != nil {
-		return nil, err
 	}
 	for i, l := range leases {
-		if slices.Contains(res.Lost, l) {
+		err := errs[i]
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, store.ErrLeaseLost) && !q.fifo {
+			err = a.st.Release(ctx, store.Release{Lease: l, Delay: d, Late: true})
+		}
+		if err != nil && !errors.Is(err, store.ErrLeaseLost) && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		errs[i] = nil
+		if err != nil {
 			errs[i] = lost(q, hs[i], l)
 		}
 	}

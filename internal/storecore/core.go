@@ -255,12 +255,12 @@ func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
 
 // Release implements store.Store. A counted release is a failure with
 // ReleasedError as its error: on the message's last delivery it
-// dead-letters the message, like any failure.
+// dead-letters the message, like any failure. A late one never does.
 func (s *Store) Release(ctx context.Context, r store.Release) error {
 	if err := CheckRelease(r); err != nil {
 		return err
 	}
-	if !r.Uncount {
+	if !r.Uncount && !r.Late {
 		_, err := s.Fail(ctx, store.Failure{Lease: r.Lease, Error: store.ReleasedError, RetryDelay: r.Delay,
 			Reason: store.ReasonMaxDeliveries})
 		return err

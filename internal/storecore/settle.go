@@ -66,6 +66,10 @@ type SettleTx interface {
 	CompleteCurrent(ctx context.Context, cs []store.Completion) ([]Held, error)
 	// Current returns the message of a lease if the lease is current.
 	Current(ctx context.Context, l store.Lease) (Held, bool, error)
+	// Given returns the message of a lease, locked, if no claim has taken
+	// it since: it is processing under the lease's token, whatever the
+	// expiry, or pending under it.
+	Given(ctx context.Context, l store.Lease) (Held, bool, error)
 	// Expired returns the processing messages whose leases have run out,
 	// passing over those another transaction holds locked.
 	Expired(ctx context.Context) ([]Held, error)
@@ -230,7 +234,7 @@ func (cp *completion) Settle(ctx context.Context, tx SettleTx) error {
 			complete(i, done[j])
 		}
 	}
-	return cp.after(ctx, tx, lines, replies, nil)
+	return cp.after(ctx, tx, distinctLines(lines), replies, nil)
 }
 
 func compareLeases(a, b store.Lease) int {
@@ -277,22 +281,26 @@ func (fl *failure) Settle(ctx context.Context, tx SettleTx) error {
 	return fl.after(ctx, tx, lines, replies, nil)
 }
 
-// release gives a message back uncounted (a counted release is a
-// failure).
+// release gives a message back uncounted, or late (a counted release
+// that is not late is a failure).
 type release struct {
 	settled
 	r store.Release
 }
 
 func (rl *release) Settle(ctx context.Context, tx SettleTx) error {
-	h, ok, err := tx.Current(ctx, rl.r.Lease)
+	find := tx.Current
+	if rl.r.Late {
+		find = tx.Given
+	}
+	h, ok, err := find(ctx, rl.r.Lease)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return store.LeaseLost(rl.r.Lease)
 	}
-	if err := giveBack(ctx, tx, []Held{h}, rl.r.Delay, "", false, true); err != nil {
+	if err := giveBack(ctx, tx, []Held{h}, rl.r.Delay, "", false, rl.r.Uncount); err != nil {
 		return err
 	}
 	return rl.after(ctx, tx, nil, nil, []string{h.Queue})

@@ -56,6 +56,11 @@ func (t recorderTx) Current(_ context.Context, l store.Lease) (storecore.Held, b
 	return h, ok, nil
 }
 
+func (t recorderTx) Given(_ context.Context, l store.Lease) (storecore.Held, bool, error) {
+	h, ok := t.r.held[l]
+	return h, ok, nil
+}
+
 func (t recorderTx) Expired(context.Context) ([]storecore.Held, error) {
 	var out []storecore.Held
 	for _, h := range t.r.held {

@@ -74,6 +74,14 @@ func (t *settleTx) Current(_ context.Context, l store.Lease) (storecore.Held, bo
 	return held(m), true, nil
 }
 
+func (t *settleTx) Given(_ context.Context, l store.Lease) (storecore.Held, bool, error) {
+	m := t.b().byIDLocked(l.MessageID)
+	if m == nil || m.fence != l.FencingToken || m.state != store.Processing && m.state != store.Pending {
+		return storecore.Held{}, false, nil
+	}
+	return held(m), true, nil
+}
+
 func (t *settleTx) Expired(context.Context) ([]storecore.Held, error) {
 	var out []storecore.Held
 	for _, q := range t.b().queues {

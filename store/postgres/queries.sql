@@ -254,6 +254,14 @@ SELECT m.deliveries, m.max_deliveries, m.queue, m.key FROM {s}.messages m
 WHERE m.id = $2 AND m.fencing_token = $3 AND m.state + 0 = {processing} AND m.locked_until > COALESCE($1::timestamptz, now())
 FOR UPDATE
 
+-- name: given
+-- The message of one lease ($1, $2) if no claim has taken it since:
+-- processing under its token, whatever the expiry, or pending under it;
+-- locked, and found through the primary key ("state + 0": see extend).
+SELECT m.deliveries, m.max_deliveries, m.queue, m.key FROM {s}.messages m
+WHERE m.id = $1 AND m.fencing_token = $2 AND m.state + 0 IN ({processing}, {pending})
+FOR UPDATE
+
 -- name: retry
 -- Makes the messages in $2 pending again, visible after $3 microseconds;
 -- with $5, $4 becomes their last error; with $6, each takes back the

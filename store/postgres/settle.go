@@ -85,10 +85,20 @@ func (t *settleTx) CompleteCurrent(ctx context.Context, cs []store.Completion) (
 }
 
 func (t *settleTx) Current(ctx context.Context, l store.Lease) (storecore.Held, bool, error) {
+	return held(t.tx.QueryRow(ctx, t.s.sql.Text(qCurrent), replan, t.s.now(), l.MessageID, l.FencingToken), l)
+}
+
+func (t *settleTx) Given(ctx context.Context, l store.Lease) (storecore.Held, bool, error) {
+	return held(t.tx.QueryRow(ctx, t.s.sql.Text(qGiven), replan, l.MessageID, l.FencingToken), l)
+}
+
+// held reads the message of lease l from row, which current or given
+// found, if it found one.
+func held(row pgx.Row, l store.Lease) (storecore.Held, bool, error) {
 	h := storecore.Held{Lease: l}
 	var deliveries, max int32
 	var key *string
-	err := t.tx.QueryRow(ctx, t.s.sql.Text(qCurrent), replan, t.s.now(), l.MessageID, l.FencingToken).Scan(&deliveries, &max, &h.Queue, &key)
+	err := row.Scan(&deliveries, &max, &h.Queue, &key)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return storecore.Held{}, false, nil
 	}

@@ -37,6 +37,7 @@ const (
 	qClaimRuns
 	qCompleteLate
 	qRunning
+	qGiven
 	qHold
 	qReapScan
 	qExpired
@@ -93,6 +94,7 @@ var queryNames = [nQueries]string{
 	qClaimRuns:          "claimRuns",
 	qCompleteLate:       "completeLate",
 	qRunning:            "running",
+	qGiven:              "given",
 	qHold:               "hold",
 	qReapScan:           "reapScan",
 	qExpired:            "expired",

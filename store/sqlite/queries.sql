@@ -115,6 +115,12 @@ WHERE m.state = {completed}
 SELECT deliveries, max_deliveries, queue, key FROM leasehold_messages
 WHERE id = ? AND fencing_token = ? AND state = {processing} AND locked_until > ?
 
+-- name: given
+-- The message of a lease if no claim has taken it since: processing under
+-- its token, whatever the expiry, or pending under it.
+SELECT deliveries, max_deliveries, queue, key FROM leasehold_messages
+WHERE id = ? AND fencing_token = ? AND state IN ({processing}, {pending})
+
 -- name: promote
 -- Lets the next waiting message of key ?2 go, if none of the key's
 -- messages is pending or processing (a run's other messages may be).

@@ -92,10 +92,19 @@ func scanHeld(scan func(...any) error, extra ...any) (storecore.Held, error) {
 }
 
 func (t settleTx) Current(ctx context.Context, l store.Lease) (storecore.Held, bool, error) {
+	return t.held(t.tx.StmtContext(ctx, t.s.st.prepared[qCurrent]).QueryRowContext(ctx, l.MessageID, l.FencingToken, t.now), l)
+}
+
+func (t settleTx) Given(ctx context.Context, l store.Lease) (storecore.Held, bool, error) {
+	return t.held(t.tx.QueryRowContext(ctx, t.s.st.Text(qGiven), l.MessageID, l.FencingToken), l)
+}
+
+// held reads the message of lease l from row, which current or given
+// found, if it found one.
+func (t settleTx) held(row *sql.Row, l store.Lease) (storecore.Held, bool, error) {
 	h := storecore.Held{Lease: l}
 	var key sql.NullString
-	err := t.tx.StmtContext(ctx, t.s.st.prepared[qCurrent]).QueryRowContext(ctx, l.MessageID, l.FencingToken, t.now).
-		Scan(&h.Deliveries, &h.MaxDeliveries, &h.Queue, &key)
+	err := row.Scan(&h.Deliveries, &h.MaxDeliveries, &h.Queue, &key)
 	if errors.Is(err, sql.ErrNoRows) {
 		return storecore.Held{}, false, nil
 	}

@@ -51,6 +51,7 @@ const (
 	qCompleteLate
 	qCompletedUnder
 	qRunning
+	qGiven
 	qHold
 	qDeadIDs
 	qIsDead
@@ -101,6 +102,7 @@ var queryNames = [nQueries]string{
 	qCompleteLate:       "completeLate",
 	qCompletedUnder:     "completedUnder",
 	qRunning:            "running",
+	qGiven:              "given",
 	qHold:               "hold",
 	qCancelledOf:        "cancelledOf",
 	qMessageOf:          "messageOf",

@@ -157,3 +157,33 @@ func testLateCompletionOfAHead(t *testing.T, f Factory) {
 	b.mustCompleteLate(d.Lease)
 	sameIDs(t, "the next of the key", ids(b.claim(10)), k[1:])
 }
+
+// A late release gives the message back, visible after its delay, while
+// no claim has taken it since: after its lease expired, or when it is
+// pending under the lease already (its visibility changes again). Its
+// delivery stays counted, and it is not dead-lettered on its last one.
+// Once another claim has taken the message, it is refused.
+func testLateRelease(t *testing.T, f Factory) {
+	b := setup(t, f)
+	id := b.enqueue(store.NewMessage{Payload: []byte("m"), MaxDeliveries: 1})[0]
+	d := b.claimOne()
+	b.clk.Advance(lease)
+	if err := b.s.Release(b.ctx, store.Release{Lease: d.Lease, Delay: time.Minute, Late: true}); err != nil {
+		t.Fatalf("late Release of an expired lease: %v", err)
+	}
+	b.wantState(id, store.Pending)
+	b.wantDeliveries(id, 1)
+	b.clk.Advance(30 * time.Second)
+	b.claimNone()
+	if err := b.s.Release(b.ctx, store.Release{Lease: d.Lease, Delay: 2 * time.Minute, Late: true}); err != nil {
+		t.Fatalf("late Release of a message pending under the lease: %v", err)
+	}
+	b.clk.Advance(time.Minute)
+	b.claimNone()
+	b.clk.Advance(time.Minute)
+	again := b.claimOne()
+	err := b.s.Release(b.ctx, store.Release{Lease: d.Lease, Late: true})
+	wantLost(t, "late Release of a lease claimed again since", err)
+	b.wantState(id, store.Processing)
+	b.mustComplete(again.Lease)
+}

@@ -98,6 +98,7 @@ func Run(t *testing.T, f Factory, opts ...Option) {
 		{"LateCompletionRepeated", testLateCompletionRepeated},
 		{"LateCompletionRefused", testLateCompletionRefused},
 		{"LateCompletionOfAHead", testLateCompletionOfAHead},
+		{"LateRelease", testLateRelease},
 
 		// Failures, releases and cancels (failure.go, cancel.go).
 		{"FailRetriesThenDeadLetters", testFailRetriesThenDeadLetters},
