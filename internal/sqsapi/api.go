@@ -6,12 +6,15 @@
 // attributes; ReceiveMessage claims under a lease of the visibility
 // timeout; the receipt handle names that lease (message and fencing
 // token), so DeleteMessage completes and ChangeMessageVisibility extends
-// or releases only under the current lease, and a handle whose lease was
-// lost gets ReceiptHandleIsInvalid and changes nothing. MessageGroupId is
-// the message's key (one message of a group in flight, in order, on any
-// queue), MessageDeduplicationId its dedup id, and a redrive policy's
-// maxReceiveCount its delivery budget: past it the message is dead in its
-// own queue.
+// or releases under it: on a standard queue while no other receive has
+// taken the message (the token is the fence, and a handle of a message
+// received again since gets ReceiptHandleIsInvalid and changes nothing),
+// on a FIFO queue while the lease is current (else SQS's expired-handle
+// error). MessageGroupId is the message's key (a group's messages in
+// order, on any queue; a FIFO receive takes up to ten of a group
+// together, a claim with runs), MessageDeduplicationId its dedup id, and
+// a redrive policy's maxReceiveCount its delivery budget: past it the
+// message is dead in its own queue.
 package sqsapi
 
 import (
