@@ -392,12 +392,12 @@ func BenchmarkSQSThroughput(b *testing.B) {
 	}
 }
 
-// BenchmarkSQSThroughputFIFOOneGroup is BenchmarkSQSThroughput on a
+// BenchmarkSQSOneGroupFIFO is BenchmarkSQSThroughput on a
 // FIFO queue whose messages are all of one group: a receive takes up to
 // ten of the group, in order, and no other receive gets one until they
 // are deleted, so that the consumers take turns. It measures what one
 // ordered stream of messages can do.
-func BenchmarkSQSThroughputFIFOOneGroup(b *testing.B) {
+func BenchmarkSQSOneGroupFIFO(b *testing.B) {
 	for _, bs := range backends() {
 		b.Run(bs.name, func(b *testing.B) {
 			c := benchServer(b, bs.open(b, nil))

@@ -19,6 +19,8 @@ import (
 //	   ▲                  │  │ └──fail, last delivery or permanent──▶ dead
 //	   └──fail, retries───┘  └──lease expired (reap)──▶ pending, or dead on the last delivery
 //	waiting ──its key's head finished──▶ pending
+//	waiting ──claim with runs, behind its key's head──▶ processing
+//	processing ──an earlier message of its run went back──▶ waiting
 //	pending, waiting, processing ──cancel──▶ cancelled
 
 // Held is a claimed message as a settling transaction found it: under its
