@@ -244,7 +244,7 @@ WHERE m.state = {processing}
 -- Puts the messages in $1 that are still processing or pending back in
 -- their keys' lines, waiting; with $2, each takes back the delivery its
 -- claim counted.
-UPDATE {s}.messages SET state = {waiting}, deliveries = deliveries - CASE WHEN $2 THEN 1 ELSE 0 END
+UPDATE {s}.messages SET state = {waiting}, deliveries = CASE WHEN $2 THEN deliveries - 1 ELSE deliveries END
 WHERE id = ANY($1::bigint[]) AND state + 0 IN ({processing}, {pending})
 
 -- name: current
@@ -267,7 +267,7 @@ FOR UPDATE
 -- with $5, $4 becomes their last error; with $6, each takes back the
 -- delivery its claim counted.
 UPDATE {s}.messages SET state = {pending}, visible_at = COALESCE($1::timestamptz, now()) + $3 * interval '1 microsecond',
-	last_error = CASE WHEN $5 THEN $4 ELSE last_error END, deliveries = deliveries - CASE WHEN $6 THEN 1 ELSE 0 END
+	last_error = CASE WHEN $5 THEN $4 ELSE last_error END, deliveries = CASE WHEN $6 THEN deliveries - 1 ELSE deliveries END
 WHERE id = ANY($2::bigint[])
 
 -- name: kill

@@ -138,7 +138,7 @@ WHERE queue = ?1 AND key = ?2 AND state IN ({pending}, {processing}) AND state =
 -- Puts the messages in the JSON array of ids ?2 back in their keys'
 -- lines, waiting; with ?1, each takes back the delivery its claim
 -- counted.
-UPDATE leasehold_messages SET state = {waiting}, deliveries = deliveries - CASE WHEN ?1 THEN 1 ELSE 0 END WHERE id IN (SELECT value FROM json_each(?2))
+UPDATE leasehold_messages SET state = {waiting}, deliveries = CASE WHEN ?1 THEN deliveries - 1 ELSE deliveries END WHERE id IN (SELECT value FROM json_each(?2))
 
 -- name: cancelledOf
 -- Of a batch of leases (?1, a JSON array of [id, fencing token] pairs),
@@ -168,7 +168,7 @@ WHERE id IN (SELECT value FROM json_each(?5))
 -- from ?1; with ?3, ?2 becomes their last error, else they keep theirs;
 -- with ?5, each takes back the delivery its claim counted.
 UPDATE leasehold_messages SET state = {pending}, visible_at = ?1,
-	last_error = CASE WHEN ?3 THEN ?2 ELSE last_error END, deliveries = deliveries - CASE WHEN ?5 THEN 1 ELSE 0 END
+	last_error = CASE WHEN ?3 THEN ?2 ELSE last_error END, deliveries = CASE WHEN ?5 THEN deliveries - 1 ELSE deliveries END
 WHERE id IN (SELECT value FROM json_each(?4))
 
 -- name: expired
