@@ -41,6 +41,7 @@ import (
 	"github.com/leasehold/leasehold/internal/authlimit"
 	"github.com/leasehold/leasehold/internal/mailbox"
 	"github.com/leasehold/leasehold/internal/sigv4"
+	"github.com/leasehold/leasehold/internal/sqsid"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -91,6 +92,10 @@ type Config struct {
 	// it, so that a handle one issued another accepts; anyone who has it
 	// can forge handles.
 	ReceiptKey []byte
+	// MessageIDs maps the store's message ids to the UUIDs the API gives
+	// as MessageId. Required: servers, the dashboard and the command of
+	// one database share it, so that they name a message alike.
+	MessageIDs sqsid.Mapper
 	// Verifier, when set, checks every request's signature: a request
 	// without a valid one is refused with 403 and changes nothing. Nil
 	// accepts unsigned requests.
@@ -165,6 +170,8 @@ type API struct {
 
 	mu    sync.Mutex
 	cache map[string]cached
+	// policies is held while a queue's Policy is read and changed.
+	policies sync.Mutex
 	// creating is held while a new queue is checked against MaxQueues
 	// and created, and guards queues: how many queues the store listed
 	// at countedAt, with this server's creates and deletes since.
@@ -199,6 +206,9 @@ func New(cfg Config) (*API, error) {
 	}
 	if len(cfg.ReceiptKey) < MinReceiptKey {
 		return nil, fmt.Errorf("sqsapi: ReceiptKey has %d bytes, needs at least %d", len(cfg.ReceiptKey), MinReceiptKey)
+	}
+	if cfg.MessageIDs.MessageID(1) == "" {
+		return nil, errors.New("sqsapi: MessageIDs is the zero Mapper")
 	}
 	if cfg.MaxQueues < 0 {
 		return nil, fmt.Errorf("sqsapi: MaxQueues (%d) must not be negative", cfg.MaxQueues)
@@ -310,11 +320,13 @@ func (a *API) actions() map[string]action {
 		"DeleteMessageBatch":           a.deleteMessageBatch,
 		"ChangeMessageVisibility":      a.changeMessageVisibility,
 		"ChangeMessageVisibilityBatch": a.changeMessageVisibilityBatch,
+		"AddPermission":                a.addPermission,
+		"RemovePermission":             a.removePermission,
 	}
 }
 
 // unsupported are SQS actions this API knows of and does not offer.
-var unsupported = []string{"AddPermission", "RemovePermission", "ListDeadLetterSourceQueues",
+var unsupported = []string{"ListDeadLetterSourceQueues",
 	"StartMessageMoveTask", "CancelMessageMoveTask", "ListMessageMoveTasks"}
 
 // ServeHTTP answers one SQS request.
@@ -333,7 +345,12 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// A failure of the server's own is logged, with its detail, under
 		// the request's id, which the answer names; an overloaded or
 		// stopping server (503) is not worth a line per request.
-		if ae.status == http.StatusInternalServerError {
+		switch {
+		case abandoned(r, ae):
+			// The client went away (a long poll it gave up, a closed
+			// connection): nothing failed, and nobody reads the answer.
+			outcome = "cancelled"
+		case ae.status == http.StatusInternalServerError:
 			var detail error = ae
 			if ae.cause != nil {
 				detail = ae.cause
@@ -342,7 +359,9 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			ae = &apiError{status: ae.status, shape: ae.shape, code: ae.code, server: true,
 				message: fmt.Sprintf("the server failed; its log has the detail under request id %s", id)}
 		}
-		outcome = ae.code
+		if outcome == "ok" {
+			outcome = ae.code
+		}
 		writeError(w, ae)
 	} else {
 		if o, ok := out.(interface{ serverCauses() []error }); ok {
@@ -405,6 +424,13 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, name string) (any, e
 		return nil, errInvalidAction.f("the action %q is not valid for this endpoint", r.Header.Get("X-Amz-Target"))
 	}
 	return act(r.Context(), &call{r: r, body: body})
+}
+
+// abandoned reports whether err ended a request because its client went
+// away: the request's context ended, and what failed was not the
+// client's input.
+func abandoned(r *http.Request, ae *apiError) bool {
+	return r.Context().Err() != nil && (ae.server || ae.status >= 500)
 }
 
 // refused is the error of a request whose signature was refused.
@@ -636,8 +662,11 @@ func (a *API) queueURL(r *http.Request, name string) string {
 	return scheme + "://" + r.Host + "/" + a.cfg.AccountID + "/" + url.PathEscape(name)
 }
 
-func (a *API) queueARN(name string) string {
-	return "arn:aws:sqs:" + a.cfg.Region + ":" + a.cfg.AccountID + ":" + name
+// queueARN is the ARN of a queue, in the region r was signed for (its
+// credential scope's), else Config.Region. Regions name no queues of
+// their own: the same name in two regions is the same queue.
+func (a *API) queueARN(r *http.Request, name string) string {
+	return "arn:aws:sqs:" + cmp.Or(sigv4.Region(r), a.cfg.Region) + ":" + a.cfg.AccountID + ":" + name
 }
 
 // queueName reads a queue's name from its URL: the last segment of the
