@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -189,11 +188,11 @@ the fencing token is that of the lease that completed it.`,
 				return err
 			}
 			defer st.Close()
-			ids := a.messageIDs(ctx, st)
+			ids := a.messageIDs(ctx, st, queue)
 			var tw *tabwriter.Writer
 			if !asJSON {
 				tw = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tSQS MESSAGE ID\tSTATE\tKEY\tDELIVERIES\tFENCING TOKEN\tLAST ERROR\tPAYLOAD")
+				fmt.Fprintln(tw, "ID\t"+sqsColumn(ids, "SQS MESSAGE ID\t")+"STATE\tKEY\tDELIVERIES\tFENCING TOKEN\tLAST ERROR\tPAYLOAD")
 			}
 			enc := json.NewEncoder(a.stdout)
 			left := limit
@@ -202,7 +201,7 @@ the fencing token is that of the lease that completed it.`,
 					if asJSON {
 						return enc.Encode(toInfoJSON(in, ids))
 					}
-					_, err := fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%d\t%s\t%s\n", in.ID, cmp.Or(ids.MessageID(in.ID), "-"), in.State, escape(in.Key), in.Deliveries, in.MaxDeliveries,
+					_, err := fmt.Fprintf(tw, "%d\t%s%s\t%s\t%d/%d\t%d\t%s\t%s\n", in.ID, sqsColumn(ids, ids.MessageID(in.ID)+"\t"), in.State, escape(in.Key), in.Deliveries, in.MaxDeliveries,
 						in.FencingToken, clip(in.LastError, 60), clipBytes(in.Payload, 40))
 					return err
 				})
@@ -232,17 +231,30 @@ the fencing token is that of the lease that completed it.`,
 	return cmd
 }
 
-// messageIDs is how the SQS API names the messages of st's database
-// (leasehold serve gives them UUIDs, made with the database's server
-// secret). A database that cannot give its secret (a read-only one that
-// no server has served, so that no message has one yet) gets a line on
-// stderr and listings without them.
-func (a *app) messageIDs(ctx context.Context, st store.Store) sqsid.Mapper {
+// messageIDs is how the SQS API names the messages of a queue it knows
+// (one with a record, which only the API makes): leasehold serve gives
+// them UUIDs, made with the database's server secret, which exists once
+// a server has run. Other queues get the zero Mapper, and their listings
+// no SQS ids: reading their secret could make it, and a listing changes
+// nothing. A secret that cannot be read gets a line on stderr.
+func (a *app) messageIDs(ctx context.Context, st store.Store, queue string) sqsid.Mapper {
+	if _, err := st.QueueInfo(ctx, queue); err != nil {
+		return sqsid.Mapper{}
+	}
 	ids, err := serve.MessageIDs(ctx, st)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "leasehold: SQS message ids are not shown: %v\n", err)
 	}
 	return ids
+}
+
+// sqsColumn is cell when ids map message ids, else nothing: a table has
+// an SQS MESSAGE ID column only for the queues of the SQS API.
+func sqsColumn(ids sqsid.Mapper, cell string) string {
+	if ids.MessageID(1) == "" {
+		return ""
+	}
+	return cell
 }
 
 // listBudget bounds the bytes of one page of a listing, so that a
@@ -387,22 +399,25 @@ them to pending with a fresh delivery budget; purge deletes them.`,
 	}
 	list := sub("list", "List dead letters", "  leasehold dead list --queue emails\n  leasehold dead list --queue emails --json", func(c *cobra.Command, st store.Store) error {
 		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-		ids := a.messageIDs(c.Context(), st)
+		ids := a.messageIDs(c.Context(), st, queue)
 		if !asJSON {
-			fmt.Fprintln(tw, "ID\tSQS MESSAGE ID\tDEAD AT\tREASON\tDELIVERIES\tLAST ERROR\tPAYLOAD")
+			fmt.Fprintln(tw, "ID\t"+sqsColumn(ids, "SQS MESSAGE ID\t")+"DEAD AT\tREASON\tDELIVERIES\tLAST ERROR\tPAYLOAD")
 		}
 		enc := json.NewEncoder(a.stdout)
 		_, err := eachMessage(c.Context(), st, store.ListFilter{Queue: queue, State: store.Dead, Limit: math.MaxInt}, tw, func(in store.Info) error {
 			if asJSON {
 				text, b64 := payloadJSON(in.Payload)
-				out := map[string]any{"id": in.ID, "sqs_message_id": ids.MessageID(in.ID), "queue": in.Queue, "key": in.Key, "reason": in.DeadReason, "deliveries": in.Deliveries,
+				out := map[string]any{"id": in.ID, "queue": in.Queue, "key": in.Key, "reason": in.DeadReason, "deliveries": in.Deliveries,
 					"last_error": in.LastError, "dead_at": in.FinishedAt, "payload": text}
 				if b64 != "" {
 					out["payload_base64"] = b64
 				}
+				if id := ids.MessageID(in.ID); id != "" {
+					out["sqs_message_id"] = id
+				}
 				return enc.Encode(out)
 			}
-			_, err := fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", in.ID, cmp.Or(ids.MessageID(in.ID), "-"), in.FinishedAt.Format(time.RFC3339), escape(string(in.DeadReason)), in.Deliveries,
+			_, err := fmt.Fprintf(tw, "%d\t%s%s\t%s\t%d\t%s\t%s\n", in.ID, sqsColumn(ids, ids.MessageID(in.ID)+"\t"), in.FinishedAt.Format(time.RFC3339), escape(string(in.DeadReason)), in.Deliveries,
 				clip(in.LastError, 60), clipBytes(in.Payload, 40))
 			return err
 		})
