@@ -153,6 +153,34 @@ func TestQueueAttributeRules(t *testing.T) {
 		if a := f.attrs(fifo); a["FifoThroughputLimit"] != "perMessageGroupId" || a["DeduplicationScope"] != "messageGroup" {
 			t.Fatalf("after setting the throughput mode: %v", a)
 		}
+		// Deduplication within each group: the same body in another group
+		// is another message.
+		inG := f.send(fifo, "scoped", "g")
+		if inH := f.send(fifo, "scoped", "h"); inH == inG {
+			t.Fatalf("with DeduplicationScope messageGroup, the same body in two groups gave one message %s", inG)
+		}
+		if again := f.send(fifo, "scoped", "g"); again != inG {
+			t.Fatalf("with DeduplicationScope messageGroup, the same body in one group gave %s, then %s", inG, again)
+		}
+		var scoped []types.Message
+		for len(scoped) < 2 {
+			out, err := f.c.ReceiveMessage(f.ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(fifo), MaxNumberOfMessages: 10,
+				MessageSystemAttributeNames: []types.MessageSystemAttributeName{"MessageDeduplicationId", "MessageGroupId"}})
+			if err != nil || len(out.Messages) == 0 {
+				t.Fatalf("receive from the FIFO queue: %v, %v", out, err)
+			}
+			for _, m := range out.Messages {
+				if *m.Body == "scoped" {
+					scoped = append(scoped, m)
+				}
+				if _, err := f.c.DeleteMessage(f.ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(fifo), ReceiptHandle: m.ReceiptHandle}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if d := scoped[0].Attributes["MessageDeduplicationId"]; len(d) != 64 || d != scoped[1].Attributes["MessageDeduplicationId"] {
+			t.Fatalf("MessageDeduplicationId of the scoped messages: %v, %v", scoped[0].Attributes, scoped[1].Attributes)
+		}
 
 		std := f.createQueue("d", map[string]string{"SqsManagedSseEnabled": "FALSE"})
 		a = f.attrs(std)

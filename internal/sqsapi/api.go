@@ -7,11 +7,13 @@
 // timeout; the receipt handle names that lease (message and fencing
 // token), so DeleteMessage completes and ChangeMessageVisibility extends
 // or releases only under the current lease, and a handle whose lease was
-// lost gets ReceiptHandleIsInvalid and changes nothing. MessageGroupId is
-// the message's key (one message of a group in flight, in order, on any
-// queue), MessageDeduplicationId its dedup id, and a redrive policy's
-// maxReceiveCount its delivery budget: past it the message is dead in its
-// own queue.
+// lost gets ReceiptHandleIsInvalid and changes nothing. On a FIFO queue
+// MessageGroupId is the message's key (one message of a group in flight,
+// in order); on a standard queue it is kept with the message and orders
+// nothing, as in SQS. MessageDeduplicationId is the dedup id, and a
+// redrive policy's maxReceiveCount the delivery budget: past it the
+// message is dead in its own queue. Message ids are UUIDs that map one to
+// one to the store's ids (internal/sqsid).
 package sqsapi
 
 import (

@@ -211,6 +211,9 @@ type queue struct {
 	rec          store.QueueInfo
 	fifo         bool
 	contentDedup bool
+	// dedupByGroup is a DeduplicationScope of messageGroup: a
+	// deduplication id holds within its message group alone.
+	dedupByGroup bool
 	delay        time.Duration
 	maxSize      int
 	wait         time.Duration
@@ -225,7 +228,8 @@ func (q *queue) name() string { return q.rec.Queue }
 // newQueue reads a queue's settings from its record, which checkSetAttrs
 // has checked.
 func newQueue(rec store.QueueInfo) *queue {
-	q := &queue{rec: rec, fifo: isFifoName(rec.Queue), contentDedup: strings.EqualFold(rec.Attributes[attrContentDedup], "true")}
+	q := &queue{rec: rec, fifo: isFifoName(rec.Queue), contentDedup: strings.EqualFold(rec.Attributes[attrContentDedup], "true"),
+		dedupByGroup: rec.Attributes[attrDedupScope] == "messageGroup"}
 	num := func(name string) int {
 		n, err := strconv.Atoi(rec.Attributes[name])
 		if err != nil {

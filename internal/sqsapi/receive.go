@@ -133,8 +133,8 @@ func (a *API) receivedMessage(q *queue, m *mailbox.Message, sysNames, attrNames 
 		all["MessageGroupId"] = g
 	}
 	all["SenderId"] = cmp.Or(stored.Sender, a.cfg.AccountID)
-	if m.DedupID != "" {
-		all["MessageDeduplicationId"] = m.DedupID
+	if d := cmp.Or(stored.Dedup, m.DedupID); d != "" {
+		all["MessageDeduplicationId"] = d
 	}
 	if q.fifo {
 		all["SequenceNumber"] = sequenceNumber(m.MessageID)

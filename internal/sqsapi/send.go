@@ -133,6 +133,12 @@ func (a *API) prepare(q *queue, e *sendEntry, from origin) (store.NewMessage, se
 	if !q.fifo {
 		kept.Group, key = key, ""
 	}
+	// Deduplication within each group: the store, which deduplicates
+	// within the queue, gets an id of the group and the message's.
+	if q.fifo && q.dedupByGroup {
+		sum := sha256.Sum256([]byte(key + "\x00" + dedup))
+		kept.Dedup, dedup = dedup, "g:"+hex.EncodeToString(sum[:])
+	}
 	msg := store.NewMessage{Queue: q.name(), Payload: []byte(body), Key: key, DedupID: dedup, Delay: delay,
 		MaxDeliveries: q.maxDeliveries(), Attributes: kept.encode()}
 	out := sent{Id: e.Id, MD5OfMessageBody: bodyMD5(body), MD5OfMessageAttributes: attrsMD5(e.MessageAttributes),
