@@ -407,22 +407,12 @@ func TestPermissions(t *testing.T) {
 // rawCall sends one unsigned request of the JSON protocol.
 func rawCall(t *testing.T, f *fixture, action, body string) (int, http.Header, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, f.url+"/", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("X-Amz-Target", "AmazonSQS."+action)
-	req.Header.Set("Content-Type", "application/x-amz-json-1.0")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header, string(b)
+	code, answer, h := do(t, http.MethodPost, f.url+"/", func(req *http.Request) {
+		req.Header.Set("X-Amz-Target", "AmazonSQS."+action)
+		req.Header.Set("Content-Type", "application/x-amz-json-1.0")
+		req.Body, req.ContentLength = io.NopCloser(strings.NewReader(body)), int64(len(body))
+	})
+	return code, h, answer
 }
 
 // Empty lists are left out of answers, as SQS's JSON protocol leaves

@@ -250,7 +250,7 @@ func New(cfg Config) (*API, error) {
 	}
 	m := cfg.MeterProvider.Meter("github.com/leasehold/leasehold")
 	requests, err1 := m.Int64Counter("leasehold.sqs.requests", metric.WithUnit("{request}"),
-		metric.WithDescription("SQS API requests by action and outcome: ok, or the error code."))
+		metric.WithDescription("SQS API requests by action and outcome: ok, the error code, or cancelled when the client went away first."))
 	duration, err2 := m.Float64Histogram("leasehold.sqs.request.duration", metric.WithUnit("s"),
 		metric.WithDescription("How long SQS API requests took, by action, long polls included."),
 		metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20))
