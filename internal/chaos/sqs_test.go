@@ -472,7 +472,7 @@ func parseSQSHandle(h string) (sqsHandle, error) {
 // tokens of the handles in each outcome.
 type sqsLogs struct {
 	// ids names the messages as the API did.
-	ids sqsid.Mapper
+	ids  sqsid.Mapper
 	done map[int64][]int64 // deletes that succeeded
 	// refused are deletes refused with ReceiptHandleIsInvalid.
 	refused map[int64][]int64
