@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -60,7 +61,7 @@ func TestMessageIDsAreUUIDs(t *testing.T) {
 			if err != nil || string(in.Payload) != m.body {
 				t.Fatalf("message %d of %s: %q, %v; want %q", id, m.id, in.Payload, err, m.body)
 			}
-			if code, page := get(t, f.url+"/queues/ids/messages/"+itoa(id)); code != 200 || !strings.Contains(page, m.id) {
+			if code, page := get(t, f.url+"/queues/ids/messages/"+strconv.FormatInt(id, 10)); code != 200 || !strings.Contains(page, m.id) {
 				t.Fatalf("the dashboard's page of message %d (%d) does not show %s", id, code, m.id)
 			}
 		}
@@ -75,8 +76,6 @@ func TestMessageIDsAreUUIDs(t *testing.T) {
 		}
 	})
 }
-
-func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
 // On a standard queue a MessageGroupId orders nothing: the messages of a
 // group are received together, each with its group.

@@ -105,7 +105,9 @@ type Config struct {
 	// with TLS, cookies are Secure and responses carry
 	// Strict-Transport-Security.
 	BehindTLSProxy bool
-	// Region names the region in queue ARNs. Default sqsapi.DefaultRegion.
+	// Region names the region in the queue ARNs of unsigned requests; a
+	// signed request's ARNs name the region it was signed for. Default
+	// sqsapi.DefaultRegion.
 	Region string
 	// ReapInterval is how often the reaper runs. Default
 	// DefaultReapInterval.

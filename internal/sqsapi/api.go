@@ -102,8 +102,10 @@ type Config struct {
 	// without a valid one is refused with 403 and changes nothing. Nil
 	// accepts unsigned requests.
 	Verifier *sigv4.Verifier
-	// Region and AccountID make up queue ARNs. Defaults DefaultRegion and
-	// DefaultAccountID; queue URLs carry AccountID too.
+	// Region and AccountID make up queue ARNs, Region for unsigned
+	// requests alone: a signed request's ARNs name the region it was
+	// signed for. Defaults DefaultRegion and DefaultAccountID; queue URLs
+	// carry AccountID too.
 	Region, AccountID string
 	// WorkerID names this server in the leases it takes. Default: a new
 	// worker id (host, process, random suffix).
