@@ -116,6 +116,7 @@ func TestQueueAttributeRules(t *testing.T) {
 		wantCode(t, "a .fifo name without FifoQueue", create("a.fifo", nil), "InvalidParameterValue")
 		wantCode(t, "FifoQueue false with a .fifo name", create("a.fifo", map[string]string{"FifoQueue": "false"}), "InvalidParameterValue")
 		wantCode(t, "FifoQueue true without .fifo", create("a", map[string]string{"FifoQueue": "true"}), "InvalidParameterValue")
+		wantCode(t, "FifoQueue false on a standard queue", create("a", map[string]string{"FifoQueue": "false"}), "InvalidAttributeName")
 		for _, attr := range []string{"ContentBasedDeduplication", "DeduplicationScope", "FifoThroughputLimit"} {
 			value := map[string]string{"ContentBasedDeduplication": "true", "DeduplicationScope": "queue", "FifoThroughputLimit": "perQueue"}[attr]
 			wantCode(t, attr+" on a standard queue", create("std-"+strings.ToLower(attr), map[string]string{attr: value}), "InvalidAttributeName")
@@ -190,7 +191,7 @@ func TestQueueAttributeRules(t *testing.T) {
 			t.Fatalf("a new queue shows SqsManagedSseEnabled %q, want true", a["SqsManagedSseEnabled"])
 		}
 		wantCode(t, "ContentBasedDeduplication set on a standard queue", set(std, map[string]string{"ContentBasedDeduplication": "false"}), "InvalidAttributeName")
-		wantCode(t, "FifoQueue set on a standard queue", set(std, map[string]string{"FifoQueue": "true"}), "InvalidAttributeValue")
+		wantCode(t, "FifoQueue set on a standard queue", set(std, map[string]string{"FifoQueue": "false"}), "InvalidAttributeName")
 		wantCode(t, "a Policy that is not JSON", set(std, map[string]string{"Policy": "{"}), "InvalidAttributeValue")
 
 		// A FIFO queue takes DelaySeconds 0 on a send, and no other.

@@ -126,12 +126,16 @@ func normalAttrs(attrs map[string]string) map[string]string {
 
 // checkSetAttrs checks attributes given to CreateQueue or
 // SetQueueAttributes (normalAttrs) for a queue that is (or is to be)
-// FIFO or not. A FifoQueue the queue already has changes nothing; another
-// is refused, since a queue's type is fixed when it is created.
+// FIFO or not. As in SQS, a standard queue knows no FifoQueue, not even
+// false; a FIFO queue's FifoQueue true changes nothing, and false is
+// refused, since a queue's type is fixed when it is created.
 func checkSetAttrs(attrs map[string]string, fifo bool) *apiError {
 	for _, name := range slices.Sorted(maps.Keys(attrs)) {
 		v := attrs[name]
-		if name == attrFifo && (v == "true" || v == "false") && (v == "true") != fifo {
+		switch {
+		case name == attrFifo && !fifo:
+			return errInvalidAttributeName.f("Unknown Attribute FifoQueue.")
+		case name == attrFifo && v == "false":
 			return errInvalidAttributeValue.f("Invalid value for the parameter FifoQueue. Reason: Modifying queue type is not supported.")
 		}
 		if values, ok := fifoOnly[name]; ok {
