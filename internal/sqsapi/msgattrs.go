@@ -26,15 +26,13 @@ type attrValue struct {
 // storedAttrs is what a message keeps beside its body: its message
 // attributes and its system attributes, and what the API gives back
 // about its sending: the MessageGroupId of a message of a standard queue
-// (where the group is no store key), the MessageDeduplicationId of one
-// whose store dedup id is scoped to its group, and the sender, when it is
-// not the account.
+// (where the group is no store key) and the MessageDeduplicationId of one
+// whose store dedup id is scoped to its group.
 type storedAttrs struct {
 	Message map[string]attrValue `json:"m,omitempty"`
 	System  map[string]attrValue `json:"s,omitempty"`
 	Group   string               `json:"g,omitempty"`
 	Dedup   string               `json:"d,omitempty"`
-	Sender  string               `json:"i,omitempty"`
 }
 
 // maxMessageAttributes is SQS's limit of message attributes per message.
@@ -206,7 +204,7 @@ func validText(s string) bool {
 // encode is what the store keeps of a message's attributes: nil when it
 // has none.
 func (a storedAttrs) encode() []byte {
-	if len(a.Message) == 0 && len(a.System) == 0 && a.Group == "" && a.Dedup == "" && a.Sender == "" {
+	if len(a.Message) == 0 && len(a.System) == 0 && a.Group == "" && a.Dedup == "" {
 		return nil
 	}
 	b, _ := json.Marshal(a) // maps of plain values always marshal

@@ -132,7 +132,7 @@ func (a *API) receivedMessage(q *queue, m *mailbox.Message, sysNames, attrNames 
 	if g := cmp.Or(m.Key, stored.Group); g != "" {
 		all["MessageGroupId"] = g
 	}
-	all["SenderId"] = cmp.Or(stored.Sender, a.cfg.AccountID)
+	all["SenderId"] = a.senderID()
 	if d := cmp.Or(stored.Dedup, m.DedupID); d != "" {
 		all["MessageDeduplicationId"] = d
 	}

@@ -40,21 +40,20 @@ const maxMessageIDLength = 128
 
 // origin is what a send request tells of its messages beyond their
 // entries: the X-Amzn-Trace-Id header, which becomes the AWSTraceHeader
-// of messages that set none, and the sender, kept when it is not the
-// account.
+// of messages that set none.
 type origin struct {
 	traceHeader string
-	sender      string
 }
 
 // origin is the origin of the messages c sends.
 func (a *API) origin(c *call) origin {
-	return origin{traceHeader: c.r.Header.Get("X-Amzn-Trace-Id"), sender: a.senderID()}
+	return origin{traceHeader: c.r.Header.Get("X-Amzn-Trace-Id")}
 }
 
-// senderID is SenderId of the messages sent now: the access key id that
-// every request must be signed with, or the account id when requests go
-// unsigned.
+// senderID is the SenderId of messages: the access key id that every
+// request must be signed with (servers of one database share it), or the
+// account id when requests go unsigned. It is not kept with each message,
+// whose bytes count against the store's limit.
 func (a *API) senderID() string {
 	if a.cfg.Verifier != nil {
 		return a.cfg.Verifier.AccessKeyID()
@@ -64,7 +63,7 @@ func (a *API) senderID() string {
 
 // prepare checks one message for queue q and makes it into what the store
 // enqueues. It returns the message's size too.
-func (a *API) prepare(q *queue, e *sendEntry, from origin) (store.NewMessage, sent, int, *apiError) {
+func prepare(q *queue, e *sendEntry, from origin) (store.NewMessage, sent, int, *apiError) {
 	var none store.NewMessage
 	if e.MessageBody == nil || *e.MessageBody == "" {
 		return none, sent{}, 0, errMissingParameter.f("the request must contain the parameter MessageBody")
@@ -122,9 +121,6 @@ func (a *API) prepare(q *queue, e *sendEntry, from origin) (store.NewMessage, se
 			kept.System = map[string]attrValue{}
 		}
 		kept.System["AWSTraceHeader"] = attrValue{DataType: "String", StringValue: &from.traceHeader}
-	}
-	if from.sender != a.cfg.AccountID {
-		kept.Sender = from.sender
 	}
 	// On a FIFO queue the group is the store's key: one message of a
 	// group in flight, in order. On a standard queue a group orders
@@ -200,7 +196,7 @@ func (a *API) sendMessage(ctx context.Context, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	msg, out, _, aerr := a.prepare(q, &in.sendEntry, a.origin(c))
+	msg, out, _, aerr := prepare(q, &in.sendEntry, a.origin(c))
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -266,7 +262,7 @@ func (a *API) sendMessageBatch(ctx context.Context, c *call) (any, error) {
 	var oks []sent
 	total := 0
 	for i := range in.Entries {
-		msg, s, size, aerr := a.prepare(q, &in.Entries[i], from)
+		msg, s, size, aerr := prepare(q, &in.Entries[i], from)
 		if aerr != nil {
 			out.Failed = append(out.Failed, failure(in.Entries[i].Id, aerr))
 			continue
