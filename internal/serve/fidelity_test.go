@@ -541,3 +541,21 @@ func TestAbandonedLongPollIsNoError(t *testing.T) {
 		}
 	})
 }
+
+// A message's system attributes do not count towards its size, as in SQS;
+// its message attributes do.
+func TestSystemAttributesAreNotCountedInSize(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		f := setup(t, b, options{})
+		url := f.createQueue("small", map[string]string{"MaximumMessageSize": "1024"})
+		body := strings.Repeat("x", 1024)
+		_, err := f.c.SendMessage(f.ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(body),
+			MessageSystemAttributes: map[string]types.MessageSystemAttributeValue{"AWSTraceHeader": {DataType: aws.String("String"), StringValue: aws.String("Root=1-5759e988-bd862e3fe1be46a994272793")}}})
+		if err != nil {
+			t.Fatalf("a message of MaximumMessageSize with AWSTraceHeader: %v", err)
+		}
+		_, err = f.c.SendMessage(f.ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(body),
+			MessageAttributes: map[string]types.MessageAttributeValue{"a": {DataType: aws.String("String"), StringValue: aws.String("1")}}})
+		wantCode(t, "a message of MaximumMessageSize with a message attribute", err, "InvalidParameterValue")
+	})
+}

@@ -76,11 +76,11 @@ func prepare(q *queue, e *sendEntry, from origin) (store.NewMessage, sent, int, 
 	if err != nil {
 		return none, sent{}, 0, err
 	}
-	sysSize, err := checkAttrs(e.MessageSystemAttributes, true)
-	if err != nil {
+	// System attributes do not count towards a message's size, as in SQS.
+	if _, err := checkAttrs(e.MessageSystemAttributes, true); err != nil {
 		return none, sent{}, 0, err
 	}
-	size := len(body) + msgSize + sysSize
+	size := len(body) + msgSize
 	if size > q.maxSize {
 		return none, sent{}, 0, errInvalidParameter.f("one or more parameters are invalid: the message is %d bytes with its attributes; it must be at most %d bytes", size, q.maxSize)
 	}
