@@ -89,7 +89,7 @@ var ranges = map[string][2]int{
 func knownAttr(name string) bool {
 	_, numeric := ranges[name]
 	_, fifo := fifoOnly[name]
-	return numeric || name == attrRedrive || fifo || kept[name] || computed[name]
+	return numeric || name == attrRedrive || name == attrFifo || fifo || kept[name] || computed[name]
 }
 
 // maxVisibility is the longest visibility timeout, in seconds: 12 hours.
