@@ -206,8 +206,8 @@ func TestQueueAttributeRules(t *testing.T) {
 	})
 }
 
-// Message attributes are selected as SQS selects them (All, .*, a
-// prefix.*, names), their names may hold letters of any script, and the
+// Message attributes are selected as SQS selects them (All, *, .*, a
+// prefix.* that matches every name starting with the prefix, names), their names may hold letters of any script, and the
 // system attributes take All and .* too.
 func TestMessageAttributeSelection(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
@@ -230,7 +230,9 @@ func TestMessageAttributeSelection(t *testing.T) {
 		}{
 			{[]string{"All"}, []string{"a.x", "a.y", "b", "größe.日本"}},
 			{[]string{".*"}, []string{"a.x", "a.y", "b", "größe.日本"}},
+			{[]string{"*"}, []string{"a.x", "a.y", "b", "größe.日本"}},
 			{[]string{"a.*"}, []string{"a.x", "a.y"}},
+			{[]string{"gr.*"}, []string{"größe.日本"}},
 			{[]string{"b", "größe.*"}, []string{"b", "größe.日本"}},
 			{[]string{"c"}, nil},
 		} {

@@ -252,8 +252,10 @@ func bodyMD5(body string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// selectAttrs keeps the attributes that names ask for: "All" or ".*"
-// for every one, "prefix.*" for those under a prefix, or exact names.
+// selectAttrs keeps the attributes that names ask for: "All", "*" or
+// ".*" for every one, "prefix.*" for those whose names start with prefix
+// (Amazon SQS matches "Hel.*" to "Hello" and "Help.Me" alike), or exact
+// names.
 func selectAttrs(attrs map[string]attrValue, names []string) map[string]attrValue {
 	if len(attrs) == 0 || len(names) == 0 {
 		return nil
@@ -262,7 +264,7 @@ func selectAttrs(attrs map[string]attrValue, names []string) map[string]attrValu
 	for name, v := range attrs {
 		for _, want := range names {
 			prefix, isPrefix := strings.CutSuffix(want, ".*")
-			if want == "All" || want == ".*" || want == name || isPrefix && strings.HasPrefix(name, prefix+".") {
+			if want == "All" || want == "*" || want == name || isPrefix && strings.HasPrefix(name, prefix) {
 				out[name] = v
 				break
 			}
