@@ -418,6 +418,55 @@ func BenchmarkSQSOneGroupFIFO(b *testing.B) {
 	}
 }
 
+// BenchmarkSQSOneGroupFIFODrain measures a FIFO consumer alone: b.N
+// messages of one group are sent first (not timed), then one consumer
+// receives 10 at a time and deletes them in a batch until the queue is
+// empty, checking that they come in send order. An op is one message
+// received and deleted.
+func BenchmarkSQSOneGroupFIFODrain(b *testing.B) {
+	for _, bs := range backends() {
+		b.Run(bs.name, func(b *testing.B) {
+			c := benchServer(b, bs.open(b, nil))
+			ctx := context.Background()
+			out, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("drain.fifo"),
+				Attributes: map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ops := sqsOps{c: c, url: out.QueueUrl, group: aws.String("g")}
+			for first := 0; first < b.N; first += benchBatch {
+				bodies := make([]string, 0, benchBatch)
+				for i := first; i < min(first+benchBatch, b.N); i++ {
+					bodies = append(bodies, benchBody(i))
+				}
+				if err := ops.send(ctx, bodies); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for next := 0; next < b.N; {
+				ms, err := ops.receive(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, m := range ms {
+					if m.body != benchBody(next) {
+						b.Fatalf("received %q where the group's next message is %q", m.body, benchBody(next))
+					}
+					next++
+				}
+				if len(ms) > 0 {
+					if err := ops.delete(ctx, ms); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+		})
+	}
+}
+
 // BenchmarkStoreThroughputBatch10 is BenchmarkSQSThroughput without the
 // API: the same goroutines and batches of 10 call the store as the API
 // does, in this process. The difference is what HTTP, JSON, the SDK and
