@@ -43,6 +43,9 @@ func (k errorKind) f(format string, args ...any) *apiError {
 }
 
 // The errors this API returns, by their SQS shape; the codes are SQS's.
+// Two shapes are not named after their codes, as Amazon SQS names them
+// in the JSON protocol: InvalidParameterValueException and
+// MissingRequiredParameterException.
 var (
 	errQueueDoesNotExist      = errorKind{400, "QueueDoesNotExist", "AWS.SimpleQueueService.NonExistentQueue"}
 	errQueueNameExists        = errorKind{400, "QueueNameExists", "QueueAlreadyExists"}
@@ -56,8 +59,8 @@ var (
 	errInvalidBatchEntryID    = errorKind{400, "InvalidBatchEntryId", "AWS.SimpleQueueService.InvalidBatchEntryId"}
 	errBatchTooLong           = errorKind{400, "BatchRequestTooLong", "AWS.SimpleQueueService.BatchRequestTooLong"}
 	errUnsupported            = errorKind{400, "UnsupportedOperation", "AWS.SimpleQueueService.UnsupportedOperation"}
-	errInvalidParameter       = errorKind{400, "InvalidParameterValue", "InvalidParameterValue"}
-	errMissingParameter       = errorKind{400, "MissingParameter", "MissingParameter"}
+	errInvalidParameter       = errorKind{400, "InvalidParameterValueException", "InvalidParameterValue"}
+	errMissingParameter       = errorKind{400, "MissingRequiredParameterException", "MissingParameter"}
 	errInvalidAction          = errorKind{400, "InvalidAction", "InvalidAction"}
 	errInvalidAddress         = errorKind{404, "InvalidAddress", "InvalidAddress"}
 	errOverLimit              = errorKind{403, "OverLimit", "OverLimit"}

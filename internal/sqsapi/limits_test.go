@@ -144,11 +144,11 @@ func TestSendRefusesWhatIsNotText(t *testing.T) {
 		{`{"QueueUrl":"/q","MessageBody":"lone \udc00 low"}`, "InvalidMessageContents"},
 		{`{"QueueUrl":"/q","messagebody":"\ud800"}`, "InvalidMessageContents"},
 		{`{"QueueUrl":"/q","MessageBody":"nul \u0000"}`, "InvalidMessageContents"},
-		{`{"QueueUrl":"/q","MessageBody":"x","MessageAttributes":{"a":{"DataType":"String","StringValue":"\udfff"}}}`, "InvalidParameterValue"},
-		{"{\"QueueUrl\":\"/q\",\"MessageBody\":\"x\",\"MessageAttributes\":{\"a\":{\"DataType\":\"String\",\"StringValue\":\"\xc3\"}}}", "InvalidParameterValue"},
-		{`{"QueueUrl":"/q","MessageBody":"x","MessageAttributes":{"a":{"DataType":"String","StringValue":"\u0001"}}}`, "InvalidParameterValue"},
-		{`{"QueueUrl":"/q","MessageBody":"x","MessageAttributes":{"a":{"DataType":"Number","StringValue":"NaN"}}}`, "InvalidParameterValue"},
-		{`{"QueueUrl":"/q","MessageBody":"x","MessageAttributes":{"a":{"DataType":"Number","StringValue":"1e127"}}}`, "InvalidParameterValue"},
+		{`{"QueueUrl":"/q","MessageBody":"x","MessageAttributes":{"a":{"DataType":"String","StringValue":"\udfff"}}}`, "InvalidParameterValueException"},
+		{"{\"QueueUrl\":\"/q\",\"MessageBody\":\"x\",\"MessageAttributes\":{\"a\":{\"DataType\":\"String\",\"StringValue\":\"\xc3\"}}}", "InvalidParameterValueException"},
+		{`{"QueueUrl":"/q","MessageBody":"x","MessageAttributes":{"a":{"DataType":"String","StringValue":"\u0001"}}}`, "InvalidParameterValueException"},
+		{`{"QueueUrl":"/q","MessageBody":"x","MessageAttributes":{"a":{"DataType":"Number","StringValue":"NaN"}}}`, "InvalidParameterValueException"},
+		{`{"QueueUrl":"/q","MessageBody":"x","MessageAttributes":{"a":{"DataType":"Number","StringValue":"1e127"}}}`, "InvalidParameterValueException"},
 	} {
 		if got := b.call(t, "SendMessage", tc.body); got.status != 400 || got.Type != tc.want {
 			t.Errorf("%q: %d %s %s; want 400 %s", tc.body, got.status, got.Type, got.Msg, tc.want)
@@ -186,11 +186,11 @@ func TestOverLimitContainersStopTheDecoding(t *testing.T) {
 		fmt.Fprintf(&entries, `%s{"Id":"e%d","MessageBody":"b"}`, map[bool]string{true: "", false: ","}[i == 0], i)
 	}
 	for _, tc := range []struct{ action, body, want string }{
-		{"SendMessage", `{"QueueUrl":"/q","MessageBody":"x","MessageAttributes":{` + attrs.String() + `}}`, "InvalidParameterValue"},
+		{"SendMessage", `{"QueueUrl":"/q","MessageBody":"x","MessageAttributes":{` + attrs.String() + `}}`, "InvalidParameterValueException"},
 		{"SendMessageBatch", `{"QueueUrl":"/q","Entries":[` + entries.String() + `]}`, "TooManyEntriesInBatchRequest"},
 		// The decoder takes "Entrieſ" (a long s) for Entries: so does the scan.
 		{"SendMessageBatch", `{"QueueUrl":"/q","Entrieſ":[` + entries.String() + `]}`, "TooManyEntriesInBatchRequest"},
-		{"ListQueueTags", `{"QueueUrl":"/q","Tags":{` + attrs.String() + `}}`, "InvalidParameterValue"},
+		{"ListQueueTags", `{"QueueUrl":"/q","Tags":{` + attrs.String() + `}}`, "InvalidParameterValueException"},
 	} {
 		var got answer
 		cost := allocated(func() { got = b.call(t, tc.action, tc.body) })
@@ -210,7 +210,7 @@ func TestOverLimitContainersStopTheDecoding(t *testing.T) {
 			t.Errorf("11 entries: %s %s", got.Type, got.Msg)
 		}
 	}
-	if got := b.call(t, "SendMessage", `{"QueueUrl":"/q","MessageBody":"x","a":`+strings.Repeat("[", 20)+strings.Repeat("]", 20)+`}`); got.Type != "InvalidParameterValue" {
+	if got := b.call(t, "SendMessage", `{"QueueUrl":"/q","MessageBody":"x","a":`+strings.Repeat("[", 20)+strings.Repeat("]", 20)+`}`); got.Type != "InvalidParameterValueException" {
 		t.Errorf("20 levels deep: %s %s", got.Type, got.Msg)
 	}
 }

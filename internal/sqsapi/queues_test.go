@@ -177,7 +177,7 @@ func TestListQueuesWithAPrefixPagesEveryQueueOnce(t *testing.T) {
 		t.Fatalf("pages listed %q, want each of %q once", seen, want)
 	}
 	for _, bad := range []string{"AA", "_w8", base64.RawURLEncoding.EncodeToString([]byte(strings.Repeat("q", 300)))} {
-		if got := b.call(t, "ListQueues", `{"QueueNamePrefix":"Q","MaxResults":1,"NextToken":"`+bad+`"}`); got.Type != "InvalidParameterValue" {
+		if got := b.call(t, "ListQueues", `{"QueueNamePrefix":"Q","MaxResults":1,"NextToken":"`+bad+`"}`); got.Type != "InvalidParameterValueException" {
 			t.Errorf("NextToken %q: %d %s, want InvalidParameterValue", bad, got.status, got.Type)
 		}
 	}
