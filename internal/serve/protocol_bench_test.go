@@ -36,25 +36,37 @@ func (c jsonClient) do(ctx context.Context, action string, in map[string]any, ou
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	raw, err := post(ctx, c.hc, c.url, action, bytes.NewReader(body), "application/x-amz-json-1.0", "AmazonSQS."+action)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/x-amz-json-1.0")
-	req.Header.Set("X-Amz-Target", "AmazonSQS."+action)
-	resp, err := c.hc.Do(req)
+	return json.Unmarshal(raw, out)
+}
+
+// post sends an action's request and returns its answer's body, or an
+// error unless it succeeded.
+func post(ctx context.Context, hc *http.Client, url, action string, body io.Reader, contentType, target string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, body)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	req.Header.Set("Content-Type", contentType)
+	if target != "" {
+		req.Header.Set("X-Amz-Target", target)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if resp.StatusCode != 200 {
-		return fmt.Errorf("%s: %d %s", action, resp.StatusCode, raw)
+		return nil, fmt.Errorf("%s: %d %s", action, resp.StatusCode, raw)
 	}
-	return json.Unmarshal(raw, out)
+	return raw, nil
 }
 
 // queryClient speaks the query protocol: in is flattened as SQS's query
@@ -85,22 +97,9 @@ func (c queryClient) do(ctx context.Context, action string, in map[string]any, o
 			}
 		}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, strings.NewReader(form.Encode()))
+	raw, err := post(ctx, c.hc, c.url, action, strings.NewReader(form.Encode()), "application/x-www-form-urlencoded; charset=utf-8", "")
 	if err != nil {
 		return err
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != 200 {
-		return fmt.Errorf("%s: %d %s", action, resp.StatusCode, raw)
 	}
 	return xml.Unmarshal(raw, out)
 }

@@ -209,6 +209,15 @@ func postForm(t *testing.T, base, path, action string, form neturl.Values, renam
 	return out, raw
 }
 
+// withQueue is a form of the twin's queue URL and the parameters.
+func withQueue(q *twin, params map[string]string) neturl.Values {
+	v := neturl.Values{"QueueUrl": {q.url}}
+	for k, s := range params {
+		v.Set(k, s)
+	}
+	return v
+}
+
 // Every action, through the query protocol, answers what it answers
 // through the JSON protocol: same status, same error code, same fields.
 func TestQueryProtocolMatchesJSON(t *testing.T) {
@@ -250,32 +259,19 @@ func TestQueryProtocolMatchesJSON(t *testing.T) {
 		same("SetQueueAttributes", "/", func(q *twin) string {
 			return `{"QueueUrl":"` + q.url + `","Attributes":{"MaximumMessageSize":"2048"}}`
 		}, func(q *twin) neturl.Values {
-			v := qurl(q)
-			v.Set("Attribute.1.Name", "MaximumMessageSize")
-			v.Set("Attribute.1.Value", "2048")
-			return v
+			return withQueue(q, map[string]string{"Attribute.1.Name": "MaximumMessageSize", "Attribute.1.Value": "2048"})
 		})
 		same("SetQueueAttributes", "/", func(q *twin) string { return `{"QueueUrl":"` + q.url + `","Attributes":{"Bogus":"1"}}` },
 			func(q *twin) neturl.Values {
-				v := qurl(q)
-				v.Set("Attribute.1.Name", "Bogus")
-				v.Set("Attribute.1.Value", "1")
-				return v
+				return withQueue(q, map[string]string{"Attribute.1.Name": "Bogus", "Attribute.1.Value": "1"})
 			})
 		same("TagQueue", "/", func(q *twin) string { return `{"QueueUrl":"` + q.url + `","Tags":{"env":"test","x":"y"}}` },
 			func(q *twin) neturl.Values {
-				v := qurl(q)
-				v.Set("Tag.1.Key", "env")
-				v.Set("Tag.1.Value", "test")
-				v.Set("Tag.2.Key", "x")
-				v.Set("Tag.2.Value", "y")
-				return v
+				return withQueue(q, map[string]string{"Tag.1.Key": "env", "Tag.1.Value": "test", "Tag.2.Key": "x", "Tag.2.Value": "y"})
 			})
 		same("UntagQueue", "/", func(q *twin) string { return `{"QueueUrl":"` + q.url + `","TagKeys":["x"]}` },
 			func(q *twin) neturl.Values {
-				v := qurl(q)
-				v.Set("TagKey.1", "x")
-				return v
+				return withQueue(q, map[string]string{"TagKey.1": "x"})
 			})
 		if got := same("ListQueueTags", "/", jurl, qurl); !reflect.DeepEqual(got["Tags"], map[string]any{"team": "a", "env": "test"}) {
 			t.Fatalf("ListQueueTags: %v", got)
@@ -286,40 +282,28 @@ func TestQueryProtocolMatchesJSON(t *testing.T) {
 				"raw":{"DataType":"Binary","BinaryValue":"AAEC//8="}},
 				"MessageSystemAttributes":{"AWSTraceHeader":{"DataType":"String","StringValue":"Root=1-5759e988-bd862e3fe1be46a994272793"}}}`
 		}, func(q *twin) neturl.Values {
-			v := qurl(q)
-			for k, s := range map[string]string{"MessageBody": "<one> & \r\n €", "DelaySeconds": "0",
+			return withQueue(q, map[string]string{"MessageBody": "<one> & \r\n €", "DelaySeconds": "0",
 				"MessageAttribute.1.Name": "colour", "MessageAttribute.1.Value.DataType": "String", "MessageAttribute.1.Value.StringValue": "red",
 				"MessageAttribute.2.Name": "n", "MessageAttribute.2.Value.DataType": "Number", "MessageAttribute.2.Value.StringValue": "1.5",
 				"MessageAttribute.3.Name": "raw", "MessageAttribute.3.Value.DataType": "Binary", "MessageAttribute.3.Value.BinaryValue": "AAEC//8=",
 				"MessageSystemAttribute.1.Name": "AWSTraceHeader", "MessageSystemAttribute.1.Value.DataType": "String",
-				"MessageSystemAttribute.1.Value.StringValue": "Root=1-5759e988-bd862e3fe1be46a994272793"} {
-				v.Set(k, s)
-			}
-			return v
+				"MessageSystemAttribute.1.Value.StringValue": "Root=1-5759e988-bd862e3fe1be46a994272793"})
 		})
 		same("SendMessage", "/", func(q *twin) string { return `{"QueueUrl":"` + q.url + `","MessageBody":""}` },
 			func(q *twin) neturl.Values {
-				v := qurl(q)
-				v.Set("MessageBody", "")
-				return v
+				return withQueue(q, map[string]string{"MessageBody": ""})
 			})
 		same("SendMessageBatch", "/", func(q *twin) string {
 			return `{"QueueUrl":"` + q.url + `","Entries":[{"Id":"a","MessageBody":"two"},{"Id":"b","MessageBody":"three","DelaySeconds":0},
 				{"Id":"c","MessageBody":"late","DelaySeconds":901}]}`
 		}, func(q *twin) neturl.Values {
-			v := qurl(q)
-			for k, s := range map[string]string{"SendMessageBatchRequestEntry.1.Id": "a", "SendMessageBatchRequestEntry.1.MessageBody": "two",
+			return withQueue(q, map[string]string{"SendMessageBatchRequestEntry.1.Id": "a", "SendMessageBatchRequestEntry.1.MessageBody": "two",
 				"SendMessageBatchRequestEntry.2.Id": "b", "SendMessageBatchRequestEntry.2.MessageBody": "three", "SendMessageBatchRequestEntry.2.DelaySeconds": "0",
-				"SendMessageBatchRequestEntry.3.Id": "c", "SendMessageBatchRequestEntry.3.MessageBody": "late", "SendMessageBatchRequestEntry.3.DelaySeconds": "901"} {
-				v.Set(k, s)
-			}
-			return v
+				"SendMessageBatchRequestEntry.3.Id": "c", "SendMessageBatchRequestEntry.3.MessageBody": "late", "SendMessageBatchRequestEntry.3.DelaySeconds": "901"})
 		})
 		same("GetQueueAttributes", "/", func(q *twin) string { return `{"QueueUrl":"` + q.url + `","AttributeNames":["All"]}` },
 			func(q *twin) neturl.Values {
-				v := qurl(q)
-				v.Set("AttributeName.1", "All")
-				return v
+				return withQueue(q, map[string]string{"AttributeName.1": "All"})
 			})
 		// Posted to the queue's URL, without QueueUrl.
 		got := same("ReceiveMessage", "/000000000000/twin-json", func(*twin) string {
@@ -358,47 +342,32 @@ func TestQueryProtocolMatchesJSON(t *testing.T) {
 		same("ChangeMessageVisibility", "/", func(q *twin) string {
 			return `{"QueueUrl":"` + q.url + `","ReceiptHandle":"` + q.handles[0] + `","VisibilityTimeout":60}`
 		}, func(q *twin) neturl.Values {
-			v := qurl(q)
-			v.Set("ReceiptHandle", q.handles[0])
-			v.Set("VisibilityTimeout", "60")
-			return v
+			return withQueue(q, map[string]string{"ReceiptHandle": q.handles[0], "VisibilityTimeout": "60"})
 		})
 		same("ChangeMessageVisibilityBatch", "/", func(q *twin) string {
 			return `{"QueueUrl":"` + q.url + `","Entries":[{"Id":"a","ReceiptHandle":"` + q.handles[1] + `","VisibilityTimeout":60},
 				{"Id":"b","ReceiptHandle":"forged","VisibilityTimeout":60}]}`
 		}, func(q *twin) neturl.Values {
-			v := qurl(q)
-			for k, s := range map[string]string{"ChangeMessageVisibilityBatchRequestEntry.1.Id": "a",
+			return withQueue(q, map[string]string{"ChangeMessageVisibilityBatchRequestEntry.1.Id": "a",
 				"ChangeMessageVisibilityBatchRequestEntry.1.ReceiptHandle": q.handles[1], "ChangeMessageVisibilityBatchRequestEntry.1.VisibilityTimeout": "60",
 				"ChangeMessageVisibilityBatchRequestEntry.2.Id": "b", "ChangeMessageVisibilityBatchRequestEntry.2.ReceiptHandle": "forged",
-				"ChangeMessageVisibilityBatchRequestEntry.2.VisibilityTimeout": "60"} {
-				v.Set(k, s)
-			}
-			return v
+				"ChangeMessageVisibilityBatchRequestEntry.2.VisibilityTimeout": "60"})
 		})
 		same("DeleteMessage", "/", func(q *twin) string { return `{"QueueUrl":"` + q.url + `","ReceiptHandle":"` + q.handles[0] + `"}` },
 			func(q *twin) neturl.Values {
-				v := qurl(q)
-				v.Set("ReceiptHandle", q.handles[0])
-				return v
+				return withQueue(q, map[string]string{"ReceiptHandle": q.handles[0]})
 			})
 		same("DeleteMessage", "/", func(q *twin) string { return `{"QueueUrl":"` + q.url + `","ReceiptHandle":"forged"}` },
 			func(q *twin) neturl.Values {
-				v := qurl(q)
-				v.Set("ReceiptHandle", "forged")
-				return v
+				return withQueue(q, map[string]string{"ReceiptHandle": "forged"})
 			})
 		same("DeleteMessageBatch", "/", func(q *twin) string {
 			return `{"QueueUrl":"` + q.url + `","Entries":[{"Id":"a","ReceiptHandle":"` + q.handles[1] + `"},{"Id":"b","ReceiptHandle":"` +
 				q.handles[2] + `"},{"Id":"c","ReceiptHandle":"forged"}]}`
 		}, func(q *twin) neturl.Values {
-			v := qurl(q)
-			for k, s := range map[string]string{"DeleteMessageBatchRequestEntry.1.Id": "a", "DeleteMessageBatchRequestEntry.1.ReceiptHandle": q.handles[1],
+			return withQueue(q, map[string]string{"DeleteMessageBatchRequestEntry.1.Id": "a", "DeleteMessageBatchRequestEntry.1.ReceiptHandle": q.handles[1],
 				"DeleteMessageBatchRequestEntry.2.Id": "b", "DeleteMessageBatchRequestEntry.2.ReceiptHandle": q.handles[2],
-				"DeleteMessageBatchRequestEntry.3.Id": "c", "DeleteMessageBatchRequestEntry.3.ReceiptHandle": "forged"} {
-				v.Set(k, s)
-			}
-			return v
+				"DeleteMessageBatchRequestEntry.3.Id": "c", "DeleteMessageBatchRequestEntry.3.ReceiptHandle": "forged"})
 		})
 		same("DeleteMessageBatch", "/", jurl, qurl)
 		same("PurgeQueue", "/", jurl, qurl)

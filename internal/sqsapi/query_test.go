@@ -335,3 +335,37 @@ func TestXMLOutputs(t *testing.T) {
 		t.Fatalf("tags: %s", b.String())
 	}
 }
+
+// Whatever form a client sends, the API answers in XML with its output
+// or an error of the sender's, never a failure of its own.
+func FuzzQueryAPI(f *testing.F) {
+	for _, s := range []string{
+		"Action=SendMessage&QueueUrl=%2Fq&MessageBody=x&MessageAttribute.1.Name=a&MessageAttribute.1.Value.DataType=Number&MessageAttribute.1.Value.StringValue=1",
+		"Action=SendMessageBatch&QueueUrl=%2Fq&SendMessageBatchRequestEntry.1.Id=a&SendMessageBatchRequestEntry.1.MessageBody=1&SendMessageBatchRequestEntry.2.Id=b&SendMessageBatchRequestEntry.2.MessageBody=2",
+		"Action=ReceiveMessage&QueueUrl=%2Fq&MaxNumberOfMessages=10&AttributeName.1=All&MessageAttributeName.1=All",
+		"Action=CreateQueue&QueueName=f.fifo&Attribute.1.Name=FifoQueue&Attribute.1.Value=true&Tag.1.Key=k&Tag.1.Value=v",
+		"Action=DeleteMessageBatch&QueueUrl=%2Fq&DeleteMessageBatchRequestEntry.1.Id=a&DeleteMessageBatchRequestEntry.1.ReceiptHandle=1.1",
+		"Action=SetQueueAttributes&QueueUrl=%2Fq&Attribute.1.Name=DelaySeconds&Attribute.1.Value=901",
+		"Action=UntagQueue&QueueUrl=%2Fq&TagKey.1=k",
+		"Action=SendMessage&QueueUrl=%2Fq&MessageBody=%ED%A0%80",
+		"Action=SendMessage&MessageAttribute.1.Value.BinaryValue=%%%",
+		"Action=ListQueues&MaxResults=x",
+		"Action=CreateQueue&Attribute.9999999999999999999999.Name=a",
+		"Action",
+		"&&&=&=",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, form string) {
+		b := setup(t, nil)
+		b.query(t, formRequest("/", "Action=CreateQueue&QueueName=q"))
+		a := b.query(t, formRequest("/000000000000/q", form))
+		switch {
+		case a.status == http.StatusOK && a.XMLName.Local != "ErrorResponse":
+		case a.status >= 500:
+			t.Fatalf("%q: status %d %s", form, a.status, a.body)
+		case a.XMLName.Local != "ErrorResponse" || a.Error.Code == "" || a.Error.Message == "" || a.Error.Type != "Sender":
+			t.Fatalf("%q: status %d without SQS's error shape: %s", form, a.status, a.body)
+		}
+	})
+}
