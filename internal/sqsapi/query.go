@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -181,7 +182,7 @@ func (root *formNode) add(key, val string) *apiError {
 	segs := strings.Split(key, ".")
 	node := root
 	for i := 0; i < len(segs); i++ {
-		child, err := node.field(segs[i], strings.Join(segs[:i], "."))
+		child, err := node.field(segs[i], segs[:i])
 		if err != nil {
 			return err
 		}
@@ -190,7 +191,6 @@ func (root *formNode) add(key, val string) *apiError {
 		if !collection || i+1 == len(segs) {
 			continue
 		}
-		parent := strings.Join(segs[:i+1], ".")
 		i++
 		idx, aerr := strconv.Atoi(segs[i])
 		if aerr != nil || idx < 1 || segs[i][0] < '1' || segs[i][0] > '9' {
@@ -198,7 +198,7 @@ func (root *formNode) add(key, val string) *apiError {
 		}
 		item := node.items[idx]
 		if item == nil {
-			limit, fail := memberLimit(field, parent)
+			limit, fail := memberLimit(field, strings.Join(segs[:i], "."))
 			if len(node.items) == limit {
 				return fail(limit + 1)
 			}
@@ -220,13 +220,14 @@ func (root *formNode) add(key, val string) *apiError {
 	return nil
 }
 
-// field returns the member name of n, made if new, within maxMembers.
-func (n *formNode) field(name, path string) (*formNode, *apiError) {
+// field returns the member name of n, whose path is path, made if new,
+// within maxMembers.
+func (n *formNode) field(name string, path []string) (*formNode, *apiError) {
 	if c := n.fields[name]; c != nil {
 		return c, nil
 	}
 	if len(n.fields) == maxMembers {
-		return nil, errInvalidParameter.f("%s holds more than %d members", describe(path), maxMembers)
+		return nil, errInvalidParameter.f("%s holds more than %d members", describe(strings.Join(path, ".")), maxMembers)
 	}
 	if n.fields == nil {
 		n.fields = map[string]*formNode{}
@@ -252,20 +253,15 @@ func (n *formNode) decode(v any, action string) *apiError {
 }
 
 func (n *formNode) decodeStruct(v reflect.Value, action, path string) *apiError {
-	t := v.Type()
-	for i := range t.NumField() {
-		sf, fv := t.Field(i), v.Field(i)
-		if sf.Anonymous && sf.Type.Kind() == reflect.Struct {
+	for _, sf := range fieldsOf(v.Type()) {
+		fv := v.Field(sf.index)
+		if sf.embedded {
 			if err := n.decodeStruct(fv, action, path); err != nil {
 				return err
 			}
 			continue
 		}
-		name, _ := jsonName(sf)
-		if name == "" {
-			continue
-		}
-		if f, ok := flattenedName(name, action); ok && isCollection(sf.Type) {
+		if f, ok := flattenedName(sf.name, action); ok && sf.collection {
 			c := n.fields[f.name]
 			if c == nil || len(c.items) == 0 {
 				continue
@@ -275,8 +271,8 @@ func (n *formNode) decodeStruct(v reflect.Value, action, path string) *apiError 
 			}
 			continue
 		}
-		if c := n.fields[name]; c != nil && c.set {
-			if err := decodeScalar(c.value, fv, join(path, name)); err != nil {
+		if c := n.fields[sf.name]; c != nil && c.set {
+			if err := decodeScalar(c.value, fv, path, sf.name); err != nil {
 				return err
 			}
 		}
@@ -336,33 +332,34 @@ func (n *formNode) decodeValue(v reflect.Value, action, path string) *apiError {
 	if !n.set {
 		return nil
 	}
-	return decodeScalar(n.value, v, path)
+	return decodeScalar(n.value, v, path, "")
 }
 
-// decodeScalar sets v from s: text, an integer, a boolean, or bytes in
-// base64.
-func decodeScalar(s string, v reflect.Value, param string) *apiError {
+// decodeScalar sets v, the parameter name under path, from s: text, an
+// integer, a boolean, or bytes in base64.
+func decodeScalar(s string, v reflect.Value, path, name string) *apiError {
 	if v.Kind() == reflect.Pointer {
 		p := reflect.New(v.Type().Elem())
-		if err := decodeScalar(s, p.Elem(), param); err != nil {
+		if err := decodeScalar(s, p.Elem(), path, name); err != nil {
 			return err
 		}
 		v.Set(p)
 		return nil
 	}
+	param := func() string { return join(path, name) }
 	switch v.Kind() {
 	case reflect.String:
 		v.SetString(s)
 	case reflect.Int, reflect.Int32, reflect.Int64:
 		i, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || v.OverflowInt(i) {
-			return errInvalidParameter.f("value %q for parameter %s is invalid: it must be an integer", s, param)
+			return errInvalidParameter.f("value %q for parameter %s is invalid: it must be an integer", s, param())
 		}
 		v.SetInt(i)
 	case reflect.Bool:
 		b, err := strconv.ParseBool(s)
 		if err != nil {
-			return errInvalidParameter.f("value %q for parameter %s is invalid: it must be true or false", s, param)
+			return errInvalidParameter.f("value %q for parameter %s is invalid: it must be true or false", s, param())
 		}
 		v.SetBool(b)
 	case reflect.Slice:
@@ -371,25 +368,49 @@ func decodeScalar(s string, v reflect.Value, param string) *apiError {
 		}
 		b, err := base64.StdEncoding.DecodeString(s)
 		if err != nil {
-			return errInvalidParameter.f("value of parameter %s is not base64: %v", param, err)
+			return errInvalidParameter.f("value of parameter %s is not base64: %v", param(), err)
 		}
 		v.SetBytes(b)
 	}
 	return nil
 }
 
-// jsonName is a struct field's json name and whether it is omitted when
-// empty; "" for a field that json skips.
-func jsonName(sf reflect.StructField) (string, bool) {
-	if !sf.IsExported() {
-		return "", false
+// structField is a field of an input or output struct as the encodings
+// see it: embedded, or a member of a json name.
+type structField struct {
+	index      int
+	embedded   bool
+	name       string
+	omitEmpty  bool
+	collection bool
+}
+
+// structFields holds the fields of each struct type met, read once.
+var structFields sync.Map
+
+// fieldsOf returns the fields of struct type t that json encodes, by
+// their json names, and the embedded structs, whose fields are t's too.
+func fieldsOf(t reflect.Type) []structField {
+	if fs, ok := structFields.Load(t); ok {
+		return fs.([]structField)
 	}
-	tag := sf.Tag.Get("json")
-	if tag == "-" {
-		return "", false
+	var fs []structField
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		if sf.Anonymous && sf.Type.Kind() == reflect.Struct {
+			fs = append(fs, structField{index: i, embedded: true})
+			continue
+		}
+		tag := sf.Tag.Get("json")
+		if !sf.IsExported() || tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		fs = append(fs, structField{index: i, name: cmp.Or(name, sf.Name),
+			omitEmpty: strings.Contains(","+opts+",", ",omitempty,"), collection: isCollection(sf.Type)})
 	}
-	name, opts, _ := strings.Cut(tag, ",")
-	return cmp.Or(name, sf.Name), strings.Contains(","+opts+",", ",omitempty,")
+	structFields.Store(t, fs)
+	return fs
 }
 
 // isCollection reports whether t is a list or a map: not bytes.

@@ -27,6 +27,7 @@ const xmlContentType = "text/xml"
 // to request id. An action without output (empty) has no Result element.
 func encodeXML(w io.Writer, action, id string, out any) error {
 	var b bytes.Buffer
+	b.Grow(4 << 10)
 	b.WriteString(xml.Header)
 	b.WriteString("<" + action + "Response xmlns=\"" + xmlNamespace + "\">")
 	if _, none := out.(empty); !none {
@@ -66,22 +67,20 @@ func writeXMLFields(b *bytes.Buffer, v reflect.Value, action string) {
 		}
 		v = v.Elem()
 	}
-	t := v.Type()
-	for i := range t.NumField() {
-		sf, fv := t.Field(i), v.Field(i)
-		if sf.Anonymous && sf.Type.Kind() == reflect.Struct {
+	for _, sf := range fieldsOf(v.Type()) {
+		fv := v.Field(sf.index)
+		if sf.embedded {
 			writeXMLFields(b, fv, action)
 			continue
 		}
-		name, omitEmpty := jsonName(sf)
-		if name == "" || omitEmpty && fv.IsZero() || fv.Kind() == reflect.Pointer && fv.IsNil() {
+		if sf.omitEmpty && fv.IsZero() || fv.Kind() == reflect.Pointer && fv.IsNil() {
 			continue
 		}
-		if f, ok := flattenedName(name, action); ok && isCollection(sf.Type) {
+		if f, ok := flattenedName(sf.name, action); ok && sf.collection {
 			writeXMLCollection(b, fv, f, action)
 			continue
 		}
-		writeXMLValue(b, name, fv, action)
+		writeXMLValue(b, sf.name, fv, action)
 	}
 }
 
@@ -134,9 +133,29 @@ func writeXMLValue(b *bytes.Buffer, name string, v reflect.Value, action string)
 // writeXMLText writes <name>text</name>, text escaped: carriage returns
 // and tabs too, so that a parser gives back the text as it was.
 func writeXMLText(b *bytes.Buffer, name, text string) {
-	b.WriteString("<" + name + ">")
-	_ = xml.EscapeText(b, []byte(text))
-	b.WriteString("</" + name + ">")
+	b.WriteByte('<')
+	b.WriteString(name)
+	b.WriteByte('>')
+	if plainText(text) {
+		b.WriteString(text)
+	} else {
+		_ = xml.EscapeText(b, []byte(text))
+	}
+	b.WriteString("</")
+	b.WriteString(name)
+	b.WriteByte('>')
+}
+
+// plainText reports whether text is printable ASCII that XML takes as it
+// is.
+func plainText(text string) bool {
+	for i := 0; i < len(text); i++ {
+		switch c := text[i]; {
+		case c < 0x20 || c > 0x7e, c == '<', c == '>', c == '&', c == '\'', c == '"':
+			return false
+		}
+	}
+	return true
 }
 
 // fault is whose fault e is, in the query protocol's terms.
