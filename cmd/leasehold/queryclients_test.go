@@ -26,8 +26,8 @@ import (
 )
 
 // The clients that speak SQS's query protocol drive a real server:
-// Debian's AWS CLI (2.9, whose botocore speaks query for SQS) and a
-// Celery application on Debian's Celery and kombu (its SQS transport,
+// Debian's AWS CLI (2.9, whose botocore speaks query for SQS), Debian's
+// boto3, and a Celery application on Debian's Celery and kombu (its SQS transport,
 // before 5.3.4, speaks query too, through boto3 and pycurl). Without
 // them the tests skip, unless LEASEHOLD_TEST_QUERY_CLIENTS is 1 (as in
 // CI), when they fail. LEASEHOLD_AWS names the CLI, default /usr/bin/aws
@@ -294,6 +294,35 @@ func anyStrings(v any) []string {
 		}
 	}
 	return out
+}
+
+// Every action, through Debian's boto3 (query protocol), against a
+// signed server: testdata/boto3_sqs.py checks each answer.
+func TestBoto3QueryProtocol(t *testing.T) {
+	python := queryClient(t, "Debian's python3-boto3", debianPython, func() error {
+		return exec.Command(debianPython, "-c", "import boto3").Run()
+	})
+	leaseholdBin(t)
+	script, err := filepath.Abs(filepath.Join("testdata", "boto3_sqs.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	queryDatabases(t, func(t *testing.T, db string) {
+		const key, secret = "AKIDBOTO3", "secret-access-key-for-boto3"
+		s := startQueryServer(t, db, key, secret)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, python, script)
+		cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID="+key, "AWS_SECRET_ACCESS_KEY="+secret, "LEASEHOLD_URL="+s.url,
+			"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null")
+		out, err := cmd.CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != "ok" {
+			t.Fatalf("boto3_sqs.py: %v\n%s", err, out)
+		}
+		s.spoke(t, "CreateQueue", "GetQueueUrl", "ListQueues", "SetQueueAttributes", "GetQueueAttributes", "TagQueue", "UntagQueue",
+			"ListQueueTags", "SendMessage", "SendMessageBatch", "ReceiveMessage", "ChangeMessageVisibility",
+			"ChangeMessageVisibilityBatch", "DeleteMessage", "DeleteMessageBatch", "PurgeQueue", "DeleteQueue")
+	})
 }
 
 // celeryPython returns Debian's Python when it has Celery, kombu, boto3
