@@ -88,7 +88,6 @@ func startQueryServer(t *testing.T, db, key, secret string) *queryServer {
 	if key != "" {
 		t.Setenv("LEASEHOLD_ACCESS_KEY_ID", key)
 		t.Setenv("LEASEHOLD_SECRET_ACCESS_KEY", secret)
-		t.Setenv("LEASEHOLD_DASHBOARD_PASSWORD", "dashboard-password-for-tests")
 	}
 	_, stderr := startProcess(t, dir, "--db", db, "serve", "--addr", "127.0.0.1:0")
 	var addr string
