@@ -1,6 +1,7 @@
 // Package sqsapi serves the Amazon SQS API, in its JSON and query
-// protocols, over a leasehold store, so that the AWS SDKs of every language send to and
-// receive from leasehold queues unchanged.
+// protocols, over a leasehold store, so that the AWS SDKs of every
+// language, old and new, send to and receive from leasehold queues
+// unchanged.
 //
 // The mapping: a queue is a leasehold queue, recorded with its SQS
 // attributes; ReceiveMessage claims under a lease of the visibility
