@@ -16,6 +16,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/leasehold/leasehold/internal/maintenance"
+	"github.com/leasehold/leasehold/internal/serve"
+	"github.com/leasehold/leasehold/internal/sqsid"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -106,6 +108,7 @@ of completed messages as with none, and it never changes the database.`,
 // infoJSON is one message's line of `list --json`.
 type infoJSON struct {
 	ID            int64      `json:"id"`
+	SQSMessageID  string     `json:"sqs_message_id,omitempty"`
 	Queue         string     `json:"queue"`
 	Key           string     `json:"key"`
 	DedupID       string     `json:"dedup_id,omitempty"`
@@ -126,8 +129,8 @@ type infoJSON struct {
 	PayloadBase64 string `json:"payload_base64,omitempty"`
 }
 
-func toInfoJSON(in store.Info) infoJSON {
-	j := infoJSON{ID: in.ID, Queue: in.Queue, Key: in.Key, DedupID: in.DedupID, Kind: in.Kind, Priority: in.Priority, State: in.State.String(), Deliveries: in.Deliveries,
+func toInfoJSON(in store.Info, ids sqsid.Mapper) infoJSON {
+	j := infoJSON{ID: in.ID, SQSMessageID: ids.MessageID(in.ID), Queue: in.Queue, Key: in.Key, DedupID: in.DedupID, Kind: in.Kind, Priority: in.Priority, State: in.State.String(), Deliveries: in.Deliveries,
 		MaxDeliveries: in.MaxDeliveries, FencingToken: in.FencingToken, WorkerID: in.WorkerID, LastError: in.LastError,
 		DeadReason: string(in.DeadReason), EnqueuedAt: in.EnqueuedAt}
 	j.Payload, j.PayloadBase64 = payloadJSON(in.Payload)
@@ -185,19 +188,20 @@ the fencing token is that of the lease that completed it.`,
 				return err
 			}
 			defer st.Close()
+			ids := a.messageIDs(ctx, st, queue)
 			var tw *tabwriter.Writer
 			if !asJSON {
 				tw = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tSTATE\tKEY\tDELIVERIES\tFENCING TOKEN\tLAST ERROR\tPAYLOAD")
+				fmt.Fprintln(tw, "ID\t"+sqsColumn(ids, "SQS MESSAGE ID\t")+"STATE\tKEY\tDELIVERIES\tFENCING TOKEN\tLAST ERROR\tPAYLOAD")
 			}
 			enc := json.NewEncoder(a.stdout)
 			left := limit
 			for _, s := range states {
 				n, err := eachMessage(ctx, st, store.ListFilter{Queue: queue, State: s, Key: key, Kind: kind, Limit: left}, tw, func(in store.Info) error {
 					if asJSON {
-						return enc.Encode(toInfoJSON(in))
+						return enc.Encode(toInfoJSON(in, ids))
 					}
-					_, err := fmt.Fprintf(tw, "%d\t%s\t%s\t%d/%d\t%d\t%s\t%s\n", in.ID, in.State, escape(in.Key), in.Deliveries, in.MaxDeliveries,
+					_, err := fmt.Fprintf(tw, "%d\t%s%s\t%s\t%d/%d\t%d\t%s\t%s\n", in.ID, sqsColumn(ids, ids.MessageID(in.ID)+"\t"), in.State, escape(in.Key), in.Deliveries, in.MaxDeliveries,
 						in.FencingToken, clip(in.LastError, 60), clipBytes(in.Payload, 40))
 					return err
 				})
@@ -225,6 +229,32 @@ the fencing token is that of the lease that completed it.`,
 	f.BoolVar(&asJSON, "json", false, "one JSON object per message")
 	f.IntVar(&limit, "limit", 1000, "list at most this many messages")
 	return cmd
+}
+
+// messageIDs is how the SQS API names the messages of a queue it knows
+// (one with a record, which only the API makes): leasehold serve gives
+// them UUIDs, made with the database's server secret, which exists once
+// a server has run. Other queues get the zero Mapper, and their listings
+// no SQS ids: reading their secret could make it, and a listing changes
+// nothing. A secret that cannot be read gets a line on stderr.
+func (a *app) messageIDs(ctx context.Context, st store.Store, queue string) sqsid.Mapper {
+	if _, err := st.QueueInfo(ctx, queue); err != nil {
+		return sqsid.Mapper{}
+	}
+	ids, err := serve.MessageIDs(ctx, st)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "leasehold: SQS message ids are not shown: %v\n", err)
+	}
+	return ids
+}
+
+// sqsColumn is cell when ids map message ids, else nothing: a table has
+// an SQS MESSAGE ID column only for the queues of the SQS API.
+func sqsColumn(ids sqsid.Mapper, cell string) string {
+	if ids.MessageID(1) == "" {
+		return ""
+	}
+	return cell
 }
 
 // listBudget bounds the bytes of one page of a listing, so that a
@@ -369,8 +399,9 @@ them to pending with a fresh delivery budget; purge deletes them.`,
 	}
 	list := sub("list", "List dead letters", "  leasehold dead list --queue emails\n  leasehold dead list --queue emails --json", func(c *cobra.Command, st store.Store) error {
 		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+		ids := a.messageIDs(c.Context(), st, queue)
 		if !asJSON {
-			fmt.Fprintln(tw, "ID\tDEAD AT\tREASON\tDELIVERIES\tLAST ERROR\tPAYLOAD")
+			fmt.Fprintln(tw, "ID\t"+sqsColumn(ids, "SQS MESSAGE ID\t")+"DEAD AT\tREASON\tDELIVERIES\tLAST ERROR\tPAYLOAD")
 		}
 		enc := json.NewEncoder(a.stdout)
 		_, err := eachMessage(c.Context(), st, store.ListFilter{Queue: queue, State: store.Dead, Limit: math.MaxInt}, tw, func(in store.Info) error {
@@ -381,9 +412,12 @@ them to pending with a fresh delivery budget; purge deletes them.`,
 				if b64 != "" {
 					out["payload_base64"] = b64
 				}
+				if id := ids.MessageID(in.ID); id != "" {
+					out["sqs_message_id"] = id
+				}
 				return enc.Encode(out)
 			}
-			_, err := fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", in.ID, in.FinishedAt.Format(time.RFC3339), escape(string(in.DeadReason)), in.Deliveries,
+			_, err := fmt.Fprintf(tw, "%d\t%s%s\t%s\t%d\t%s\t%s\n", in.ID, sqsColumn(ids, ids.MessageID(in.ID)+"\t"), in.FinishedAt.Format(time.RFC3339), escape(string(in.DeadReason)), in.Deliveries,
 				clip(in.LastError, 60), clipBytes(in.Payload, 40))
 			return err
 		})

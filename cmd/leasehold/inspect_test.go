@@ -10,9 +10,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/leasehold/leasehold/internal/serve"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/memory"
+	"github.com/leasehold/leasehold/store/sqlite"
 )
 
 // Control characters in user data cannot reach the terminal or break a
@@ -216,5 +219,64 @@ func TestListByKeyAndKind(t *testing.T) {
 	}
 	if got := ids("--key", "a", "--kind", "sms", "--state", "waiting"); !slices.Equal(got, []string{"3"}) {
 		t.Errorf("--key a --kind sms --state waiting listed %v, want 3", got)
+	}
+}
+
+// list and dead list show a message's SQS message id beside its id for
+// the queues of the SQS API, as leasehold serve gives it; other queues'
+// listings have none, and reading them makes no secret.
+func TestListsShowSQSMessageIDs(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sqs.db")
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a server and the SQS API leave: the secret, a queue's record,
+	// a message in it.
+	if _, _, err := st.CreateQueue(ctx, "api", nil); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := serve.MessageIDs(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enq, err := st.Enqueue(ctx, []store.NewMessage{{Queue: "api", Payload: []byte("a"), MaxDeliveries: 5}, {Queue: "go", Payload: []byte("b"), MaxDeliveries: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A second message of the SQS queue dies.
+	if _, err := st.Enqueue(ctx, []store.NewMessage{{Queue: "api", Payload: []byte("dead"), MaxDeliveries: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.Claim(ctx, store.Claim{Queue: "api", WorkerID: "w", Max: 2, LeaseDuration: time.Minute})
+	if err != nil || len(got) != 2 {
+		t.Fatalf("claim: %v, %v", got, err)
+	}
+	if _, err := st.Fail(ctx, store.Failure{Lease: got[1].Lease, Permanent: true, Error: "no"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Release(ctx, store.Release{Lease: got[0].Lease}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	db := "sqlite:" + path
+	want := ids.MessageID(enq[0].ID)
+	dead := jsonLines(t, runBin(t, dir, "", "--db", db, "dead", "list", "--queue", "api", "--json").must(t).stdout)
+	if len(dead) != 1 || dead[0]["sqs_message_id"] != ids.MessageID(got[1].MessageID) {
+		t.Fatalf("dead list --json of an SQS queue: %v, want sqs_message_id %s", dead, ids.MessageID(got[1].MessageID))
+	}
+	list := jsonLines(t, runBin(t, dir, "", "--db", db, "list", "--queue", "api", "--state", "pending", "--json").must(t).stdout)
+	if len(list) != 1 || list[0]["sqs_message_id"] != want {
+		t.Fatalf("list --json of an SQS queue: %v, want sqs_message_id %s", list, want)
+	}
+	if out := runBin(t, dir, "", "--db", db, "list", "--queue", "api").must(t); !strings.Contains(out.stdout, "SQS MESSAGE ID") || !strings.Contains(out.stdout, want) || out.stderr != "" {
+		t.Fatalf("list of an SQS queue:\n%s\nstderr: %s", out.stdout, out.stderr)
+	}
+	other := runBin(t, dir, "", "--db", db, "list", "--queue", "go").must(t)
+	if strings.Contains(other.stdout, "SQS") || other.stderr != "" {
+		t.Fatalf("list of a queue the SQS API does not know:\n%s\nstderr: %s", other.stdout, other.stderr)
 	}
 }

@@ -115,7 +115,7 @@ flight finish; a second signal stops at once.`,
 	fl.StringVar(&tlsCert, "tls-cert", "", "PEM file of the TLS certificate chain to serve HTTPS with (with --tls-key); SIGHUP reads it again")
 	fl.StringVar(&tlsKey, "tls-key", "", "PEM file of the TLS certificate's private key (with --tls-cert)")
 	fl.BoolVar(&behindProxy, "behind-tls-proxy", false, "a proxy in front ends TLS: serve plain HTTP off loopback, with Secure cookies and Strict-Transport-Security")
-	fl.StringVar(&region, "region", sqsapi.DefaultRegion, "region named in queue ARNs")
+	fl.StringVar(&region, "region", sqsapi.DefaultRegion, "region named in queue ARNs for unsigned requests (a signed request's ARNs name the region it was signed for)")
 	fl.DurationVar(&reapEvery, "reap-interval", serve.DefaultReapInterval, "how often the reaper gives back messages whose visibility timeout ended")
 	fl.DurationVar(&shutdownTimeout, "shutdown-timeout", serve.DefaultShutdownTimeout, "how long a graceful stop waits for requests in flight")
 	fl.IntVar(&maxQueues, "max-queues", sqsapi.DefaultMaxQueues, "most queues the database may hold: CreateQueue of a new queue beyond it gets OverLimit")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/leasehold/leasehold/internal/serve"
 	"github.com/leasehold/leasehold/internal/testproc"
 	"github.com/leasehold/leasehold/store"
 )
@@ -92,7 +93,7 @@ func TestPostgresFailover(t *testing.T) {
 			return false, err
 		}
 		var s store.Info
-		if id, perr := parseID(firstSent); perr != nil {
+		if id, perr := storeID(ctx, l.st, firstSent); perr != nil {
 			return false, perr
 		} else if s, err = l.st.Get(ctx, id); err != nil {
 			return false, err
@@ -142,10 +143,17 @@ func waitSync(t *testing.T, dsn, name string) {
 	}
 }
 
-func parseID(s string) (int64, error) {
-	var id int64
-	_, err := fmt.Sscan(s, &id)
-	return id, err
+// storeID is the store's id of the message the SQS API gave messageID.
+func storeID(ctx context.Context, st store.Store, messageID string) (int64, error) {
+	ids, err := serve.MessageIDs(ctx, st)
+	if err != nil {
+		return 0, err
+	}
+	id, ok := ids.ID(messageID)
+	if !ok {
+		return 0, fmt.Errorf("%q is no message id of this database", messageID)
+	}
+	return id, nil
 }
 
 // pgbouncer is the program TestPgBouncer runs: Debian installs it in

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/leasehold/leasehold/internal/serve"
 	"github.com/leasehold/leasehold/internal/testproc"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/postgres"
@@ -347,9 +348,13 @@ func (l *pgLoad) finish(within time.Duration) {
 	for _, b := range l.sent {
 		bodies[b] = true
 	}
+	ids, err := serve.MessageIDs(context.Background(), l.st)
+	if err != nil {
+		t.Fatalf("the database's SQS message ids: %v", err)
+	}
 	sent := map[string]string{}
 	for _, in := range listAll(t, l.st, sqsQueue, store.Completed) {
-		id, body := strconv.FormatInt(in.ID, 10), string(in.Payload)
+		id, body := ids.MessageID(in.ID), string(in.Payload)
 		if _, acked := l.sent[id]; !acked && l.sendUnsure[body] && !bodies[body] {
 			sent[id] = body
 		}
@@ -358,7 +363,7 @@ func (l *pgLoad) finish(within time.Duration) {
 	for id, b := range l.sent {
 		sent[id] = b
 	}
-	logs := readSQSLogs(t, l.consumers, sent)
+	logs := readSQSLogs(t, l.consumers, sent, ids)
 	checkSQSOutcome(t, l.st, sent, &logs)
 	if logs.refusedCount == 0 {
 		t.Fatal("no delete was refused under a lost lease: the run never exercised fencing")

@@ -29,6 +29,8 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/leasehold/leasehold/internal/pgtest"
+	"github.com/leasehold/leasehold/internal/serve"
+	"github.com/leasehold/leasehold/internal/sqsid"
 	"github.com/leasehold/leasehold/internal/testproc"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/postgres"
@@ -422,12 +424,16 @@ func sqsChaos(t *testing.T, bin, db string, open func(context.Context) (store.St
 	}
 	srv.stop(t)
 
-	logs := readSQSLogs(t, children, sent)
 	st, err := open(ctx)
 	if err != nil {
 		t.Fatalf("open the server's database: %v", err)
 	}
 	defer st.Close()
+	ids, err := serve.MessageIDs(ctx, st)
+	if err != nil {
+		t.Fatalf("the database's SQS message ids: %v", err)
+	}
+	logs := readSQSLogs(t, children, sent, ids)
 	checkSQSOutcome(t, st, sent, &logs)
 	// The run must have exercised what it claims to.
 	if logs.refusedCount == 0 {
@@ -465,6 +471,8 @@ func parseSQSHandle(h string) (sqsHandle, error) {
 // sqsLogs is what the consumers' logs say, per message id: the fencing
 // tokens of the handles in each outcome.
 type sqsLogs struct {
+	// ids names the messages as the API did.
+	ids  sqsid.Mapper
 	done map[int64][]int64 // deletes that succeeded
 	// refused are deletes refused with ReceiptHandleIsInvalid.
 	refused map[int64][]int64
@@ -486,9 +494,9 @@ type sqsLogs struct {
 // "done ...", "refused ..." or, when the server failed, "unknown ..."
 // after it. The last line of a killed consumer's log may be cut short: it
 // is ignored.
-func readSQSLogs(t *testing.T, children []*sqsChild, sent map[string]string) sqsLogs {
+func readSQSLogs(t *testing.T, children []*sqsChild, sent map[string]string, ids sqsid.Mapper) sqsLogs {
 	t.Helper()
-	l := sqsLogs{done: map[int64][]int64{}, refused: map[int64][]int64{}, cut: map[int64][]int64{}, abandoned: map[int64][]int64{}}
+	l := sqsLogs{ids: ids, done: map[int64][]int64{}, refused: map[int64][]int64{}, cut: map[int64][]int64{}, abandoned: map[int64][]int64{}}
 	for _, c := range children {
 		name := filepath.Base(c.log)
 		data, err := os.ReadFile(c.log)
@@ -516,8 +524,8 @@ func readSQSLogs(t *testing.T, children []*sqsChild, sent map[string]string) sqs
 			if err != nil {
 				bad("%v", err)
 			}
-			if strconv.FormatInt(ph.id, 10) != id {
-				bad("the handle names message %d, want message %s", ph.id, id)
+			if ids.MessageID(ph.id) != id {
+				bad("the handle names message %d (%s), want message %s", ph.id, ids.MessageID(ph.id), id)
 			}
 			switch kind {
 			case "recv":
@@ -605,7 +613,7 @@ func checkSQSOutcome(t *testing.T, st store.Store, sent map[string]string, l *sq
 		t.Fatalf("%d messages completed, want the %d sent", len(completed), len(sent))
 	}
 	for _, in := range completed {
-		id := strconv.FormatInt(in.ID, 10)
+		id := l.ids.MessageID(in.ID)
 		body, ok := sent[id]
 		if !ok || string(in.Payload) != body {
 			t.Fatalf("completed message %s with payload %q was not sent (sent: %q)", id, in.Payload, body)

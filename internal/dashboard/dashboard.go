@@ -26,6 +26,7 @@ import (
 	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/internal/authlimit"
 	"github.com/leasehold/leasehold/internal/runstate"
+	"github.com/leasehold/leasehold/internal/sqsid"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -75,6 +76,9 @@ type Config struct {
 	// server shares one among its faces. Default: one of the dashboard's
 	// own.
 	AuthLimiter *authlimit.Limiter
+	// MessageIDs gives each message's SQS message id, shown beside its
+	// id. The zero Mapper shows none.
+	MessageIDs sqsid.Mapper
 }
 
 // MinKey is the shortest Config.Key.

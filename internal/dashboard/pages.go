@@ -292,10 +292,13 @@ type messageRow struct {
 	StateName    string
 	LeaseExpires string
 	Error        string
+	// SQSID is the message's id in the SQS API.
+	SQSID string
 }
 
 func (d *Dashboard) row(in store.Info) messageRow {
-	m := messageRow{Info: in, URL: messageURL(in.Queue, in.ID), StateName: in.State.String(), Error: truncate(in.LastError, 80)}
+	m := messageRow{Info: in, URL: messageURL(in.Queue, in.ID), StateName: in.State.String(), Error: truncate(in.LastError, 80),
+		SQSID: d.cfg.MessageIDs.MessageID(in.ID)}
 	if in.State == store.Processing {
 		m.LeaseExpires = d.until(in.LeaseExpires)
 	}

@@ -369,6 +369,17 @@ func TestQueryProtocolMatchesJSON(t *testing.T) {
 				"DeleteMessageBatchRequestEntry.2.Id": "b", "DeleteMessageBatchRequestEntry.2.ReceiptHandle": q.handles[2],
 				"DeleteMessageBatchRequestEntry.3.Id": "c", "DeleteMessageBatchRequestEntry.3.ReceiptHandle": "forged"})
 		})
+		same("AddPermission", "/", func(q *twin) string {
+			return `{"QueueUrl":"` + q.url + `","Label":"share","AWSAccountIds":["111111111111"],"Actions":["SendMessage","ReceiveMessage"]}`
+		}, func(q *twin) neturl.Values {
+			return withQueue(q, map[string]string{"Label": "share", "AWSAccountId.1": "111111111111", "ActionName.1": "SendMessage", "ActionName.2": "ReceiveMessage"})
+		})
+		same("GetQueueAttributes", "/", func(q *twin) string { return `{"QueueUrl":"` + q.url + `","AttributeNames":["Policy"]}` },
+			func(q *twin) neturl.Values { return withQueue(q, map[string]string{"AttributeName.1": "Policy"}) })
+		same("RemovePermission", "/", func(q *twin) string { return `{"QueueUrl":"` + q.url + `","Label":"share"}` },
+			func(q *twin) neturl.Values { return withQueue(q, map[string]string{"Label": "share"}) })
+		same("RemovePermission", "/", func(q *twin) string { return `{"QueueUrl":"` + q.url + `","Label":"share"}` },
+			func(q *twin) neturl.Values { return withQueue(q, map[string]string{"Label": "share"}) })
 		same("DeleteMessageBatch", "/", jurl, qurl)
 		same("PurgeQueue", "/", jurl, qurl)
 		same("DeleteQueue", "/000000000000/twin-json", func(*twin) string { return `{}` }, none)

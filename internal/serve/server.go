@@ -41,6 +41,7 @@ import (
 	"github.com/leasehold/leasehold/internal/runstate"
 	"github.com/leasehold/leasehold/internal/sigv4"
 	"github.com/leasehold/leasehold/internal/sqsapi"
+	"github.com/leasehold/leasehold/internal/sqsid"
 	"github.com/leasehold/leasehold/lifecycle"
 	"github.com/leasehold/leasehold/store"
 )
@@ -105,7 +106,9 @@ type Config struct {
 	// with TLS, cookies are Secure and responses carry
 	// Strict-Transport-Security.
 	BehindTLSProxy bool
-	// Region names the region in queue ARNs. Default sqsapi.DefaultRegion.
+	// Region names the region in the queue ARNs of unsigned requests; a
+	// signed request's ARNs name the region it was signed for. Default
+	// sqsapi.DefaultRegion.
 	Region string
 	// ReapInterval is how often the reaper runs. Default
 	// DefaultReapInterval.
@@ -256,6 +259,11 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("serve: the database's server secret %q has %d bytes, want at least %d: delete its row and the server makes a new one", secretName, len(secret), minServerSecret)
 	}
 
+	ids, err := sqsid.New(secret)
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+
 	var cert *tls.Certificate
 	if cfg.tls() {
 		if cert, err = cfg.loadTLS(); err != nil {
@@ -275,7 +283,7 @@ func New(cfg Config) (*Server, error) {
 	// One budget of failed authentication per client address, whichever
 	// face's secret it guesses.
 	limiter := authlimit.New(cfg.Clock, cfg.Logger, authlimit.Options{BehindProxy: cfg.BehindTLSProxy})
-	api, err := sqsapi.New(sqsapi.Config{Store: cfg.Store, Verifier: verifier, ReceiptKey: derive(secret, "receipt handles"), Region: cfg.Region, WorkerID: id, Clock: cfg.Clock,
+	api, err := sqsapi.New(sqsapi.Config{Store: cfg.Store, Verifier: verifier, ReceiptKey: derive(secret, "receipt handles"), MessageIDs: ids, Region: cfg.Region, WorkerID: id, Clock: cfg.Clock,
 		Logger: cfg.Logger, MeterProvider: mp, MaxBufferedBytes: cfg.MaxBufferedBytes, MaxQueues: cfg.MaxQueues, AuthLimiter: limiter,
 		BehindTLSProxy: cfg.BehindTLSProxy})
 	if err != nil {
@@ -289,7 +297,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
 	dash, err := dashboard.New(dashboard.Config{Store: cfg.Store, Clock: cfg.Clock, Logger: cfg.Logger, Key: derive(secret, "dashboard"),
-		Password: cfg.DashboardPassword, SecureCookies: cfg.https(), AuthLimiter: limiter})
+		Password: cfg.DashboardPassword, SecureCookies: cfg.https(), AuthLimiter: limiter, MessageIDs: ids})
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
@@ -342,6 +350,17 @@ func New(cfg Config) (*Server, error) {
 	s.http.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12,
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return s.cert.Load(), nil }}
 	return s, nil
+}
+
+// MessageIDs returns how the servers of st's database map its message
+// ids to the SQS API's, for whatever shows messages beside them. It reads
+// the database's server secret, and makes it when no server has yet.
+func MessageIDs(ctx context.Context, st store.Store) (sqsid.Mapper, error) {
+	secret, err := st.ServerSecret(ctx, secretName)
+	if err != nil {
+		return sqsid.Mapper{}, fmt.Errorf("the server secret: %w", err)
+	}
+	return sqsid.New(secret)
 }
 
 // derive returns the key for one purpose, made from the database's

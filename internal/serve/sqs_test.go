@@ -240,12 +240,8 @@ func TestStaleReceiptHandleIsRefused(t *testing.T) {
 func TestGroupOrder(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		f := setup(t, b, options{})
-		for _, name := range []string{"standard", "ordered.fifo"} {
-			attrs := map[string]string{}
-			if strings.HasSuffix(name, ".fifo") {
-				attrs = map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"}
-			}
-			url := f.createQueue(name, attrs)
+		for _, name := range []string{"ordered.fifo"} {
+			url := f.createQueue(name, map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"})
 			for _, m := range []struct{ body, group string }{{"a1", "a"}, {"a2", "a"}, {"b1", "b"}, {"a3", "a"}} {
 				f.send(url, m.body, m.group)
 			}

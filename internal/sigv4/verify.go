@@ -231,6 +231,9 @@ func (s *Signed) Verify(body []byte) error {
 	return nil
 }
 
+// AccessKeyID is the access key id that requests must be signed with.
+func (v *Verifier) AccessKeyID() string { return v.accessKey }
+
 // Verify checks r's headers (Check) and its signature over body, which
 // is r's whole body (r.Body is not read). It returns nil or an *Error.
 func (v *Verifier) Verify(r *http.Request, body []byte) error {

@@ -8,11 +8,13 @@
 // timeout; the receipt handle names that lease (message and fencing
 // token), so DeleteMessage completes and ChangeMessageVisibility extends
 // or releases only under the current lease, and a handle whose lease was
-// lost gets ReceiptHandleIsInvalid and changes nothing. MessageGroupId is
-// the message's key (one message of a group in flight, in order, on any
-// queue), MessageDeduplicationId its dedup id, and a redrive policy's
-// maxReceiveCount its delivery budget: past it the message is dead in its
-// own queue.
+// lost gets ReceiptHandleIsInvalid and changes nothing. On a FIFO queue
+// MessageGroupId is the message's key (one message of a group in flight,
+// in order); on a standard queue it is kept with the message and orders
+// nothing, as in SQS. MessageDeduplicationId is the dedup id, and a
+// redrive policy's maxReceiveCount the delivery budget: past it the
+// message is dead in its own queue. Message ids are UUIDs that map one to
+// one to the store's ids (internal/sqsid).
 package sqsapi
 
 import (
@@ -42,6 +44,7 @@ import (
 	"github.com/leasehold/leasehold/internal/authlimit"
 	"github.com/leasehold/leasehold/internal/mailbox"
 	"github.com/leasehold/leasehold/internal/sigv4"
+	"github.com/leasehold/leasehold/internal/sqsid"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -92,12 +95,18 @@ type Config struct {
 	// it, so that a handle one issued another accepts; anyone who has it
 	// can forge handles.
 	ReceiptKey []byte
+	// MessageIDs maps the store's message ids to the UUIDs the API gives
+	// as MessageId. Required: servers, the dashboard and the command of
+	// one database share it, so that they name a message alike.
+	MessageIDs sqsid.Mapper
 	// Verifier, when set, checks every request's signature: a request
 	// without a valid one is refused with 403 and changes nothing. Nil
 	// accepts unsigned requests.
 	Verifier *sigv4.Verifier
-	// Region and AccountID make up queue ARNs. Defaults DefaultRegion and
-	// DefaultAccountID; queue URLs carry AccountID too.
+	// Region and AccountID make up queue ARNs, Region for unsigned
+	// requests alone: a signed request's ARNs name the region it was
+	// signed for. Defaults DefaultRegion and DefaultAccountID; queue URLs
+	// carry AccountID too.
 	Region, AccountID string
 	// WorkerID names this server in the leases it takes. Default: a new
 	// worker id (host, process, random suffix).
@@ -166,6 +175,8 @@ type API struct {
 
 	mu    sync.Mutex
 	cache map[string]cached
+	// policies is held while a queue's Policy is read and changed.
+	policies sync.Mutex
 	// creating is held while a new queue is checked against MaxQueues
 	// and created, and guards queues: how many queues the store listed
 	// at countedAt, with this server's creates and deletes since.
@@ -200,6 +211,9 @@ func New(cfg Config) (*API, error) {
 	}
 	if len(cfg.ReceiptKey) < MinReceiptKey {
 		return nil, fmt.Errorf("sqsapi: ReceiptKey has %d bytes, needs at least %d", len(cfg.ReceiptKey), MinReceiptKey)
+	}
+	if cfg.MessageIDs.MessageID(1) == "" {
+		return nil, errors.New("sqsapi: MessageIDs is the zero Mapper")
 	}
 	if cfg.MaxQueues < 0 {
 		return nil, fmt.Errorf("sqsapi: MaxQueues (%d) must not be negative", cfg.MaxQueues)
@@ -239,7 +253,7 @@ func New(cfg Config) (*API, error) {
 	}
 	m := cfg.MeterProvider.Meter("github.com/leasehold/leasehold")
 	requests, err1 := m.Int64Counter("leasehold.sqs.requests", metric.WithUnit("{request}"),
-		metric.WithDescription("SQS API requests by action and outcome: ok, or the error code."))
+		metric.WithDescription("SQS API requests by action and outcome: ok, the error code, or cancelled when the client went away first."))
 	duration, err2 := m.Float64Histogram("leasehold.sqs.request.duration", metric.WithUnit("s"),
 		metric.WithDescription("How long SQS API requests took, by action, long polls included."),
 		metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20))
@@ -337,11 +351,13 @@ func (a *API) actions() map[string]action {
 		"DeleteMessageBatch":           a.deleteMessageBatch,
 		"ChangeMessageVisibility":      a.changeMessageVisibility,
 		"ChangeMessageVisibilityBatch": a.changeMessageVisibilityBatch,
+		"AddPermission":                a.addPermission,
+		"RemovePermission":             a.removePermission,
 	}
 }
 
 // unsupported are SQS actions this API knows of and does not offer.
-var unsupported = []string{"AddPermission", "RemovePermission", "ListDeadLetterSourceQueues",
+var unsupported = []string{"ListDeadLetterSourceQueues",
 	"StartMessageMoveTask", "CancelMessageMoveTask", "ListMessageMoveTasks"}
 
 // ServeHTTP answers one SQS request.
@@ -361,7 +377,12 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// A failure of the server's own is logged, with its detail, under
 		// the request's id, which the answer names; an overloaded or
 		// stopping server (503) is not worth a line per request.
-		if ae.status == http.StatusInternalServerError {
+		switch {
+		case abandoned(r, ae):
+			// The client went away (a long poll it gave up, a closed
+			// connection): nothing failed, and nobody reads the answer.
+			outcome = "cancelled"
+		case ae.status == http.StatusInternalServerError:
 			var detail error = ae
 			if ae.cause != nil {
 				detail = ae.cause
@@ -370,7 +391,9 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			ae = &apiError{status: ae.status, shape: ae.shape, code: ae.code, server: true,
 				message: fmt.Sprintf("the server failed; its log has the detail under request id %s", id)}
 		}
-		outcome = ae.code
+		if outcome == "ok" {
+			outcome = ae.code
+		}
 		if c.query {
 			writeXMLError(w, ae, id)
 		} else {
@@ -457,6 +480,13 @@ func (a *API) serve(w http.ResponseWriter, c *call) (any, error) {
 	}
 	c.body = body
 	return act(r.Context(), c)
+}
+
+// abandoned reports whether err ended a request because its client went
+// away: the request's context ended, and what failed was not the
+// client's input.
+func abandoned(r *http.Request, ae *apiError) bool {
+	return r.Context().Err() != nil && (ae.server || ae.status >= 500)
 }
 
 // refused is the error of a request whose signature was refused.
@@ -688,8 +718,11 @@ func (a *API) queueURL(r *http.Request, name string) string {
 	return scheme + "://" + r.Host + "/" + a.cfg.AccountID + "/" + url.PathEscape(name)
 }
 
-func (a *API) queueARN(name string) string {
-	return "arn:aws:sqs:" + a.cfg.Region + ":" + a.cfg.AccountID + ":" + name
+// queueARN is the ARN of a queue, in the region r was signed for (its
+// credential scope's), else Config.Region. Regions name no queues of
+// their own: the same name in two regions is the same queue.
+func (a *API) queueARN(r *http.Request, name string) string {
+	return "arn:aws:sqs:" + cmp.Or(sigv4.Region(r), a.cfg.Region) + ":" + a.cfg.AccountID + ":" + name
 }
 
 // queueName reads a queue's name from its URL: the last segment of the

@@ -49,7 +49,7 @@ func FuzzAPI(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := New(Config{Store: st, ReceiptKey: key, Clock: clk, Logger: slog.New(slog.DiscardHandler)})
+		a, err := New(Config{Store: st, ReceiptKey: key, MessageIDs: testIDs(t), Clock: clk, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -76,7 +76,7 @@ func setup(t testing.TB, edit func(*Config)) bundle {
 	}
 	t.Cleanup(func() { st.Close() })
 	log := &logLines{}
-	cfg := Config{Store: st, ReceiptKey: make([]byte, MinReceiptKey), Clock: clk, Logger: slog.New(log)}
+	cfg := Config{Store: st, ReceiptKey: make([]byte, MinReceiptKey), MessageIDs: testIDs(t), Clock: clk, Logger: slog.New(log)}
 	if edit != nil {
 		edit(&cfg)
 	}

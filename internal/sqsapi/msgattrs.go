@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -23,10 +24,15 @@ type attrValue struct {
 }
 
 // storedAttrs is what a message keeps beside its body: its message
-// attributes and its system attributes.
+// attributes and its system attributes, and what the API gives back
+// about its sending: the MessageGroupId of a message of a standard queue
+// (where the group is no store key) and the MessageDeduplicationId of one
+// whose store dedup id is scoped to its group.
 type storedAttrs struct {
 	Message map[string]attrValue `json:"m,omitempty"`
 	System  map[string]attrValue `json:"s,omitempty"`
+	Group   string               `json:"g,omitempty"`
+	Dedup   string               `json:"d,omitempty"`
 }
 
 // maxMessageAttributes is SQS's limit of message attributes per message.
@@ -157,7 +163,10 @@ mantissa:
 	return magnitude >= minNumberExponent && (magnitude < maxNumberExponent || magnitude == maxNumberExponent && first == last && digits[first] == '1')
 }
 
-// checkAttrName applies SQS's rules for message attribute names.
+// checkAttrName applies SQS's rules for message attribute names: 1 to
+// 256 characters, alphanumeric (letters and digits of any script, as SQS
+// takes them), '_', '-' and '.', no AWS. or Amazon. prefix, and no period
+// first, last or twice in a row.
 func checkAttrName(name string) *apiError {
 	lower := strings.ToLower(name)
 	switch {
@@ -168,8 +177,10 @@ func checkAttrName(name string) *apiError {
 	case name[0] == '.' || name[len(name)-1] == '.' || strings.Contains(name, ".."):
 		return errInvalidParameter.f("message attribute name %q must not start or end with a period or hold two in a row", name)
 	}
-	if !onlyNameChars(name, ".") {
-		return errInvalidParameter.f("message attribute name %q may hold only letters, digits, '_', '-' and '.'", name)
+	for _, c := range name {
+		if !unicode.IsLetter(c) && !unicode.IsDigit(c) && c != '_' && c != '-' && c != '.' {
+			return errInvalidParameter.f("message attribute name %q may hold only letters, digits, '_', '-' and '.'", name)
+		}
 	}
 	return nil
 }
@@ -190,13 +201,13 @@ func validText(s string) bool {
 	return true
 }
 
-// encodeAttrs is what the store keeps of a message's attributes: nil when
-// it has none.
-func encodeAttrs(msg, sys map[string]attrValue) []byte {
-	if len(msg) == 0 && len(sys) == 0 {
+// encode is what the store keeps of a message's attributes: nil when it
+// has none.
+func (a storedAttrs) encode() []byte {
+	if len(a.Message) == 0 && len(a.System) == 0 && a.Group == "" && a.Dedup == "" {
 		return nil
 	}
-	b, _ := json.Marshal(storedAttrs{Message: msg, System: sys}) // maps of plain values always marshal
+	b, _ := json.Marshal(a) // maps of plain values always marshal
 	return b
 }
 
@@ -241,8 +252,10 @@ func bodyMD5(body string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// selectAttrs keeps the attributes that names ask for: "All" or ".*"
-// for every one, "prefix.*" for those under a prefix, or exact names.
+// selectAttrs keeps the attributes that names ask for: "All", "*" or
+// ".*" for every one, "prefix.*" for those whose names start with prefix
+// (Amazon SQS matches "Hel.*" to "Hello" and "Help.Me" alike), or exact
+// names.
 func selectAttrs(attrs map[string]attrValue, names []string) map[string]attrValue {
 	if len(attrs) == 0 || len(names) == 0 {
 		return nil
@@ -251,7 +264,7 @@ func selectAttrs(attrs map[string]attrValue, names []string) map[string]attrValu
 	for name, v := range attrs {
 		for _, want := range names {
 			prefix, isPrefix := strings.CutSuffix(want, ".*")
-			if want == "All" || want == ".*" || want == name || isPrefix && strings.HasPrefix(name, prefix+".") {
+			if want == "All" || want == "*" || want == name || isPrefix && strings.HasPrefix(name, prefix) {
 				out[name] = v
 				break
 			}

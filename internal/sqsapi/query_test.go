@@ -103,6 +103,16 @@ func TestFormDecodesAsJSON(t *testing.T) {
 				"&ChangeMessageVisibilityBatchRequestEntry.1.ReceiptHandle=h1&ChangeMessageVisibilityBatchRequestEntry.1.VisibilityTimeout=30",
 			`{"QueueUrl":"q","Entries":[{"Id":"x","ReceiptHandle":"h1","VisibilityTimeout":30}]}`,
 			func() any { return &handleBatch{} }},
+		{"AddPermission", "Action=AddPermission&QueueUrl=q&Label=l&AWSAccountId.1=111111111111&AWSAccountId.2=222222222222&ActionName.1=SendMessage",
+			`{"QueueUrl":"q","Label":"l","AWSAccountIds":["111111111111","222222222222"],"Actions":["SendMessage"]}`,
+			func() any {
+				return &struct {
+					queueInput
+					Label         string   `json:"Label"`
+					AWSAccountIds []string `json:"AWSAccountIds"`
+					Actions       []string `json:"Actions"`
+				}{}
+			}},
 		{"UntagQueue", "Action=UntagQueue&QueueUrl=q&TagKey.1=team&TagKey.2=env",
 			`{"QueueUrl":"q","TagKeys":["team","env"]}`,
 			func() any { return &untagInput{} }},
@@ -238,7 +248,7 @@ func TestQueryAnswers(t *testing.T) {
 	send := "Action=SendMessage&QueueUrl=http%3A%2F%2Fh%3A1%2F000000000000%2Fq&MessageBody=%3Cb%3E+%26+%0D%0A&MessageAttribute.1.Name=raw" +
 		"&MessageAttribute.1.Value.DataType=Binary&MessageAttribute.1.Value.BinaryValue=AAEC"
 	a = b.query(t, formRequest("/", send))
-	if a.status != 200 || !strings.Contains(a.body, "<SendMessageResult><MessageId>1</MessageId><MD5OfMessageBody>") || !strings.Contains(a.body, "<MessageId>") {
+	if a.status != 200 || !strings.Contains(a.body, "<SendMessageResult><MessageId>") || !strings.Contains(a.body, "</MessageId><MD5OfMessageBody>") || !strings.Contains(a.body, "<MessageId>") {
 		t.Fatalf("SendMessage: %d %s", a.status, a.body)
 	}
 	// Posted to the queue's URL, without QueueUrl, the action in the URL.
@@ -277,7 +287,8 @@ func TestQueryAnswers(t *testing.T) {
 		{formRequest("/", "Action=GetQueueUrl&QueueName=nope"), 400, "AWS.SimpleQueueService.NonExistentQueue", "Sender", "nope does not exist"},
 		{formRequest("/", "Version=2012-11-05"), 400, "MissingAction", "Sender", "must contain the parameter Action"},
 		{formRequest("/", "Action=Bogus"), 400, "InvalidAction", "Sender", `"Bogus" is not valid`},
-		{formRequest("/", "Action=AddPermission&QueueUrl=q&AWSAccountId.1=1&ActionName.1=SendMessage"), 400, "AWS.SimpleQueueService.UnsupportedOperation", "Sender", "not supported"},
+		{formRequest("/", "Action=ListDeadLetterSourceQueues&QueueUrl=q"), 400, "AWS.SimpleQueueService.UnsupportedOperation", "Sender", "not supported"},
+		{formRequest("/000000000000/q", "Action=AddPermission&Label=l&AWSAccountId.1=1&ActionName.1=SendMessage"), 400, "InvalidParameterValue", "Sender", "Value [1] for parameter PrincipalId"},
 		{formRequest("/", "Action=SendMessage&MessageBody=x"), 400, "MissingParameter", "Sender", "QueueUrl"},
 		{httptest.NewRequest(http.MethodPut, "http://h:1/?Action=ListQueues", nil), 400, "InvalidAction", "Sender", "not PUT"},
 	} {

@@ -1,7 +1,10 @@
 package sqsapi
 
 import (
+	"cmp"
 	"encoding/json"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,7 +23,27 @@ const (
 	attrRedrive      = "RedrivePolicy"
 	attrFifo         = "FifoQueue"
 	attrContentDedup = "ContentBasedDeduplication"
+	attrDedupScope   = "DeduplicationScope"
+	attrThroughput   = "FifoThroughputLimit"
+	attrManagedSSE   = "SqsManagedSseEnabled"
+	attrPolicy       = "Policy"
 )
+
+// booleans are the attributes whose values are true or false, in any
+// case as SQS takes them; they are kept in lower case.
+var booleans = map[string]bool{attrFifo: true, attrContentDedup: true, attrManagedSSE: true}
+
+// fifoOnly are the attributes of FIFO queues alone, with the values each
+// takes; a standard queue knows none of them, as in SQS.
+var fifoOnly = map[string][]string{
+	attrContentDedup: {"true", "false"},
+	attrDedupScope:   {"messageGroup", "queue"},
+	attrThroughput:   {"perQueue", "perMessageGroupId"},
+}
+
+// fifoDefaults are the values a FIFO queue shows of the attributes of
+// FIFO queues until they are set.
+var fifoDefaults = map[string]string{attrContentDedup: "false", attrDedupScope: "queue", attrThroughput: "perQueue"}
 
 // maxMessageSize is the largest message SQS takes, and the largest
 // MaximumMessageSize: 1 MiB.
@@ -34,13 +57,16 @@ var defaults = map[string]string{
 	attrRetention:  "345600",
 	attrWait:       "0",
 	attrVisibility: "30",
+	// Queues are encrypted at rest with keys SQS manages unless told
+	// otherwise, as in SQS.
+	attrManagedSSE: "true",
 }
 
 // kept are attributes that are stored and given back but change nothing
 // here (encryption, access policies, FIFO throughput modes).
 var kept = map[string]bool{
-	"Policy": true, "KmsMasterKeyId": true, "KmsDataKeyReusePeriodSeconds": true, "SqsManagedSseEnabled": true,
-	"RedriveAllowPolicy": true, "DeduplicationScope": true, "FifoThroughputLimit": true,
+	attrPolicy: true, "KmsMasterKeyId": true, "KmsDataKeyReusePeriodSeconds": true, attrManagedSSE: true,
+	"RedriveAllowPolicy": true, attrDedupScope: true, attrThroughput: true,
 }
 
 // computed are the attributes read from the queue's state, never set.
@@ -62,7 +88,8 @@ var ranges = map[string][2]int{
 // one it acts on, keeps or computes.
 func knownAttr(name string) bool {
 	_, numeric := ranges[name]
-	return numeric || name == attrRedrive || name == attrFifo || name == attrContentDedup || kept[name] || computed[name]
+	_, fifo := fifoOnly[name]
+	return numeric || name == attrRedrive || name == attrFifo || fifo || kept[name] || computed[name]
 }
 
 // maxVisibility is the longest visibility timeout, in seconds: 12 hours.
@@ -83,16 +110,49 @@ func onlyNameChars(s, extra string) bool {
 // does.
 const maxReceiveCountLimit = 1000
 
+// normalAttrs returns attrs with the values of boolean attributes in
+// lower case, as they are kept and compared: SQS takes "True" and "TRUE"
+// as true.
+func normalAttrs(attrs map[string]string) map[string]string {
+	out := make(map[string]string, len(attrs))
+	for k, v := range attrs {
+		if booleans[k] && (strings.EqualFold(v, "true") || strings.EqualFold(v, "false")) {
+			v = strings.ToLower(v)
+		}
+		out[k] = v
+	}
+	return out
+}
+
 // checkSetAttrs checks attributes given to CreateQueue or
-// SetQueueAttributes for a queue that is (or is to be) FIFO or not.
-func checkSetAttrs(attrs map[string]string, fifo, creating bool) *apiError {
-	for name, v := range attrs {
+// SetQueueAttributes (normalAttrs) for a queue that is (or is to be)
+// FIFO or not. As in SQS, a standard queue knows no FifoQueue, not even
+// false; a FIFO queue's FifoQueue true changes nothing, and false is
+// refused, since a queue's type is fixed when it is created.
+func checkSetAttrs(attrs map[string]string, fifo bool) *apiError {
+	for _, name := range slices.Sorted(maps.Keys(attrs)) {
+		v := attrs[name]
+		switch {
+		case name == attrFifo && !fifo:
+			return errInvalidAttributeName.f("Unknown Attribute FifoQueue.")
+		case name == attrFifo && v == "false":
+			return errInvalidAttributeValue.f("Invalid value for the parameter FifoQueue. Reason: Modifying queue type is not supported.")
+		}
+		if values, ok := fifoOnly[name]; ok {
+			switch {
+			case !fifo:
+				return errInvalidAttributeName.f("Unknown Attribute %s.", name)
+			case !slices.Contains(values, v):
+				return errInvalidAttributeValue.f("Invalid value for the parameter %s: %q is not one of %s.", name, v, strings.Join(values, ", "))
+			}
+			continue
+		}
 		switch {
 		case ranges[name] != [2]int{}:
 			r := ranges[name]
 			n, err := strconv.Atoi(v)
 			if err != nil || n < r[0] || n > r[1] {
-				return errInvalidAttributeValue.f("invalid value for the parameter %s: %q is not an integer from %d to %d", name, v, r[0], r[1])
+				return errInvalidAttributeValue.f("Invalid value for the parameter %s: %q is not an integer from %d to %d.", name, v, r[0], r[1])
 			}
 		case name == attrRedrive:
 			if v == "" {
@@ -101,29 +161,23 @@ func checkSetAttrs(attrs map[string]string, fifo, creating bool) *apiError {
 			if _, err := parseRedrive(v); err != nil {
 				return err
 			}
-		case name == attrFifo:
-			if !creating {
-				return errInvalidAttributeName.f("FifoQueue can only be set when the queue is created")
-			}
+		case booleans[name]:
 			if v != "true" && v != "false" {
-				return errInvalidAttributeValue.f("invalid value for the parameter FifoQueue: %q is not true or false", v)
+				return errInvalidAttributeValue.f("Invalid value for the parameter %s: %q is not true or false.", name, v)
 			}
-			if (v == "true") != fifo {
-				return errInvalidAttributeValue.f("a queue is FIFO exactly when its name ends in .fifo")
-			}
-		case name == attrContentDedup:
-			if v != "true" && v != "false" {
-				return errInvalidAttributeValue.f("invalid value for the parameter ContentBasedDeduplication: %q is not true or false", v)
-			}
-			if !fifo {
-				return errInvalidAttributeName.f("ContentBasedDeduplication is an attribute of FIFO queues only")
+		case name == attrPolicy:
+			if _, err := parsePolicy(v); err != nil {
+				return err
 			}
 		case kept[name]:
 		case computed[name]:
 			return errInvalidAttributeName.f("%s is read-only", name)
 		default:
-			return errInvalidAttributeName.f("unknown attribute %s", name)
+			return errInvalidAttributeName.f("Unknown Attribute %s.", name)
 		}
+	}
+	if attrs[attrThroughput] == "perMessageGroupId" && attrs[attrDedupScope] == "queue" {
+		return errInvalidAttributeValue.f("Invalid value for the parameter FifoThroughputLimit: perMessageGroupId needs a DeduplicationScope of messageGroup.")
 	}
 	return nil
 }
@@ -161,6 +215,9 @@ type queue struct {
 	rec          store.QueueInfo
 	fifo         bool
 	contentDedup bool
+	// dedupByGroup is a DeduplicationScope of messageGroup: a
+	// deduplication id holds within its message group alone.
+	dedupByGroup bool
 	delay        time.Duration
 	maxSize      int
 	wait         time.Duration
@@ -175,7 +232,8 @@ func (q *queue) name() string { return q.rec.Queue }
 // newQueue reads a queue's settings from its record, which checkSetAttrs
 // has checked.
 func newQueue(rec store.QueueInfo) *queue {
-	q := &queue{rec: rec, fifo: isFifoName(rec.Queue), contentDedup: rec.Attributes[attrContentDedup] == "true"}
+	q := &queue{rec: rec, fifo: isFifoName(rec.Queue), contentDedup: strings.EqualFold(rec.Attributes[attrContentDedup], "true"),
+		dedupByGroup: rec.Attributes[attrDedupScope] == "messageGroup"}
 	num := func(name string) int {
 		n, err := strconv.Atoi(rec.Attributes[name])
 		if err != nil {
@@ -205,15 +263,19 @@ func (q *queue) maxDeliveries() int {
 func isFifoName(name string) bool { return strings.HasSuffix(name, ".fifo") }
 
 // checkQueueName applies SQS's rules to the name of a queue to create: 1
-// to 80 letters, digits, hyphens and underscores, with .fifo after them for
-// a FIFO queue.
-func checkQueueName(name string) *apiError {
-	base := strings.TrimSuffix(name, ".fifo")
-	if base == "" || len(name) > 80 {
-		return errInvalidParameter.f("queue name %q must be 1 to 80 characters", name)
+// to 80 letters, digits, hyphens and underscores, with .fifo after them
+// exactly when the queue is FIFO (FifoQueue true): a standard queue's
+// name holds no period.
+func checkQueueName(name string, fifo bool) *apiError {
+	if fifo {
+		base, ok := strings.CutSuffix(name, ".fifo")
+		if !ok || base == "" || len(name) > 80 || !onlyNameChars(base, "") {
+			return errInvalidParameter.f("The name of a FIFO queue can only include alphanumeric characters, hyphens, or underscores, must end with .fifo suffix and be 1 to 80 in length: %q does not.", name)
+		}
+		return nil
 	}
-	if !onlyNameChars(base, "") {
-		return errInvalidParameter.f("queue name %q can only include alphanumeric characters, hyphens or underscores, and .fifo at the end", name)
+	if name == "" || len(name) > 80 || !onlyNameChars(name, "") {
+		return errInvalidParameter.f("Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length: %q does not (a FIFO queue's name ends in .fifo, with FifoQueue set to true).", name)
 	}
 	return nil
 }
@@ -233,11 +295,14 @@ func (a *API) queueAttributes(q *queue, st store.Stats, arn string, names []stri
 		all[k] = v
 	}
 	for k, v := range q.rec.Attributes {
-		if !strings.HasPrefix(k, tagPrefix) {
+		if !isTagKey(k) {
 			all[k] = v
 		}
 	}
 	if q.fifo {
+		for k, v := range fifoDefaults {
+			all[k] = cmp.Or(q.rec.Attributes[k], v)
+		}
 		all[attrFifo] = "true"
 		all[attrContentDedup] = strconv.FormatBool(q.contentDedup)
 	}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
-	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -21,8 +20,40 @@ import (
 // to be, when CreateQueue compares a queue with the one it would make.
 var unsetValues = map[string]string{attrFifo: "false", attrContentDedup: "false", "KmsDataKeyReusePeriodSeconds": "300"}
 
-// tagPrefix marks a queue's tags among the attributes of its record.
-const tagPrefix = "tag:"
+// A queue's tags are kept among the attributes of its record, each under
+// tagPrefix and its key, its value after a '=' so that an empty value is
+// kept too (the store keeps no empty attribute). Tags kept before that,
+// under legacyTagPrefix and as they were, are read too.
+const (
+	tagPrefix       = "tagv:"
+	legacyTagPrefix = "tag:"
+)
+
+// tagKey is the attribute that keeps the tag of key k.
+func tagKey(k string) string { return tagPrefix + k }
+
+// tagValue is how a tag's value v is kept.
+func tagValue(v string) string { return "=" + v }
+
+// isTagKey reports whether an attribute of a queue's record keeps a tag.
+func isTagKey(k string) bool {
+	return strings.HasPrefix(k, tagPrefix) || strings.HasPrefix(k, legacyTagPrefix)
+}
+
+// queueTags reads a queue's tags from the attributes of its record.
+func queueTags(attrs map[string]string) map[string]string {
+	tags := map[string]string{}
+	for k, v := range attrs {
+		if t, ok := strings.CutPrefix(k, legacyTagPrefix); ok {
+			if _, newer := attrs[tagKey(t)]; !newer {
+				tags[t] = v
+			}
+		} else if t, ok := strings.CutPrefix(k, tagPrefix); ok {
+			tags[t] = strings.TrimPrefix(v, "=")
+		}
+	}
+	return tags
+}
 
 // empty is the output of actions that return nothing.
 type empty struct{}
@@ -40,27 +71,27 @@ func (a *API) createQueue(ctx context.Context, c *call) (any, error) {
 	if err := c.decode(&in); err != nil {
 		return nil, err
 	}
-	if err := checkQueueName(in.QueueName); err != nil {
+	given := normalAttrs(in.Attributes)
+	// A queue is FIFO when FifoQueue says so, and then only its name
+	// ends in .fifo, as in SQS.
+	fifo := given[attrFifo] == "true"
+	if err := checkQueueName(in.QueueName, fifo); err != nil {
 		return nil, err
 	}
-	fifo := isFifoName(in.QueueName)
-	if err := checkSetAttrs(in.Attributes, fifo, true); err != nil {
+	if err := checkSetAttrs(given, fifo); err != nil {
 		return nil, err
 	}
 	if err := checkTags(in.Tags); err != nil {
 		return nil, err
 	}
 	attrs := map[string]string{}
-	for k, v := range in.Attributes {
-		if v != "" {
+	for k, v := range given {
+		if v != "" && !(k == attrFifo && !fifo) {
 			attrs[k] = v
 		}
 	}
-	if fifo {
-		attrs[attrFifo] = "true"
-	}
 	for k, v := range in.Tags {
-		attrs[tagPrefix+k] = v
+		attrs[tagKey(k)] = tagValue(v)
 	}
 	rec, created, err := a.create(ctx, in.QueueName, attrs)
 	if err != nil {
@@ -69,7 +100,7 @@ func (a *API) createQueue(ctx context.Context, c *call) (any, error) {
 	q := a.remember(rec, a.clk.Monotonic())
 	if !created {
 		have, _ := a.queueAttributes(q, store.Stats{}, "", []string{"All"})
-		for k, v := range in.Attributes {
+		for k, v := range given {
 			had := cmp.Or(have[k], unsetValues[k])
 			if v != had && !(v == "" && had == defaults[k]) {
 				return nil, errQueueNameExists.f("a queue already exists with the same name and a different value for attribute %s", k)
@@ -235,11 +266,12 @@ func (a *API) listQueues(ctx context.Context, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	// No queues: no QueueUrls, as SQS's JSON protocol leaves an empty
+	// list out.
 	var out struct {
-		QueueUrls []string `json:"QueueUrls"`
+		QueueUrls []string `json:"QueueUrls,omitempty"`
 		NextToken string   `json:"NextToken,omitempty"`
 	}
-	out.QueueUrls = []string{}
 	last := ""
 	for _, n := range names {
 		if in.QueueNamePrefix != "" && (n <= after || !strings.HasPrefix(n, in.QueueNamePrefix)) {
@@ -328,7 +360,7 @@ func (a *API) getQueueAttributes(ctx context.Context, c *call) (any, error) {
 			break
 		}
 	}
-	attrs, aerr := a.queueAttributes(q, st, a.queueARN(q.name()), in.AttributeNames)
+	attrs, aerr := a.queueAttributes(q, st, a.queueARN(c.r, q.name()), in.AttributeNames)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -352,10 +384,16 @@ func (a *API) setQueueAttributes(ctx context.Context, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkSetAttrs(in.Attributes, q.fifo, false); err != nil {
+	attrs := normalAttrs(in.Attributes)
+	if err := checkSetAttrs(attrs, q.fifo); err != nil {
 		return nil, err
 	}
-	return a.setAttrs(ctx, q.name(), in.Attributes)
+	// FifoQueue can only be what it is: it changes nothing.
+	delete(attrs, attrFifo)
+	if len(attrs) == 0 {
+		return empty{}, nil
+	}
+	return a.setAttrs(ctx, q.name(), attrs)
 }
 
 // setAttrs changes a queue's record and the cache.
@@ -415,13 +453,13 @@ func (a *API) tagQueue(ctx context.Context, c *call) (any, error) {
 	attrs := map[string]string{}
 	tags := len(in.Tags)
 	for k, v := range in.Tags {
-		attrs[tagPrefix+k] = v
+		attrs[tagKey(k)] = tagValue(v)
+		// A tag kept before empty values could be is replaced.
+		attrs[legacyTagPrefix+k] = ""
 	}
-	for k := range q.rec.Attributes {
-		if t, ok := strings.CutPrefix(k, tagPrefix); ok {
-			if _, again := in.Tags[t]; !again {
-				tags++
-			}
+	for t := range queueTags(q.rec.Attributes) {
+		if _, again := in.Tags[t]; !again {
+			tags++
 		}
 	}
 	if tags > maxTags {
@@ -447,7 +485,8 @@ func (a *API) untagQueue(ctx context.Context, c *call) (any, error) {
 	}
 	attrs := map[string]string{}
 	for _, k := range in.TagKeys {
-		attrs[tagPrefix+k] = ""
+		attrs[tagKey(k)] = ""
+		attrs[legacyTagPrefix+k] = ""
 	}
 	return a.setAttrs(ctx, q.name(), attrs)
 }
@@ -458,12 +497,7 @@ func (a *API) listQueueTags(ctx context.Context, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	tags := map[string]string{}
-	for k, v := range maps.All(q.rec.Attributes) {
-		if t, ok := strings.CutPrefix(k, tagPrefix); ok {
-			tags[t] = v
-		}
-	}
+	tags := queueTags(q.rec.Attributes)
 	return struct {
 		Tags map[string]string `json:"Tags,omitempty"`
 	}{tags}, nil

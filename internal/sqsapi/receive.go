@@ -1,6 +1,7 @@
 package sqsapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -65,11 +66,9 @@ func (a *API) receiveMessage(ctx context.Context, c *call) (any, error) {
 		}
 		wait = time.Duration(*w) * time.Second
 	}
-	sysNames := append(slices.Clone(in.AttributeNames), in.MessageSystemAttributeNames...)
-	for _, n := range sysNames {
-		if !slices.Contains(systemAttributeNames, n) {
-			return nil, errInvalidAttributeName.f("unknown message system attribute %s", n)
-		}
+	sysNames, aerr := systemNames(append(slices.Clone(in.AttributeNames), in.MessageSystemAttributeNames...))
+	if aerr != nil {
+		return nil, aerr
 	}
 	// A visibility timeout of zero makes the message receivable again
 	// at once in SQS. A lease must last a while, or its own receiver could
@@ -116,7 +115,7 @@ func (a *API) overReceived(ctx context.Context, q *queue, m *mailbox.Message) er
 func (a *API) receivedMessage(q *queue, m *mailbox.Message, sysNames, attrNames []string) message {
 	body := string(m.Payload)
 	stored := decodeAttrs(m.Attributes)
-	out := message{MessageId: strconv.FormatInt(m.MessageID, 10), ReceiptHandle: a.receipts.format(q.name(), m.Lease),
+	out := message{MessageId: a.cfg.MessageIDs.MessageID(m.MessageID), ReceiptHandle: a.receipts.format(q.name(), m.Lease),
 		MD5OfBody: bodyMD5(body), Body: body, MessageAttributes: selectAttrs(stored.Message, attrNames)}
 	out.MD5OfMessageAttributes = attrsMD5(out.MessageAttributes)
 	if len(sysNames) == 0 {
@@ -128,11 +127,14 @@ func (a *API) receivedMessage(q *queue, m *mailbox.Message, sysNames, attrNames 
 		"ApproximateReceiveCount":          strconv.Itoa(m.Attempt),
 		"ApproximateFirstReceiveTimestamp": ms(m.FirstClaimedAt),
 	}
-	if m.Key != "" {
-		all["MessageGroupId"] = m.Key
+	// A standard queue's group is kept with the message; a FIFO queue's
+	// is its key (and so is that of a message a Go program sent).
+	if g := cmp.Or(m.Key, stored.Group); g != "" {
+		all["MessageGroupId"] = g
 	}
-	if m.DedupID != "" {
-		all["MessageDeduplicationId"] = m.DedupID
+	all["SenderId"] = a.senderID()
+	if d := cmp.Or(stored.Dedup, m.DedupID); d != "" {
+		all["MessageDeduplicationId"] = d
 	}
 	if q.fifo {
 		all["SequenceNumber"] = sequenceNumber(m.MessageID)
@@ -147,6 +149,27 @@ func (a *API) receivedMessage(q *queue, m *mailbox.Message, sysNames, attrNames 
 		}
 	}
 	return out
+}
+
+// systemNames checks the message system attributes a receive asks for:
+// SQS's names, All or .* for every one (as for message attributes), and
+// the queue attributes that AttributeNames, typed as queue attribute
+// names, may carry and that name no message attribute. .* is returned as
+// All.
+func systemNames(names []string) ([]string, *apiError) {
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		switch {
+		case n == ".*":
+			out = append(out, "All")
+		case slices.Contains(systemAttributeNames, n):
+			out = append(out, n)
+		case knownAttr(n):
+		default:
+			return nil, errInvalidAttributeName.f("unknown message system attribute %s", n)
+		}
+	}
+	return out, nil
 }
 
 // lost is the error of a receipt handle whose lease is no longer current.

@@ -6,9 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
+	"maps"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/sqsid"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -37,9 +38,32 @@ type sent struct {
 // maxMessageIDLength bounds group and deduplication ids, as SQS does.
 const maxMessageIDLength = 128
 
+// origin is what a send request tells of its messages beyond their
+// entries: the X-Amzn-Trace-Id header, which becomes the AWSTraceHeader
+// of messages that set none.
+type origin struct {
+	traceHeader string
+}
+
+// origin is the origin of the messages c sends.
+func (a *API) origin(c *call) origin {
+	return origin{traceHeader: c.r.Header.Get("X-Amzn-Trace-Id")}
+}
+
+// senderID is the SenderId of messages: the access key id that every
+// request must be signed with (servers of one database share it), or the
+// account id when requests go unsigned. It is not kept with each message,
+// whose bytes count against the store's limit.
+func (a *API) senderID() string {
+	if a.cfg.Verifier != nil {
+		return a.cfg.Verifier.AccessKeyID()
+	}
+	return a.cfg.AccountID
+}
+
 // prepare checks one message for queue q and makes it into what the store
 // enqueues. It returns the message's size too.
-func prepare(q *queue, e *sendEntry) (store.NewMessage, sent, int, *apiError) {
+func prepare(q *queue, e *sendEntry, from origin) (store.NewMessage, sent, int, *apiError) {
 	var none store.NewMessage
 	if e.MessageBody == nil || *e.MessageBody == "" {
 		return none, sent{}, 0, errMissingParameter.f("the request must contain the parameter MessageBody")
@@ -52,18 +76,20 @@ func prepare(q *queue, e *sendEntry) (store.NewMessage, sent, int, *apiError) {
 	if err != nil {
 		return none, sent{}, 0, err
 	}
-	sysSize, err := checkAttrs(e.MessageSystemAttributes, true)
-	if err != nil {
+	// System attributes do not count towards a message's size, as in SQS.
+	if _, err := checkAttrs(e.MessageSystemAttributes, true); err != nil {
 		return none, sent{}, 0, err
 	}
-	size := len(body) + msgSize + sysSize
+	size := len(body) + msgSize
 	if size > q.maxSize {
 		return none, sent{}, 0, errInvalidParameter.f("one or more parameters are invalid: the message is %d bytes with its attributes; it must be at most %d bytes", size, q.maxSize)
 	}
 	delay := q.delay
-	if e.DelaySeconds != nil {
+	// A FIFO queue takes no delay of a message's own: a DelaySeconds of
+	// 0 (what some clients always send) leaves the queue's, as in SQS.
+	if e.DelaySeconds != nil && !(q.fifo && *e.DelaySeconds == 0) {
 		if q.fifo {
-			return none, sent{}, 0, errInvalidParameter.f("value %d for parameter DelaySeconds is invalid: a FIFO queue takes no per-message delay, set the queue's DelaySeconds", *e.DelaySeconds)
+			return none, sent{}, 0, errInvalidParameter.f("value %d for parameter DelaySeconds is invalid. Reason: the request includes a parameter that is not valid for this queue type: a FIFO queue takes no per-message delay, set the queue's DelaySeconds", *e.DelaySeconds)
 		}
 		if *e.DelaySeconds < 0 || *e.DelaySeconds > 900 {
 			return none, sent{}, 0, errInvalidParameter.f("value %d for parameter DelaySeconds is invalid: it must be from 0 to 900", *e.DelaySeconds)
@@ -88,8 +114,29 @@ func prepare(q *queue, e *sendEntry) (store.NewMessage, sent, int, *apiError) {
 			dedup = hex.EncodeToString(sum[:])
 		}
 	}
-	msg := store.NewMessage{Queue: q.name(), Payload: []byte(body), Key: e.MessageGroupId, DedupID: dedup, Delay: delay,
-		MaxDeliveries: q.maxDeliveries(), Attributes: encodeAttrs(e.MessageAttributes, e.MessageSystemAttributes)}
+	kept := storedAttrs{Message: e.MessageAttributes, System: e.MessageSystemAttributes}
+	if from.traceHeader != "" && kept.System["AWSTraceHeader"].StringValue == nil && validText(from.traceHeader) {
+		kept.System = maps.Clone(kept.System)
+		if kept.System == nil {
+			kept.System = map[string]attrValue{}
+		}
+		kept.System["AWSTraceHeader"] = attrValue{DataType: "String", StringValue: &from.traceHeader}
+	}
+	// On a FIFO queue the group is the store's key: one message of a
+	// group in flight, in order. On a standard queue a group orders
+	// nothing, as in SQS: it is kept with the message and given back.
+	key := e.MessageGroupId
+	if !q.fifo {
+		kept.Group, key = key, ""
+	}
+	// Deduplication within each group: the store, which deduplicates
+	// within the queue, gets an id of the group and the message's.
+	if q.fifo && q.dedupByGroup {
+		sum := sha256.Sum256([]byte(key + "\x00" + dedup))
+		kept.Dedup, dedup = dedup, "g:"+hex.EncodeToString(sum[:])
+	}
+	msg := store.NewMessage{Queue: q.name(), Payload: []byte(body), Key: key, DedupID: dedup, Delay: delay,
+		MaxDeliveries: q.maxDeliveries(), Attributes: kept.encode()}
 	out := sent{Id: e.Id, MD5OfMessageBody: bodyMD5(body), MD5OfMessageAttributes: attrsMD5(e.MessageAttributes),
 		MD5OfMessageSystemAttributes: attrsMD5(e.MessageSystemAttributes)}
 	return msg, out, size, nil
@@ -133,8 +180,8 @@ func checkMessageID(what, v string) *apiError {
 
 // finish fills in what the store's answer gives: the message id, and a
 // FIFO queue's sequence number.
-func (s *sent) finish(q *queue, e store.Enqueued) {
-	s.MessageId = strconv.FormatInt(e.ID, 10)
+func (s *sent) finish(ids sqsid.Mapper, q *queue, e store.Enqueued) {
+	s.MessageId = ids.MessageID(e.ID)
 	if q.fifo {
 		s.SequenceNumber = sequenceNumber(e.ID)
 	}
@@ -149,7 +196,7 @@ func (a *API) sendMessage(ctx context.Context, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	msg, out, _, aerr := prepare(q, &in.sendEntry)
+	msg, out, _, aerr := prepare(q, &in.sendEntry, a.origin(c))
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -158,7 +205,7 @@ func (a *API) sendMessage(ctx context.Context, c *call) (any, error) {
 		return nil, err
 	}
 	out.Id = ""
-	out.finish(q, res[0])
+	out.finish(a.cfg.MessageIDs, q, res[0])
 	return out, nil
 }
 
@@ -193,10 +240,11 @@ func failure(id string, e *apiError) batchFailure {
 	return batchFailure{Id: id, SenderFault: !e.server && e.status < 500, Code: e.code, Message: e.message}
 }
 
-// batchOutput is the output of every batch action.
+// batchOutput is the output of every batch action. An empty list is
+// left out, as SQS's JSON protocol leaves it.
 type batchOutput[T any] struct {
-	Successful []T            `json:"Successful"`
-	Failed     []batchFailure `json:"Failed"`
+	Successful []T            `json:"Successful,omitempty"`
+	Failed     []batchFailure `json:"Failed,omitempty"`
 	// causes are the details of Failed's server-side failures, which the
 	// response does not carry.
 	causes []error
@@ -208,12 +256,13 @@ func (a *API) sendMessageBatch(ctx context.Context, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := batchOutput[sent]{Successful: []sent{}, Failed: []batchFailure{}}
+	var out batchOutput[sent]
+	from := a.origin(c)
 	var msgs []store.NewMessage
 	var oks []sent
 	total := 0
 	for i := range in.Entries {
-		msg, s, size, aerr := prepare(q, &in.Entries[i])
+		msg, s, size, aerr := prepare(q, &in.Entries[i], from)
 		if aerr != nil {
 			out.Failed = append(out.Failed, failure(in.Entries[i].Id, aerr))
 			continue
@@ -230,7 +279,7 @@ func (a *API) sendMessageBatch(ctx context.Context, c *call) (any, error) {
 			return nil, err
 		}
 		for i := range oks {
-			oks[i].finish(q, res[i])
+			oks[i].finish(a.cfg.MessageIDs, q, res[i])
 		}
 		out.Successful = oks
 	}
