@@ -57,6 +57,15 @@ const (
 // is one request.
 func benchServer(b *testing.B, st store.Store) *sqs.Client {
 	b.Helper()
+	addr, hc := benchListen(b, st)
+	return sqs.New(sqs.Options{BaseEndpoint: aws.String("http://" + addr), Region: "us-east-1",
+		Credentials: aws.AnonymousCredentials{}, RetryMaxAttempts: 1, HTTPClient: hc})
+}
+
+// benchListen runs a server on st and returns its address and an HTTP
+// client that keeps a connection per goroutine.
+func benchListen(b *testing.B, st store.Store) (string, *http.Client) {
+	b.Helper()
 	srv, err := serve.New(serve.Config{Store: st, Addr: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
@@ -79,8 +88,7 @@ func benchServer(b *testing.B, st store.Store) *sqs.Client {
 	tr.MaxIdleConnsPerHost = tr.MaxIdleConns
 	hc := &http.Client{Transport: tr}
 	b.Cleanup(hc.CloseIdleConnections)
-	return sqs.New(sqs.Options{BaseEndpoint: aws.String("http://" + srv.Addr()), Region: "us-east-1",
-		Credentials: aws.AnonymousCredentials{}, RetryMaxAttempts: 1, HTTPClient: hc})
+	return srv.Addr(), hc
 }
 
 func benchQueue(b *testing.B, c *sqs.Client) string {

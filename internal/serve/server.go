@@ -1,5 +1,6 @@
 // Package serve is leasehold's HTTP face on one listener: the SQS API at
-// POST /, the dashboard at GET / (and under /queues/), Prometheus metrics
+// POST / and at queue URLs (and GET with an Action, in the query
+// protocol), the dashboard at GET / (and under /queues/), Prometheus metrics
 // at GET /metrics, and health at GET /healthz (the process runs) and GET
 // /readyz (the database commits a write within a second). Beside it
 // runs the database's upkeep: a reaper that gives back the messages of
@@ -305,9 +306,15 @@ func New(cfg Config) (*Server, error) {
 		s.cert.Store(cert)
 	}
 	s.mux = http.NewServeMux()
-	s.mux.Handle("POST /{$}", api)
 	pages := s.guard(dash.Handler(), cfg.DashboardPassword != "", "the dashboard", "LEASEHOLD_DASHBOARD_PASSWORD")
-	s.mux.Handle("GET /{$}", pages)
+	// The API answers POST / and, as SQS does, POSTs to a queue's URL;
+	// a GET of either is the API's only when it names an action in its
+	// URL (the query protocol), else the dashboard's page or not found.
+	s.mux.Handle("POST /{$}", api)
+	s.mux.Handle("GET /{$}", apiOr(api, pages))
+	queuePath := "/" + api.AccountID() + "/{queue}"
+	s.mux.Handle("POST "+queuePath, api)
+	s.mux.Handle("GET "+queuePath, apiOr(api, http.NotFoundHandler()))
 	s.mux.Handle("/queues/", pages)
 	s.mux.Handle("/api/", pages)
 	s.mux.Handle("GET /static/", pages)
@@ -407,6 +414,17 @@ func loopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// apiOr sends the SQS API's requests to api and the others to h.
+func apiOr(api, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if sqsapi.IsRequest(r) {
+			api.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // Handler is the server's handler, for tests that serve it themselves.

@@ -6,7 +6,8 @@
 // so a request whose client signed one of them is refused, with an error
 // that says so; the SDKs of Go, Python, JavaScript and Java 2 sign none of
 // them. The headers that choose what a request does (X-Amz-Target,
-// Content-Type, every x-amz-* header) must be signed when present, and a
+// Content-Type, every x-amz-* header) must be signed when present (a
+// query-protocol request's Content-Type excepted, see mustSign), and a
 // request's headers are checked (Check) before its body is read, so that
 // an unsigned or wrongly keyed request costs no more than its headers.
 package sigv4
@@ -129,12 +130,17 @@ type Signed struct {
 // does and is not signed could be changed by whoever captured the request:
 // a captured SendMessage replayed as PurgeQueue. The ids that proxies in
 // front add on the way (CloudFront's X-Amz-Cf-Id) choose nothing, and
-// need not be.
-func mustSign(name string) bool {
+// need not be. Nor need the Content-Type of a request without
+// X-Amz-Target (the query protocol, whose action and input are in the
+// signed URL and body): some clients (kombu's SQS transport before
+// 5.3.4) set it after signing, as Amazon accepts, and no Content-Type
+// makes a signed form do anything else: the server reads the body as a
+// form or refuses it.
+func mustSign(name string, query bool) bool {
 	if name == "x-amz-cf-id" {
 		return false
 	}
-	return name == "content-type" || strings.HasPrefix(name, "x-amz-")
+	return name == "content-type" && !query || strings.HasPrefix(name, "x-amz-")
 }
 
 // Check checks what r's headers alone say, before its body is read: that
@@ -172,10 +178,11 @@ func (v *Verifier) Check(r *http.Request) (*Signed, error) {
 	if !slices.Contains(a.signedHeaders, "host") {
 		return nil, refuse(CodeIncomplete, "the signed headers must include host")
 	}
+	query := r.Header.Get("X-Amz-Target") == ""
 	for _, name := range slices.Sorted(maps.Keys(r.Header)) {
 		lower := strings.ToLower(name)
-		if mustSign(lower) && !slices.Contains(a.signedHeaders, lower) {
-			return nil, refuse(CodeIncomplete, "the header %s is not signed: X-Amz-Target, Content-Type and every x-amz-* header must be, when the request carries them", name)
+		if mustSign(lower, query) && !slices.Contains(a.signedHeaders, lower) {
+			return nil, refuse(CodeIncomplete, "the header %s is not signed: X-Amz-Target, Content-Type (with X-Amz-Target) and every x-amz-* header must be, when the request carries them", name)
 		}
 	}
 	return &Signed{v: v, r: r, auth: a, signedAt: signedAt}, nil

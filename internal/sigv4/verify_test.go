@@ -190,3 +190,25 @@ func TestCheckThenVerify(t *testing.T) {
 		t.Errorf("Check of an unsigned request: %v, want %s", err, sigv4.CodeMissing)
 	}
 }
+
+// A request without X-Amz-Target (the query protocol, whose action is
+// in its signed form) may leave its Content-Type unsigned, as clients
+// that set it after signing do; with X-Amz-Target it must be signed.
+func TestQueryRequestsMayLeaveContentTypeUnsigned(t *testing.T) {
+	v := verifier(t, signedAt)
+	body := "Action=ListQueues&Version=2012-11-05"
+	r := httptest.NewRequest(http.MethodPost, "http://h:1/", strings.NewReader(body))
+	sum := sha256.Sum256([]byte(body))
+	if err := v4.NewSigner().SignHTTP(context.Background(), aws.Credentials{AccessKeyID: "AKID", SecretAccessKey: "secret"},
+		r, hex.EncodeToString(sum[:]), "sqs", "eu-west-1", signedAt); err != nil {
+		t.Fatal(err)
+	}
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
+	if err := v.Verify(r, []byte(body)); err != nil {
+		t.Fatalf("a query request with an unsigned Content-Type: %v", err)
+	}
+	r.Header.Set("X-Amz-Target", "AmazonSQS.PurgeQueue")
+	if err := v.Verify(r, []byte(body)); code(err) != sigv4.CodeIncomplete {
+		t.Fatalf("the same with an unsigned X-Amz-Target: %v, want %s", err, sigv4.CodeIncomplete)
+	}
+}

@@ -1,6 +1,7 @@
-// Package sqsapi serves the Amazon SQS API, in its JSON protocol, over a
-// leasehold store, so that the AWS SDKs of every language send to and
-// receive from leasehold queues unchanged.
+// Package sqsapi serves the Amazon SQS API, in its JSON and query
+// protocols, over a leasehold store, so that the AWS SDKs of every
+// language, old and new, send to and receive from leasehold queues
+// unchanged.
 //
 // The mapping: a queue is a leasehold queue, recorded with its SQS
 // attributes; ReceiveMessage claims under a lease of the visibility
@@ -283,28 +284,54 @@ func New(cfg Config) (*API, error) {
 // that is stopping.
 func (a *API) Drain() { a.stopDrain() }
 
-// action is one SQS action: it decodes its input from the request body
-// and returns its output, which is encoded as JSON.
+// action is one SQS action: it decodes its input from the request and
+// returns its output, which is encoded in the request's protocol.
 type action func(ctx context.Context, c *call) (any, error)
 
 // call is one request.
 type call struct {
 	r    *http.Request
 	body []byte
+	// query says the request is of the query protocol; form holds its
+	// parameters once read.
+	query bool
+	form  *formNode
+	// action is the action's name; target what the request named it
+	// (X-Amz-Target, or Action).
+	action, target string
+	// queuePath is the queue URL the request was sent to, if any: the
+	// queue of an input that names none.
+	queuePath string
 }
 
-// decode reads the request's input into v, once its JSON is within
-// SQS's limits and its text is Unicode (scanInput).
-func (c *call) decode(v any) error {
-	if err := scanInput(c.body); err != nil {
-		return err
+// newCall is the call of r, as far as its headers and URL tell.
+func (a *API) newCall(r *http.Request) *call {
+	c := &call{r: r, query: isQuery(r), queuePath: a.queuePath(r)}
+	if c.query {
+		c.target = r.URL.Query().Get("Action")
+		c.action = c.target
+	} else {
+		c.target = r.Header.Get("X-Amz-Target")
+		c.action = strings.TrimPrefix(c.target, targetPrefix)
 	}
-	d := json.NewDecoder(bytes.NewReader(c.body))
-	if err := d.Decode(v); err != nil {
-		if len(bytes.TrimSpace(c.body)) == 0 {
-			return nil
+	return c
+}
+
+// decode reads the request's input into v: its JSON, once within SQS's
+// limits and Unicode (scanInput), or its form. An input of an action on
+// one queue that names none names the queue the request was sent to.
+func (c *call) decode(v any) error {
+	if c.form != nil {
+		if err := c.form.decode(v, c.action); err != nil {
+			return err
 		}
+	} else if err := scanInput(c.body); err != nil {
+		return err
+	} else if err := json.NewDecoder(bytes.NewReader(c.body)).Decode(v); err != nil && len(bytes.TrimSpace(c.body)) > 0 {
 		return errInvalidParameter.f("the request body is not the JSON this action takes: %v", err)
+	}
+	if q, ok := v.(interface{ defaultQueue(string) }); ok && c.queuePath != "" {
+		q.defaultQueue(c.queuePath)
 	}
 	return nil
 }
@@ -342,8 +369,9 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := a.clk.Monotonic()
 	id := requestID()
 	w.Header().Set("X-Amzn-Requestid", id)
-	name := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), targetPrefix)
-	out, err := a.serve(w, r, name)
+	c := a.newCall(r)
+	out, err := a.serve(w, c)
+	name := c.action
 	outcome := "ok"
 	if err != nil {
 		var ae *apiError
@@ -370,15 +398,24 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if outcome == "ok" {
 			outcome = ae.code
 		}
-		writeError(w, ae)
+		if c.query {
+			writeXMLError(w, ae, id)
+		} else {
+			writeError(w, ae)
+		}
 	} else {
 		if o, ok := out.(interface{ serverCauses() []error }); ok {
 			for _, cause := range o.serverCauses() {
 				a.log.Error("sqs batch entry failed", "request_id", id, "action", name, "error", cause)
 			}
 		}
-		w.Header().Set("Content-Type", contentType)
-		_ = encodeJSON(w, out)
+		if c.query {
+			w.Header().Set("Content-Type", xmlContentType)
+			_ = encodeXML(w, name, id, out)
+		} else {
+			w.Header().Set("Content-Type", contentType)
+			_ = encodeJSON(w, out)
+		}
 	}
 	if _, known := a.acts[name]; !known {
 		name = "unknown"
@@ -392,9 +429,10 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // body, checks the signature over it, and runs the action. A request
 // refused before its body is read has its connection closed after the
 // answer, so that the body is never read at all.
-func (a *API) serve(w http.ResponseWriter, r *http.Request, name string) (any, error) {
-	if r.Method != http.MethodPost {
-		return nil, errInvalidAction.f("SQS requests are POST requests, not %s", r.Method)
+func (a *API) serve(w http.ResponseWriter, c *call) (any, error) {
+	r, name := c.r, c.action
+	if r.Method != http.MethodPost && !(c.query && r.Method == http.MethodGet) {
+		return nil, errInvalidAction.f("SQS requests are POST requests (or, in the query protocol, GET requests), not %s", r.Method)
 	}
 	var signed *sigv4.Signed
 	addr := a.authFailures.Client(r)
@@ -421,17 +459,31 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request, name string) (any, e
 			return nil, refused(err)
 		}
 	}
-	if r.Header.Get("X-Amz-Target") == "" {
-		return nil, errInvalidAction.f("the request has no X-Amz-Target header: this server speaks the SQS JSON protocol (X-Amz-Target: AmazonSQS.<Action>, Content-Type: %s)", contentType)
-	}
-	act, ok := a.acts[name]
-	if !ok {
-		if slices.Contains(unsupported, name) {
-			return nil, errUnsupported.f("%s is not supported by leasehold", name)
+	if c.query {
+		form, err := parseForm(r, body)
+		if err != nil {
+			return nil, err
 		}
-		return nil, errInvalidAction.f("the action %q is not valid for this endpoint", r.Header.Get("X-Amz-Target"))
+		c.form = form
+		if c.target == "" {
+			c.target = form.action()
+			c.action = c.target
+		}
+		if c.target == "" {
+			return nil, errMissingAction.f("the request must contain the parameter Action (query protocol), or the header X-Amz-Target: AmazonSQS.<Action> (JSON protocol)")
+		}
+	} else if c.target == "" {
+		return nil, errInvalidAction.f("the request has no X-Amz-Target header: the SQS JSON protocol names the action in it (X-Amz-Target: AmazonSQS.<Action>, Content-Type: %s)", contentType)
 	}
-	return act(r.Context(), &call{r: r, body: body})
+	act, ok := a.acts[c.action]
+	if !ok {
+		if slices.Contains(unsupported, c.action) {
+			return nil, errUnsupported.f("%s is not supported by leasehold", c.action)
+		}
+		return nil, errInvalidAction.f("the action %q is not valid for this endpoint", c.target)
+	}
+	c.body = body
+	return act(r.Context(), c)
 }
 
 // abandoned reports whether err ended a request because its client went

@@ -102,13 +102,9 @@ func (e *apiError) retryIn(d time.Duration) *apiError {
 
 // writeError writes e in the JSON protocol's shape.
 func writeError(w http.ResponseWriter, e *apiError) {
-	fault := "Sender"
-	if e.server || e.status >= 500 {
-		fault = "Receiver"
-	}
 	h := w.Header()
 	h.Set("Content-Type", contentType)
-	h.Set("X-Amzn-Query-Error", e.code+";"+fault)
+	h.Set("X-Amzn-Query-Error", e.code+";"+e.fault())
 	if e.retryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(e.retryAfter))
 	}

@@ -52,6 +52,21 @@ var memberLimits = map[string]struct {
 	}},
 }
 
+// memberLimit is how many members the container under key may hold, and
+// the error past them, which names the container as shown.
+func memberLimit(key, shown string) (int, func(n int) *apiError) {
+	for name, l := range memberLimits {
+		// Folded as the decoder folds a key to a field: "Entrieſ" is
+		// Entries.
+		if strings.EqualFold(key, name) {
+			return l.max, l.fail
+		}
+	}
+	return maxMembers, func(n int) *apiError {
+		return errInvalidParameter.f("%s holds more than %d members", describe(shown), maxMembers)
+	}
+}
+
 // errSyntax stops a scan at bytes that are not JSON, which the decoder
 // then reports.
 var errSyntax = &apiError{}
@@ -116,17 +131,7 @@ func (s *scanner) container(key string, depth int) *apiError {
 	if object {
 		end = '}'
 	}
-	limit, fail := maxMembers, func(n int) *apiError {
-		return errInvalidParameter.f("%s holds more than %d members", describe(key), maxMembers)
-	}
-	for name, l := range memberLimits {
-		// Folded as the decoder folds a key to a field: "Entrieſ" is
-		// Entries.
-		if strings.EqualFold(key, name) {
-			limit, fail = l.max, l.fail
-			break
-		}
-	}
+	limit, fail := memberLimit(key, key)
 	s.i++
 	for n := 0; ; n++ {
 		s.space()

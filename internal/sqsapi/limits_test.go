@@ -67,7 +67,7 @@ type bundle struct {
 
 // setup is an API over a memory store on a fake clock; edit adjusts its
 // config.
-func setup(t *testing.T, edit func(*Config)) bundle {
+func setup(t testing.TB, edit func(*Config)) bundle {
 	t.Helper()
 	clk := clocktest.New()
 	st, err := memory.New(memory.Config{Clock: clk})
