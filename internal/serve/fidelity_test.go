@@ -3,6 +3,7 @@ package serve_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/leasehold/leasehold/internal/serve"
@@ -560,4 +562,80 @@ func TestSystemAttributesAreNotCountedInSize(t *testing.T) {
 			MessageAttributes: map[string]types.MessageAttributeValue{"a": {DataType: aws.String("String"), StringValue: aws.String("1")}}})
 		wantCode(t, "a message of MaximumMessageSize with a message attribute", err, "InvalidParameterValue")
 	})
+}
+
+// Errors carry Amazon SQS's codes and texts, word for word, so that a
+// client or a test that matches on them finds what Amazon sends.
+func TestErrorTextsAreAmazons(t *testing.T) {
+	f := setup(t, backends()[0], options{})
+	url := aws.String(f.createQueue("texts", nil))
+	fifo := aws.String(f.createQueue("texts.fifo", map[string]string{"FifoQueue": "true"}))
+	entries := make([]types.SendMessageBatchRequestEntry, 20)
+	for i := range entries {
+		entries[i] = types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String("m")}
+	}
+	call := func(fn func() error) error { return fn() }
+	for _, tc := range []struct {
+		what, code, text string
+		err              error
+	}{
+		{"MaxNumberOfMessages 11", "InvalidParameterValue", "Value 11 for parameter MaxNumberOfMessages is invalid. Reason: Must be between 1 and 10, if provided.",
+			call(func() error {
+				_, err := f.c.ReceiveMessage(f.ctx, &sqs.ReceiveMessageInput{QueueUrl: url, MaxNumberOfMessages: 11})
+				return err
+			})},
+		{"WaitTimeSeconds 21", "InvalidParameterValue", "Value 21 for parameter WaitTimeSeconds is invalid. Reason: Must be >= 0 and <= 20, if provided.",
+			call(func() error {
+				_, err := f.c.ReceiveMessage(f.ctx, &sqs.ReceiveMessageInput{QueueUrl: url, WaitTimeSeconds: 21})
+				return err
+			})},
+		{"twenty entries", "AWS.SimpleQueueService.TooManyEntriesInBatchRequest", "Maximum number of entries per request are 10. You have sent 20.",
+			call(func() error {
+				_, err := f.c.SendMessageBatch(f.ctx, &sqs.SendMessageBatchInput{QueueUrl: url, Entries: entries})
+				return err
+			})},
+		{"a bad entry id", "AWS.SimpleQueueService.InvalidBatchEntryId", "A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long.",
+			call(func() error {
+				_, err := f.c.SendMessageBatch(f.ctx, &sqs.SendMessageBatchInput{QueueUrl: url,
+					Entries: []types.SendMessageBatchRequestEntry{{Id: aws.String("message:x"), MessageBody: aws.String("m")}}})
+				return err
+			})},
+		{"a missing queue", "AWS.SimpleQueueService.NonExistentQueue", "The specified queue does not exist.",
+			call(func() error {
+				_, err := f.c.GetQueueUrl(f.ctx, &sqs.GetQueueUrlInput{QueueName: aws.String("nope")})
+				return err
+			})},
+		{"a garbage handle", "ReceiptHandleIsInvalid", `The input receipt handle "garbage" is not a valid receipt handle.`,
+			call(func() error {
+				_, err := f.c.DeleteMessage(f.ctx, &sqs.DeleteMessageInput{QueueUrl: url, ReceiptHandle: aws.String("garbage")})
+				return err
+			})},
+		{"a FIFO send without a group", "MissingParameter", "The request must contain the parameter MessageGroupId.",
+			call(func() error {
+				_, err := f.c.SendMessage(f.ctx, &sqs.SendMessageInput{QueueUrl: fifo, MessageBody: aws.String("m"), MessageDeduplicationId: aws.String("d")})
+				return err
+			})},
+		{"a FIFO send without a deduplication id", "InvalidParameterValue", "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly",
+			call(func() error {
+				_, err := f.c.SendMessage(f.ctx, &sqs.SendMessageInput{QueueUrl: fifo, MessageBody: aws.String("m"), MessageGroupId: aws.String("g")})
+				return err
+			})},
+		{"a body too long", "InvalidParameterValue", "One or more parameters are invalid. Reason: Message must be shorter than 1048576 bytes.",
+			call(func() error {
+				_, err := f.c.SendMessage(f.ctx, &sqs.SendMessageInput{QueueUrl: url, MessageBody: aws.String(strings.Repeat("x", 1<<20+1))})
+				return err
+			})},
+		{"an empty attribute", "InvalidParameterValue", "Message (user) attribute 'ErrorDetails' must contain a non-empty value of type 'String'.",
+			call(func() error {
+				_, err := f.c.SendMessage(f.ctx, &sqs.SendMessageInput{QueueUrl: url, MessageBody: aws.String("m"),
+					MessageAttributes: map[string]types.MessageAttributeValue{"ErrorDetails": {DataType: aws.String("String"), StringValue: aws.String("")}}})
+				return err
+			})},
+	} {
+		wantCode(t, tc.what, tc.err, tc.code)
+		var ae smithy.APIError
+		if errors.As(tc.err, &ae); ae.ErrorMessage() != tc.text {
+			t.Errorf("%s: message %q, want %q", tc.what, ae.ErrorMessage(), tc.text)
+		}
+	}
 }

@@ -733,7 +733,7 @@ func (a *API) queueARN(r *http.Request, name string) string {
 // path. A bare name is taken as it is.
 func queueName(u string) (string, error) {
 	if u == "" {
-		return "", errMissingParameter.f("the request must contain the parameter QueueUrl")
+		return "", errMissingParameter.f("The request must contain the parameter QueueUrl.")
 	}
 	p, err := url.Parse(u)
 	if err != nil {
@@ -781,7 +781,7 @@ func (a *API) adopt(ctx context.Context, name string) (store.QueueInfo, error) {
 		return store.QueueInfo{}, err
 	}
 	if !held {
-		return store.QueueInfo{}, errQueueDoesNotExist.f("the specified queue %s does not exist", name)
+		return store.QueueInfo{}, errQueueDoesNotExist.f("The specified queue does not exist.")
 	}
 	var attrs map[string]string
 	if isFifoName(name) {

@@ -41,8 +41,10 @@ var memberLimits = map[string]struct {
 	max  int
 	fail func(n int) *apiError
 }{
-	"entries": {maxBatch, func(n int) *apiError {
-		return errTooManyEntries.f("maximum number of entries per request are %d; you have sent at least %d", maxBatch, n)
+	// Past ten entries, the batch's own check names how many were sent,
+	// as SQS does; the scan stops only a batch far beyond that.
+	"entries": {maxMembers, func(n int) *apiError {
+		return errTooManyEntries.f("Maximum number of entries per request are %d. You have sent more than %d.", maxBatch, n-1)
 	}},
 	"messageattributes": {maxMessageAttributes, func(n int) *apiError {
 		return errInvalidParameter.f("the message has at least %d message attributes; at most %d are allowed", n, maxMessageAttributes)

@@ -41,9 +41,9 @@ const maxMessageAttributes = 10
 // checkAttrs checks a message's attributes and returns how many bytes
 // they count towards the message's size: names, types and values.
 func checkAttrs(attrs map[string]attrValue, system bool) (int, *apiError) {
-	what := "message attribute"
+	what, whose := "message attribute", "Message (user)"
 	if system {
-		what = "message system attribute"
+		what, whose = "message system attribute", "Message (system)"
 	}
 	if !system && len(attrs) > maxMessageAttributes {
 		return 0, errInvalidParameter.f("the message has %d message attributes; at most %d are allowed", len(attrs), maxMessageAttributes)
@@ -71,12 +71,12 @@ func checkAttrs(attrs map[string]attrValue, system bool) (int, *apiError) {
 		switch base {
 		case "Binary":
 			if v.StringValue != nil || len(v.BinaryValue) == 0 {
-				return 0, errInvalidParameter.f("%s %q must contain a non-empty BinaryValue and no StringValue", what, name)
+				return 0, errInvalidParameter.f("%s attribute '%s' must contain a non-empty value of type 'Binary'.", whose, name)
 			}
 			size += len(v.BinaryValue)
 		default:
 			if v.StringValue == nil || *v.StringValue == "" || v.BinaryValue != nil {
-				return 0, errInvalidParameter.f("%s %q must contain a non-empty StringValue of type %s and no BinaryValue", what, name, base)
+				return 0, errInvalidParameter.f("%s attribute '%s' must contain a non-empty value of type '%s'.", whose, name, base)
 			}
 			if !validText(*v.StringValue) {
 				return 0, errInvalidParameter.f("%s %q has characters outside those SQS allows", what, name)

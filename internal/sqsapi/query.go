@@ -306,7 +306,7 @@ func (n *formNode) decodeCollection(v reflect.Value, f flattened, action, path s
 		item, at := n.items[i], path+"."+strconv.Itoa(i)
 		k := item.fields[f.key]
 		if k == nil || !k.set {
-			return errMissingParameter.f("the request must contain the parameter %s.%s", at, f.key)
+			return errMissingParameter.f("The request must contain the parameter %s.%s.", at, f.key)
 		}
 		key := reflect.ValueOf(k.value)
 		if m.MapIndex(key).IsValid() {

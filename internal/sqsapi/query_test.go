@@ -157,9 +157,9 @@ func TestFormRefusesBadInput(t *testing.T) {
 		{"a thousand attributes", "QueueName=q&" + repeat(1000, func(i int) string {
 			return "Attribute." + strconv.Itoa(i) + ".Name=A" + strconv.Itoa(i) + "&Attribute." + strconv.Itoa(i) + ".Value=1"
 		}), "InvalidParameterValue", "the parameter Attribute holds more than 100 members"},
-		{"eleven entries", repeat(11, func(i int) string {
+		{"a hundred and one entries", repeat(101, func(i int) string {
 			return "SendMessageBatchRequestEntry." + strconv.Itoa(i) + ".Id=e" + strconv.Itoa(i)
-		}), "AWS.SimpleQueueService.TooManyEntriesInBatchRequest", "maximum number of entries per request are 10"},
+		}), "AWS.SimpleQueueService.TooManyEntriesInBatchRequest", "Maximum number of entries per request are 10. You have sent more than 100."},
 		{"eleven message attributes", "MessageBody=x&" + repeat(11, func(i int) string {
 			return "MessageAttribute." + strconv.Itoa(i) + ".Name=a" + strconv.Itoa(i)
 		}), "InvalidParameterValue", "at most 10 are allowed"},
@@ -191,7 +191,7 @@ func TestFormRefusesBadInput(t *testing.T) {
 			}{}},
 		{"binary that is not base64", "MessageAttribute.1.Name=b&MessageAttribute.1.Value.DataType=Binary&MessageAttribute.1.Value.BinaryValue=%21%21",
 			"MessageAttribute.1.Value.BinaryValue is not base64", &sendEntry{}},
-		{"a map entry without its name", "Attribute.1.Value=5", "the request must contain the parameter Attribute.1.Name",
+		{"a map entry without its name", "Attribute.1.Value=5", "The request must contain the parameter Attribute.1.Name.",
 			&struct {
 				Attributes map[string]string `json:"Attributes"`
 			}{}},
@@ -284,7 +284,7 @@ func TestQueryAnswers(t *testing.T) {
 		code, fault string
 		inMessage   string
 	}{
-		{formRequest("/", "Action=GetQueueUrl&QueueName=nope"), 400, "AWS.SimpleQueueService.NonExistentQueue", "Sender", "nope does not exist"},
+		{formRequest("/", "Action=GetQueueUrl&QueueName=nope"), 400, "AWS.SimpleQueueService.NonExistentQueue", "Sender", "The specified queue does not exist for this wsdl version."},
 		{formRequest("/", "Version=2012-11-05"), 400, "MissingAction", "Sender", "must contain the parameter Action"},
 		{formRequest("/", "Action=Bogus"), 400, "InvalidAction", "Sender", `"Bogus" is not valid`},
 		{formRequest("/", "Action=ListDeadLetterSourceQueues&QueueUrl=q"), 400, "AWS.SimpleQueueService.UnsupportedOperation", "Sender", "not supported"},

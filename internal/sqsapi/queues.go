@@ -103,7 +103,7 @@ func (a *API) createQueue(ctx context.Context, c *call) (any, error) {
 		for k, v := range given {
 			had := cmp.Or(have[k], unsetValues[k])
 			if v != had && !(v == "" && had == defaults[k]) {
-				return nil, errQueueNameExists.f("a queue already exists with the same name and a different value for attribute %s", k)
+				return nil, errQueueNameExists.f("A queue already exists with the same name and a different value for attribute %s", k)
 			}
 		}
 	}
@@ -213,7 +213,7 @@ func (a *API) getQueueURL(ctx context.Context, c *call) (any, error) {
 		return nil, err
 	}
 	if in.QueueName == "" {
-		return nil, errMissingParameter.f("the request must contain the parameter QueueName")
+		return nil, errMissingParameter.f("The request must contain the parameter QueueName.")
 	}
 	if _, err := a.lookup(ctx, nameURL(in.QueueName)); err != nil {
 		return nil, err
@@ -378,7 +378,7 @@ func (a *API) setQueueAttributes(ctx context.Context, c *call) (any, error) {
 		return nil, err
 	}
 	if len(in.Attributes) == 0 {
-		return nil, errMissingParameter.f("the request must contain the parameter Attributes")
+		return nil, errMissingParameter.f("The request must contain the parameter Attributes.")
 	}
 	q, err := a.lookup(ctx, in.QueueUrl)
 	if err != nil {
@@ -410,7 +410,7 @@ func (a *API) setAttrs(ctx context.Context, name string, attrs map[string]string
 // asMissingQueue reports a queue deleted under a request as SQS does.
 func asMissingQueue(err error, name string) error {
 	if errors.Is(err, store.ErrNotFound) {
-		return errQueueDoesNotExist.f("the specified queue %s does not exist", name)
+		return errQueueDoesNotExist.f("The specified queue does not exist.")
 	}
 	return err
 }
@@ -441,7 +441,7 @@ func (a *API) tagQueue(ctx context.Context, c *call) (any, error) {
 		return nil, err
 	}
 	if len(in.Tags) == 0 {
-		return nil, errMissingParameter.f("the request must contain the parameter Tags")
+		return nil, errMissingParameter.f("The request must contain the parameter Tags.")
 	}
 	if err := checkTags(in.Tags); err != nil {
 		return nil, err
@@ -477,7 +477,7 @@ func (a *API) untagQueue(ctx context.Context, c *call) (any, error) {
 		return nil, err
 	}
 	if len(in.TagKeys) == 0 {
-		return nil, errMissingParameter.f("the request must contain the parameter TagKeys")
+		return nil, errMissingParameter.f("The request must contain the parameter TagKeys.")
 	}
 	q, err := a.lookup(ctx, in.QueueUrl)
 	if err != nil {

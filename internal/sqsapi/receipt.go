@@ -44,9 +44,9 @@ func (r receipts) mac(queue, lease string) string {
 // parse returns the lease of a handle that this database's servers issued
 // for queue; any other handle is ReceiptHandleIsInvalid.
 func (r receipts) parse(queue, h string) (store.Lease, *apiError) {
-	invalid := errReceiptHandleIsInvalid.f("the input receipt handle %q is not a valid receipt handle for queue %s", h, queue)
+	invalid := errReceiptHandleIsInvalid.f("The input receipt handle \"%s\" is not a valid receipt handle.", h)
 	if h == "" {
-		return store.Lease{}, errMissingParameter.f("the request must contain the parameter ReceiptHandle")
+		return store.Lease{}, errMissingParameter.f("The request must contain the parameter ReceiptHandle.")
 	}
 	i := strings.LastIndexByte(h, '.')
 	if i < 0 || !hmac.Equal([]byte(h[i+1:]), []byte(r.mac(queue, h[:i]))) {

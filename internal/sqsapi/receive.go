@@ -50,7 +50,7 @@ func (a *API) receiveMessage(ctx context.Context, c *call) (any, error) {
 	n, visibility, wait := 1, q.visibility, q.wait
 	if m := in.MaxNumberOfMessages; m != nil {
 		if *m < 1 || *m > maxBatch {
-			return nil, errInvalidParameter.f("value %d for parameter MaxNumberOfMessages is invalid: it must be from 1 to %d", *m, maxBatch)
+			return nil, errInvalidParameter.f("Value %d for parameter MaxNumberOfMessages is invalid. Reason: Must be between 1 and %d, if provided.", *m, maxBatch)
 		}
 		n = *m
 	}
@@ -62,7 +62,7 @@ func (a *API) receiveMessage(ctx context.Context, c *call) (any, error) {
 	}
 	if w := in.WaitTimeSeconds; w != nil {
 		if *w < 0 || *w > 20 {
-			return nil, errInvalidParameter.f("value %d for parameter WaitTimeSeconds is invalid: it must be from 0 to 20", *w)
+			return nil, errInvalidParameter.f("Value %d for parameter WaitTimeSeconds is invalid. Reason: Must be >= 0 and <= 20, if provided.", *w)
 		}
 		wait = time.Duration(*w) * time.Second
 	}
@@ -331,7 +331,7 @@ func (o batchOutput[T]) serverCauses() []error { return o.causes }
 // visibilityTimeout checks a new visibility timeout.
 func visibilityTimeout(v *int) (time.Duration, *apiError) {
 	if v == nil {
-		return 0, errMissingParameter.f("the request must contain the parameter VisibilityTimeout")
+		return 0, errMissingParameter.f("The request must contain the parameter VisibilityTimeout.")
 	}
 	if *v < 0 || *v > maxVisibility {
 		return 0, errInvalidParameter.f("value %d for parameter VisibilityTimeout is invalid: it must be from 0 to %d", *v, maxVisibility)

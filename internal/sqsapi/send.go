@@ -66,7 +66,7 @@ func (a *API) senderID() string {
 func prepare(q *queue, e *sendEntry, from origin) (store.NewMessage, sent, int, *apiError) {
 	var none store.NewMessage
 	if e.MessageBody == nil || *e.MessageBody == "" {
-		return none, sent{}, 0, errMissingParameter.f("the request must contain the parameter MessageBody")
+		return none, sent{}, 0, errMissingParameter.f("The request must contain the parameter MessageBody.")
 	}
 	body := *e.MessageBody
 	if !validText(body) {
@@ -82,17 +82,17 @@ func prepare(q *queue, e *sendEntry, from origin) (store.NewMessage, sent, int, 
 	}
 	size := len(body) + msgSize
 	if size > q.maxSize {
-		return none, sent{}, 0, errInvalidParameter.f("one or more parameters are invalid: the message is %d bytes with its attributes; it must be at most %d bytes", size, q.maxSize)
+		return none, sent{}, 0, errInvalidParameter.f("One or more parameters are invalid. Reason: Message must be shorter than %d bytes.", q.maxSize)
 	}
 	delay := q.delay
 	// A FIFO queue takes no delay of a message's own: a DelaySeconds of
 	// 0 (what some clients always send) leaves the queue's, as in SQS.
 	if e.DelaySeconds != nil && !(q.fifo && *e.DelaySeconds == 0) {
 		if q.fifo {
-			return none, sent{}, 0, errInvalidParameter.f("value %d for parameter DelaySeconds is invalid. Reason: the request includes a parameter that is not valid for this queue type: a FIFO queue takes no per-message delay, set the queue's DelaySeconds", *e.DelaySeconds)
+			return none, sent{}, 0, errInvalidParameter.f("Value %d for parameter DelaySeconds is invalid. Reason: The request include parameter that is not valid for this queue type.", *e.DelaySeconds)
 		}
 		if *e.DelaySeconds < 0 || *e.DelaySeconds > 900 {
-			return none, sent{}, 0, errInvalidParameter.f("value %d for parameter DelaySeconds is invalid: it must be from 0 to 900", *e.DelaySeconds)
+			return none, sent{}, 0, errInvalidParameter.f("Value %d for parameter DelaySeconds is invalid. Reason: DelaySeconds must be >= 0 and <= 900.", *e.DelaySeconds)
 		}
 		delay = time.Duration(*e.DelaySeconds) * time.Second
 	}
@@ -104,11 +104,11 @@ func prepare(q *queue, e *sendEntry, from origin) (store.NewMessage, sent, int, 
 	dedup := e.MessageDeduplicationId
 	if q.fifo {
 		if e.MessageGroupId == "" {
-			return none, sent{}, 0, errMissingParameter.f("the request must contain the parameter MessageGroupId: the queue is FIFO")
+			return none, sent{}, 0, errMissingParameter.f("The request must contain the parameter MessageGroupId.")
 		}
 		if dedup == "" {
 			if !q.contentDedup {
-				return none, sent{}, 0, errInvalidParameter.f("the queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly")
+				return none, sent{}, 0, errInvalidParameter.f("The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly")
 			}
 			sum := sha256.Sum256([]byte(body))
 			dedup = hex.EncodeToString(sum[:])
@@ -167,12 +167,15 @@ func sequenceNumber(id int64) string { return fmt.Sprintf("%020d", id) }
 // checkMessageID applies SQS's rules to a group or deduplication id: at
 // most 128 printable ASCII characters.
 func checkMessageID(what, v string) *apiError {
+	invalid := func() *apiError {
+		return errInvalidParameter.f("Value %s for parameter %s is invalid. Reason: %s can only include alphanumeric and punctuation characters. 1 to %d in length.", v, what, what, maxMessageIDLength)
+	}
 	if len(v) > maxMessageIDLength {
-		return errInvalidParameter.f("%s must be at most %d characters, not %d", what, maxMessageIDLength, len(v))
+		return invalid()
 	}
 	for _, c := range []byte(v) {
 		if c < 0x21 || c > 0x7e {
-			return errInvalidParameter.f("%s %q may hold only printable ASCII characters without spaces", what, v)
+			return invalid()
 		}
 	}
 	return nil
@@ -271,7 +274,7 @@ func (a *API) sendMessageBatch(ctx context.Context, c *call) (any, error) {
 		msgs, oks = append(msgs, msg), append(oks, s)
 	}
 	if total > maxMessageSize {
-		return nil, errBatchTooLong.f("the batch's messages are %d bytes in all; at most %d are allowed", total, maxMessageSize)
+		return nil, errBatchTooLong.f("Batch requests cannot be longer than %d bytes. You have sent %d bytes.", maxMessageSize, total)
 	}
 	if len(msgs) > 0 {
 		res, err := a.send(ctx, msgs)
@@ -297,12 +300,12 @@ func checkBatchIDs(ids []string) *apiError {
 	case n == 0:
 		return errEmptyBatch.f("there should be at least one entry in the request")
 	case n > maxBatch:
-		return errTooManyEntries.f("maximum number of entries per request are %d; you have sent %d", maxBatch, n)
+		return errTooManyEntries.f("Maximum number of entries per request are %d. You have sent %d.", maxBatch, n)
 	}
 	seen := make(map[string]bool, n)
 	for _, s := range ids {
 		if s == "" || len(s) > 80 || !onlyNameChars(s, "") {
-			return errInvalidBatchEntryID.f("a batch entry id can only contain alphanumeric characters, hyphens and underscores, 1 to 80 of them; %q does not", s)
+			return errInvalidBatchEntryID.f("A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long.")
 		}
 		if seen[s] {
 			return errBatchIDsNotDistinct.f("id %s repeated", s)

@@ -53,7 +53,12 @@ func writeXMLError(w http.ResponseWriter, e *apiError, id string) {
 	b.WriteString(xml.Header)
 	b.WriteString("<ErrorResponse xmlns=\"" + xmlNamespace + "\"><Error><Type>" + e.fault() + "</Type>")
 	writeXMLText(&b, "Code", e.code)
-	writeXMLText(&b, "Message", e.message)
+	message := e.message
+	if e.code == errQueueDoesNotExist.code {
+		// The query protocol's text of this error, as Amazon SQS words it.
+		message = "The specified queue does not exist for this wsdl version."
+	}
+	writeXMLText(&b, "Message", message)
 	b.WriteString("<Detail/></Error><RequestId>" + id + "</RequestId></ErrorResponse>")
 	_, _ = w.Write(b.Bytes())
 }
