@@ -620,6 +620,13 @@ func TestErrorTextsAreAmazons(t *testing.T) {
 				_, err := f.c.SendMessage(f.ctx, &sqs.SendMessageInput{QueueUrl: fifo, MessageBody: aws.String("m"), MessageGroupId: aws.String("g")})
 				return err
 			})},
+		{"a FIFO batch entry without a group", "InvalidParameterValue", "The request must contain the parameter MessageGroupId.",
+			call(func() error {
+				_, err := f.c.SendMessageBatch(f.ctx, &sqs.SendMessageBatchInput{QueueUrl: fifo, Entries: []types.SendMessageBatchRequestEntry{
+					{Id: aws.String("a"), MessageBody: aws.String("m"), MessageGroupId: aws.String("g"), MessageDeduplicationId: aws.String("1")},
+					{Id: aws.String("b"), MessageBody: aws.String("m"), MessageDeduplicationId: aws.String("2")}}})
+				return err
+			})},
 		{"a body too long", "InvalidParameterValue", "One or more parameters are invalid. Reason: Message must be shorter than 1048576 bytes.",
 			call(func() error {
 				_, err := f.c.SendMessage(f.ctx, &sqs.SendMessageInput{QueueUrl: url, MessageBody: aws.String(strings.Repeat("x", 1<<20+1))})

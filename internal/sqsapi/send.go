@@ -259,6 +259,19 @@ func (a *API) sendMessageBatch(ctx context.Context, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if q.fifo {
+		// A FIFO batch with an entry that has no group, or no
+		// deduplication id where the queue does not make one, fails as a
+		// whole, as in SQS, not entry by entry.
+		for _, e := range in.Entries {
+			if e.MessageGroupId == "" {
+				return nil, errInvalidParameter.f("The request must contain the parameter MessageGroupId.")
+			}
+			if e.MessageDeduplicationId == "" && !q.contentDedup {
+				return nil, errInvalidParameter.f("The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly")
+			}
+		}
+	}
 	var out batchOutput[sent]
 	from := a.origin(c)
 	var msgs []store.NewMessage
