@@ -575,6 +575,7 @@ func TestErrorTextsAreAmazons(t *testing.T) {
 		entries[i] = types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String("m")}
 	}
 	call := func(fn func() error) error { return fn() }
+	var deletedHandle string
 	for _, tc := range []struct {
 		what, code, text string
 		err              error
@@ -627,6 +628,23 @@ func TestErrorTextsAreAmazons(t *testing.T) {
 					{Id: aws.String("b"), MessageBody: aws.String("m"), MessageDeduplicationId: aws.String("2")}}})
 				return err
 			})},
+		{"a visibility change after the delete", "InvalidParameterValue", "",
+			call(func() error {
+				if _, err := f.c.SendMessage(f.ctx, &sqs.SendMessageInput{QueueUrl: url, MessageBody: aws.String("gone")}); err != nil {
+					return err
+				}
+				out, err := f.c.ReceiveMessage(f.ctx, &sqs.ReceiveMessageInput{QueueUrl: url})
+				if err != nil || len(out.Messages) != 1 {
+					t.Fatalf("receive: %v, %v", out, err)
+				}
+				h := out.Messages[0].ReceiptHandle
+				if _, err := f.c.DeleteMessage(f.ctx, &sqs.DeleteMessageInput{QueueUrl: url, ReceiptHandle: h}); err != nil {
+					return err
+				}
+				_, err = f.c.ChangeMessageVisibility(f.ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: url, ReceiptHandle: h, VisibilityTimeout: 5})
+				deletedHandle = *h
+				return err
+			})},
 		{"a body too long", "InvalidParameterValue", "One or more parameters are invalid. Reason: Message must be shorter than 1048576 bytes.",
 			call(func() error {
 				_, err := f.c.SendMessage(f.ctx, &sqs.SendMessageInput{QueueUrl: url, MessageBody: aws.String(strings.Repeat("x", 1<<20+1))})
@@ -640,6 +658,9 @@ func TestErrorTextsAreAmazons(t *testing.T) {
 			})},
 	} {
 		wantCode(t, tc.what, tc.err, tc.code)
+		if tc.text == "" {
+			tc.text = "Value " + deletedHandle + " for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change."
+		}
 		var ae smithy.APIError
 		if errors.As(tc.err, &ae); ae.ErrorMessage() != tc.text {
 			t.Errorf("%s: message %q, want %q", tc.what, ae.ErrorMessage(), tc.text)

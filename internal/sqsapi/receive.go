@@ -379,10 +379,26 @@ func (a *API) changeVisibility(ctx context.Context, q *queue, hs []string, lease
 		}
 		errs[i] = nil
 		if err != nil {
-			errs[i] = lost(q, hs[i], l)
+			if errs[i], err = a.visibilityLost(ctx, q, hs[i], l); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return errs, nil
+}
+
+// visibilityLost is the error of a visibility change whose handle h no
+// longer holds its message: SQS's own when the message is gone (deleted,
+// dead-lettered, purged), else lost's.
+func (a *API) visibilityLost(ctx context.Context, q *queue, h string, l store.Lease) (*apiError, error) {
+	m, err := a.st.Get(ctx, l.MessageID)
+	switch {
+	case errors.Is(err, store.ErrNotFound), err == nil && (m.Queue != q.name() || m.State >= store.Completed):
+		return errInvalidParameter.f("Value %s for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.", h), nil
+	case err != nil:
+		return nil, err
+	}
+	return lost(q, h, l), nil
 }
 
 func (a *API) changeMessageVisibility(ctx context.Context, c *call) (any, error) {
