@@ -20,6 +20,8 @@ import (
 //	   └──fail, retries───┘  └──lease expired (reap)──▶ pending, or dead on the last delivery
 //	waiting ──its key's head finished──▶ pending
 //	pending, waiting, processing ──cancel──▶ cancelled
+//	dead, of a message with a dead-letter queue ══▶ pending or waiting there instead
+//	pending (visible), dead ──move──▶ pending or waiting in another queue
 
 // Held is a claimed message as a settling transaction found it: under its
 // current lease, and locked until the transaction ends.
@@ -32,6 +34,32 @@ type Held struct {
 	MaxDeliveries int
 	// StuckFor is how long the lease has been expired; set by Expired only.
 	StuckFor time.Duration
+	// DeadLetterQueue is where the message moves when it dies; empty for
+	// none (see store.NewMessage). Set by Current and Expired.
+	DeadLetterQueue string
+}
+
+// Transfer is a message that a settling transaction moves to another
+// queue: a dead letter to its dead-letter queue, or one that Move moves.
+type Transfer struct {
+	ID int64
+	// Key is the message's key, for the lock of its line in To.
+	Key string
+	To  string
+}
+
+// Arrival says what transferred messages become in their new queue.
+type Arrival struct {
+	// Dead says they were dead-lettered: Reason and Error are recorded and
+	// the queue each leaves becomes its dead-letter source. Else their
+	// dead reason and dead-letter source are cleared.
+	Dead   bool
+	Reason store.DeadReason
+	Error  string
+	// MaxDeliveries and DeadLetterQueue are their budget and dead-letter
+	// queue from now on (empty for none).
+	MaxDeliveries   int
+	DeadLetterQueue string
 }
 
 // Line names a key's line of messages: its head runs, the rest wait.
@@ -69,6 +97,17 @@ type SettleTx interface {
 	// visibleNow, their visible time becomes now, as a reaped message's
 	// always does.
 	Kill(ctx context.Context, ids []int64, reason store.DeadReason, errText string, visibleNow bool) error
+	// Movable finds and locks up to m.Limit messages that m selects (a
+	// checked store.Move), in its order, each with the queue it goes to;
+	// a backend that locks keys takes the locks of their lines, in their
+	// queue and in the one they go to, before it locks them.
+	Movable(ctx context.Context, m store.Move) ([]Transfer, error)
+	// Transfer moves messages to other queues as a arrives: each is
+	// visible now, pending, or waiting when its new queue has an
+	// unfinished message of its key; its deliveries, dedup id, finish
+	// time and first claim are cleared. Lock has taken the locks of
+	// their lines in their new queues.
+	Transfer(ctx context.Context, ts []Transfer, a Arrival) error
 	// Retry makes messages pending again, visible after delay. When
 	// setError, errText becomes their last error; else it is kept.
 	Retry(ctx context.Context, ids []int64, delay time.Duration, errText string, setError bool) error
@@ -112,14 +151,53 @@ func lastDelivery(h Held) bool { return h.Deliveries >= h.MaxDeliveries }
 // lease of its last delivery expired.
 const leaseExpiredError = "lease expired"
 
-// after lets the next message of each line whose head this transaction
-// finished go and sends the replies, taking every lock first; then it
-// tells other processes of the queues where messages may have become
-// claimable (the lines', and those given), and notes them and the replies'
+// transfers are the messages a settling transaction moves to other
+// queues, and what they become there.
+type transfers struct {
+	ts []Transfer
+	as Arrival
+}
+
+// deadLetters is what a message dead-lettered for reason with errText
+// becomes in its dead-letter queue: a dead letter that the target's own
+// rules, not the source's, govern.
+func deadLetters(reason store.DeadReason, errText string) transfers {
+	return transfers{as: Arrival{Dead: true, Reason: reason, Error: errText, MaxDeliveries: store.MaxDeliveriesLimit}}
+}
+
+// deadLetterQueue is where a held message that dies goes: the failure's
+// queue, else its own; empty (dead where it is) for its own queue.
+func deadLetterQueue(h Held, override string) string {
+	if to := cmp.Or(override, h.DeadLetterQueue); to != h.Queue {
+		return to
+	}
+	return ""
+}
+
+// after moves the transferred messages, lets the next message of each
+// line whose head this transaction finished or moved go and sends the
+// replies, taking every lock first; then it tells other processes of the
+// queues where messages may have become claimable (the lines', the
+// transfers' targets, and those given), and notes them and the replies'
 // queues for this process's receivers.
-func (w *settled) after(ctx context.Context, tx SettleTx, lines []Line, replies []store.NewMessage, queues []string) error {
-	if len(lines) > 0 || len(replies) > 0 {
-		if err := tx.Lock(ctx, lines, replies); err != nil {
+func (w *settled) after(ctx context.Context, tx SettleTx, lines []Line, replies []store.NewMessage, queues []string, moves transfers) error {
+	locks := lines
+	if len(moves.ts) > 0 {
+		locks = slices.Clone(lines)
+		for _, t := range moves.ts {
+			if t.Key != "" {
+				locks = append(locks, Line{t.To, t.Key})
+			}
+			queues = append(queues, t.To)
+		}
+	}
+	if len(locks) > 0 || len(replies) > 0 {
+		if err := tx.Lock(ctx, locks, replies); err != nil {
+			return err
+		}
+	}
+	if len(moves.ts) > 0 {
+		if err := tx.Transfer(ctx, moves.ts, moves.as); err != nil {
 			return err
 		}
 	}
@@ -202,7 +280,7 @@ func (cp *completion) Settle(ctx context.Context, tx SettleTx) error {
 			complete(i, done[j])
 		}
 	}
-	return cp.after(ctx, tx, lines, replies, nil)
+	return cp.after(ctx, tx, lines, replies, nil, transfers{})
 }
 
 func compareLeases(a, b store.Lease) int {
@@ -230,9 +308,15 @@ func (fl *failure) Settle(ctx context.Context, tx SettleTx) error {
 		if err := tx.Retry(ctx, []int64{h.MessageID}, f.RetryDelay, f.Error, true); err != nil {
 			return err
 		}
-		return fl.after(ctx, tx, nil, nil, []string{h.Queue})
+		return fl.after(ctx, tx, nil, nil, []string{h.Queue}, transfers{})
 	}
-	if err := tx.Kill(ctx, []int64{h.MessageID}, f.Reason, f.Error, false); err != nil {
+	// A message with a dead-letter queue moves there, in after, once
+	// the locks of its line there are taken; any other dies here.
+	var moves transfers
+	if to := deadLetterQueue(h, f.DeadLetterQueue); to != "" {
+		moves = deadLetters(f.Reason, f.Error)
+		moves.ts = []Transfer{{ID: h.MessageID, Key: h.Key, To: to}}
+	} else if err := tx.Kill(ctx, []int64{h.MessageID}, f.Reason, f.Error, false); err != nil {
 		return err
 	}
 	var lines []Line
@@ -246,7 +330,7 @@ func (fl *failure) Settle(ctx context.Context, tx SettleTx) error {
 	// The failed message's queue is woken in this process even without a
 	// key: its receivers learn at once that the lease is gone.
 	fl.add(h.Queue)
-	return fl.after(ctx, tx, lines, replies, nil)
+	return fl.after(ctx, tx, lines, replies, nil, moves)
 }
 
 // reaping takes back the messages whose leases expired: pending again,
@@ -265,12 +349,17 @@ func (rp *reaping) Settle(ctx context.Context, tx SettleTx) error {
 	out := make([]store.Recovered, len(expired))
 	var back, dead []int64
 	var lines []Line
+	moves := deadLetters(store.ReasonLeaseExpired, leaseExpiredError)
 	queues := make([]string, 0, len(expired))
 	for i, h := range expired {
 		r := store.Recovered{ID: h.MessageID, Queue: h.Queue, StuckFor: h.StuckFor}
 		r.Dead = lastDelivery(h)
 		if r.Dead {
-			dead = append(dead, h.MessageID)
+			if r.MovedTo = deadLetterQueue(h, ""); r.MovedTo != "" {
+				moves.ts = append(moves.ts, Transfer{ID: h.MessageID, Key: h.Key, To: r.MovedTo})
+			} else {
+				dead = append(dead, h.MessageID)
+			}
 			if h.Key != "" {
 				lines = append(lines, Line{h.Queue, h.Key})
 			}
@@ -291,7 +380,7 @@ func (rp *reaping) Settle(ctx context.Context, tx SettleTx) error {
 		}
 	}
 	rp.recovered = out
-	return rp.after(ctx, tx, lines, nil, queues)
+	return rp.after(ctx, tx, lines, nil, queues, moves)
 }
 
 // cancellation cancels the messages of the ids that have not finished,
@@ -342,7 +431,34 @@ func (cn *cancellation) Settle(ctx context.Context, tx SettleTx) error {
 	cn.cancelled = out
 	// Every cancel first, then the lines' next messages: one cancelled
 	// here too must not become a head.
-	return cn.after(ctx, tx, distinctLines(lines), nil, nil)
+	return cn.after(ctx, tx, distinctLines(lines), nil, nil, transfers{})
+}
+
+// moving moves the messages a store.Move selects to their new queues, and
+// lets the next message of each moved head's line go; moved counts them.
+type moving struct {
+	settled
+	m     store.Move
+	moved int
+}
+
+func (mv *moving) Settle(ctx context.Context, tx SettleTx) error {
+	ts, err := tx.Movable(ctx, mv.m)
+	if err != nil || len(ts) == 0 {
+		return err
+	}
+	var lines []Line
+	if mv.m.State == store.Pending {
+		// A pending message with a key heads its line.
+		for _, t := range ts {
+			if t.Key != "" {
+				lines = append(lines, Line{mv.m.Queue, t.Key})
+			}
+		}
+	}
+	mv.moved = len(ts)
+	moves := transfers{ts: ts, as: Arrival{MaxDeliveries: mv.m.MaxDeliveries, DeadLetterQueue: mv.m.DeadLetterQueue}}
+	return mv.after(ctx, tx, distinctLines(lines), nil, nil, moves)
 }
 
 // distinct sorts names and drops repeats, in place.

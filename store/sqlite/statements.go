@@ -49,6 +49,9 @@ const (
 	qDeadIDs
 	qIsDead
 	qRedrive
+	qMovablePending
+	qMovableDead
+	qTransfer
 	qPurge
 	qStats
 	qAllStats
@@ -99,6 +102,9 @@ var queryNames = [nQueries]string{
 	qDeadIDs:            "deadIDs",
 	qIsDead:             "isDead",
 	qRedrive:            "redrive",
+	qMovablePending:     "movablePending",
+	qMovableDead:        "movableDead",
+	qTransfer:           "transfer",
 	qPurge:              "purge",
 	qStats:              "stats",
 	qAllStats:           "allStats",
