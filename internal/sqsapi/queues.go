@@ -84,6 +84,9 @@ func (a *API) createQueue(ctx context.Context, c *call) (any, error) {
 	if err := checkTags(in.Tags); err != nil {
 		return nil, err
 	}
+	if err := a.linkDeadLetterQueue(ctx, in.QueueName, fifo, given); err != nil {
+		return nil, err
+	}
 	attrs := map[string]string{}
 	for k, v := range given {
 		if v != "" && !(k == attrFifo && !fifo) {
@@ -386,6 +389,9 @@ func (a *API) setQueueAttributes(ctx context.Context, c *call) (any, error) {
 	}
 	attrs := normalAttrs(in.Attributes)
 	if err := checkSetAttrs(attrs, q.fifo); err != nil {
+		return nil, err
+	}
+	if err := a.linkDeadLetterQueue(ctx, q.name(), q.fifo, attrs); err != nil {
 		return nil, err
 	}
 	// FifoQueue can only be what it is: it changes nothing.
