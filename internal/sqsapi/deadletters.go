@@ -2,12 +2,10 @@ package sqsapi
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/leasehold/leasehold/store"
 )
@@ -165,20 +163,9 @@ func (a *API) listDeadLetterSourceQueues(ctx context.Context, c *call) (any, err
 	if err != nil {
 		return nil, err
 	}
-	limit := 1000
-	if in.MaxResults != nil {
-		if *in.MaxResults < 1 || *in.MaxResults > 1000 {
-			return nil, errInvalidParameter.f("MaxResults must be from 1 to 1000, not %d", *in.MaxResults)
-		}
-		limit = *in.MaxResults
-	}
-	after := ""
-	if in.NextToken != "" {
-		b, err := base64.RawURLEncoding.DecodeString(in.NextToken)
-		if err != nil || !utf8.Valid(b) || checkQueueName(string(b), isFifoName(string(b))) != nil {
-			return nil, errInvalidParameter.f("NextToken %q is not a token this server gave", in.NextToken)
-		}
-		after = string(b)
+	limit, after, err := queuePaging(in.MaxResults, in.NextToken)
+	if err != nil {
+		return nil, err
 	}
 	names, err := a.deadLetterSources(ctx, q.name(), after, limit+1)
 	if err != nil {
@@ -192,7 +179,7 @@ func (a *API) listDeadLetterSourceQueues(ctx context.Context, c *call) (any, err
 	for i, n := range names {
 		if i == limit {
 			if in.MaxResults != nil {
-				out.NextToken = base64.RawURLEncoding.EncodeToString([]byte(names[i-1]))
+				out.NextToken = pageToken(names[i-1])
 			}
 			break
 		}

@@ -33,7 +33,14 @@ type durable struct {
 	database func(t *testing.T, clk clock.Clock) func() (store.Store, error)
 }
 
-func durables(t *testing.T) []durable {
+// forEachDurable runs test on a fixture of each durable database.
+func forEachDurable(t *testing.T, test func(t *testing.T, f *dlqFixture)) {
+	for _, d := range durables() {
+		t.Run(d.name, func(t *testing.T) { test(t, newDLQFixture(t, d)) })
+	}
+}
+
+func durables() []durable {
 	return []durable{
 		{"sqlite", func(t *testing.T, clk clock.Clock) func() (store.Store, error) {
 			path := filepath.Join(t.TempDir(), "q.db")
@@ -206,74 +213,71 @@ func wantAPIError(t *testing.T, what string, err error, code string) {
 // source. The reaper moves it when its last lease runs out; a policy set
 // after it was sent moves it at the receive past the policy's count.
 func TestDeadLetterQueueThroughTheAPI(t *testing.T) {
-	for _, d := range durables(t) {
-		t.Run(d.name, func(t *testing.T) {
-			f := newDLQFixture(t, d)
-			dlq := f.create("dlq", nil)
-			src := f.create("src", redrive("dlq", 2))
-			if _, err := f.c.SendMessage(f.ctx, &sqs.SendMessageInput{QueueUrl: aws.String(src), MessageBody: aws.String("poison"),
-				MessageAttributes: map[string]types.MessageAttributeValue{"colour": {DataType: aws.String("String"), StringValue: aws.String("red")}}}); err != nil {
-				t.Fatal(err)
-			}
-			var first types.Message
-			for i := range 2 {
-				ms := f.receive(src, 1)
-				if len(ms) != 1 {
-					t.Fatalf("receive %d got %d messages", i+1, len(ms))
-				}
-				first = cmpFirst(first, ms[0])
-				f.reap()
-			}
-			if got := f.receive(src, 10); len(got) != 0 {
-				t.Fatalf("the source still gives %d messages", len(got))
-			}
-			if n := f.depth(dlq); n != "1" {
-				t.Fatalf("dead-letter queue depth %s, want 1", n)
-			}
-			if n := f.depth(src); n != "0" {
-				t.Fatalf("source depth %s, want 0", n)
-			}
-			ms := f.receive(dlq, 10)
+	forEachDurable(t, func(t *testing.T, f *dlqFixture) {
+		dlq := f.create("dlq", nil)
+		src := f.create("src", redrive("dlq", 2))
+		if _, err := f.c.SendMessage(f.ctx, &sqs.SendMessageInput{QueueUrl: aws.String(src), MessageBody: aws.String("poison"),
+			MessageAttributes: map[string]types.MessageAttributeValue{"colour": {DataType: aws.String("String"), StringValue: aws.String("red")}}}); err != nil {
+			t.Fatal(err)
+		}
+		var first types.Message
+		for i := range 2 {
+			ms := f.receive(src, 1)
 			if len(ms) != 1 {
-				t.Fatalf("dead-letter queue gave %d messages, want 1", len(ms))
+				t.Fatalf("receive %d got %d messages", i+1, len(ms))
 			}
-			m := ms[0]
-			if *m.Body != "poison" || *m.MessageAttributes["colour"].StringValue != "red" || *m.MessageId != *first.MessageId ||
-				m.Attributes["SentTimestamp"] != first.Attributes["SentTimestamp"] || m.Attributes["ApproximateReceiveCount"] != "1" ||
-				m.Attributes["DeadLetterQueueSourceArn"] != arn("src") {
-				t.Fatalf("dead letter %+v / %v; sent as %+v / %v", m, m.Attributes, first, first.Attributes)
-			}
-			_, err := f.c.DeleteMessage(f.ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(src), ReceiptHandle: first.ReceiptHandle})
-			wantAPIError(t, "delete with the source's handle", err, "ReceiptHandleIsInvalid")
-			if _, err := f.c.DeleteMessage(f.ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(dlq), ReceiptHandle: m.ReceiptHandle}); err != nil {
-				t.Fatalf("delete from the dead-letter queue: %v", err)
-			}
+			first = cmpFirst(first, ms[0])
+			f.reap()
+		}
+		if got := f.receive(src, 10); len(got) != 0 {
+			t.Fatalf("the source still gives %d messages", len(got))
+		}
+		if n := f.depth(dlq); n != "1" {
+			t.Fatalf("dead-letter queue depth %s, want 1", n)
+		}
+		if n := f.depth(src); n != "0" {
+			t.Fatalf("source depth %s, want 0", n)
+		}
+		ms := f.receive(dlq, 10)
+		if len(ms) != 1 {
+			t.Fatalf("dead-letter queue gave %d messages, want 1", len(ms))
+		}
+		m := ms[0]
+		if *m.Body != "poison" || *m.MessageAttributes["colour"].StringValue != "red" || *m.MessageId != *first.MessageId ||
+			m.Attributes["SentTimestamp"] != first.Attributes["SentTimestamp"] || m.Attributes["ApproximateReceiveCount"] != "1" ||
+			m.Attributes["DeadLetterQueueSourceArn"] != arn("src") {
+			t.Fatalf("dead letter %+v / %v; sent as %+v / %v", m, m.Attributes, first, first.Attributes)
+		}
+		_, err := f.c.DeleteMessage(f.ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(src), ReceiptHandle: first.ReceiptHandle})
+		wantAPIError(t, "delete with the source's handle", err, "ReceiptHandleIsInvalid")
+		if _, err := f.c.DeleteMessage(f.ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(dlq), ReceiptHandle: m.ReceiptHandle}); err != nil {
+			t.Fatalf("delete from the dead-letter queue: %v", err)
+		}
 
-			// A policy set after the send: the receive past its count
-			// moves the message.
-			later := f.create("later", nil)
-			f.send(later, "early")
-			for range 2 {
-				ms := f.receive(later, 1)
-				if len(ms) != 1 {
-					t.Fatalf("received %d", len(ms))
-				}
-				if _, err := f.c.ChangeMessageVisibility(f.ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(later),
-					ReceiptHandle: ms[0].ReceiptHandle, VisibilityTimeout: 0}); err != nil {
-					t.Fatal(err)
-				}
+		// A policy set after the send: the receive past its count
+		// moves the message.
+		later := f.create("later", nil)
+		f.send(later, "early")
+		for range 2 {
+			ms := f.receive(later, 1)
+			if len(ms) != 1 {
+				t.Fatalf("received %d", len(ms))
 			}
-			if _, err := f.c.SetQueueAttributes(f.ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(later), Attributes: redrive("dlq", 2)}); err != nil {
+			if _, err := f.c.ChangeMessageVisibility(f.ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(later),
+				ReceiptHandle: ms[0].ReceiptHandle, VisibilityTimeout: 0}); err != nil {
 				t.Fatal(err)
 			}
-			if got := f.receive(later, 10); len(got) != 0 {
-				t.Fatalf("a third receive under maxReceiveCount 2 got %d", len(got))
-			}
-			if got := f.drain(dlq); !slices.Equal(got, []string{"early"}) {
-				t.Fatalf("dead-letter queue holds %v", got)
-			}
-		})
-	}
+		}
+		if _, err := f.c.SetQueueAttributes(f.ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(later), Attributes: redrive("dlq", 2)}); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.receive(later, 10); len(got) != 0 {
+			t.Fatalf("a third receive under maxReceiveCount 2 got %d", len(got))
+		}
+		if got := f.drain(dlq); !slices.Equal(got, []string{"early"}) {
+			t.Fatalf("dead-letter queue holds %v", got)
+		}
+	})
 }
 
 // cmpFirst keeps the first message received.
@@ -288,64 +292,61 @@ func cmpFirst(first, m types.Message) types.Message {
 // of the same kind; ListDeadLetterSourceQueues lists, in pages, the
 // queues whose policy names the queue now.
 func TestListDeadLetterSourceQueues(t *testing.T) {
-	for _, d := range durables(t) {
-		t.Run(d.name, func(t *testing.T) {
-			f := newDLQFixture(t, d)
-			dlq := f.create("dlq", nil)
-			f.create("other", nil)
-			f.create("dlq.fifo", map[string]string{"FifoQueue": "true"})
-			for _, c := range []struct {
-				name   string
-				policy string
-			}{
-				{"to-missing", `{"deadLetterTargetArn":"` + arn("missing") + `","maxReceiveCount":1}`},
-				{"to-itself", `{"deadLetterTargetArn":"` + arn("to-itself") + `","maxReceiveCount":1}`},
-				{"to-fifo", `{"deadLetterTargetArn":"` + arn("dlq.fifo") + `","maxReceiveCount":1}`},
-				{"to-elsewhere", `{"deadLetterTargetArn":"arn:aws:sqs:eu-west-1:111111111111:dlq","maxReceiveCount":1}`},
-			} {
-				_, err := f.c.CreateQueue(f.ctx, &sqs.CreateQueueInput{QueueName: aws.String(c.name), Attributes: map[string]string{"RedrivePolicy": c.policy}})
-				wantAPIError(t, "CreateQueue "+c.name, err, "InvalidAttributeValue")
+	forEachDurable(t, func(t *testing.T, f *dlqFixture) {
+		dlq := f.create("dlq", nil)
+		f.create("other", nil)
+		f.create("dlq.fifo", map[string]string{"FifoQueue": "true"})
+		for _, c := range []struct {
+			name   string
+			policy string
+		}{
+			{"to-missing", `{"deadLetterTargetArn":"` + arn("missing") + `","maxReceiveCount":1}`},
+			{"to-itself", `{"deadLetterTargetArn":"` + arn("to-itself") + `","maxReceiveCount":1}`},
+			{"to-fifo", `{"deadLetterTargetArn":"` + arn("dlq.fifo") + `","maxReceiveCount":1}`},
+			{"to-elsewhere", `{"deadLetterTargetArn":"arn:aws:sqs:eu-west-1:111111111111:dlq","maxReceiveCount":1}`},
+		} {
+			_, err := f.c.CreateQueue(f.ctx, &sqs.CreateQueueInput{QueueName: aws.String(c.name), Attributes: map[string]string{"RedrivePolicy": c.policy}})
+			wantAPIError(t, "CreateQueue "+c.name, err, "InvalidAttributeValue")
+		}
+		for _, n := range []string{"c", "a", "b"} {
+			f.create(n, redrive("dlq", 3))
+		}
+		f.create("d", redrive("other", 3))
+		b, err := f.c.GetQueueUrl(f.ctx, &sqs.GetQueueUrlInput{QueueName: aws.String("b")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.c.SetQueueAttributes(f.ctx, &sqs.SetQueueAttributesInput{QueueUrl: b.QueueUrl, Attributes: redrive("other", 3)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.c.DeleteQueue(f.ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(f.create("e", redrive("dlq", 1)))}); err != nil {
+			t.Fatal(err)
+		}
+		all, err := f.c.ListDeadLetterSourceQueues(f.ctx, &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(dlq)})
+		if err != nil || len(all.QueueUrls) != 2 || all.NextToken != nil || !hasSuffixes(all.QueueUrls, "/a", "/c") {
+			t.Fatalf("ListDeadLetterSourceQueues = %+v, %v; want a and c", all, err)
+		}
+		page, err := f.c.ListDeadLetterSourceQueues(f.ctx, &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(dlq), MaxResults: aws.Int32(1)})
+		if err != nil || !hasSuffixes(page.QueueUrls, "/a") || page.NextToken == nil {
+			t.Fatalf("page 1 = %+v, %v", page, err)
+		}
+		page, err = f.c.ListDeadLetterSourceQueues(f.ctx, &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(dlq), MaxResults: aws.Int32(1), NextToken: page.NextToken})
+		if err != nil || !hasSuffixes(page.QueueUrls, "/c") || page.NextToken != nil {
+			t.Fatalf("page 2 = %+v, %v", page, err)
+		}
+		_, err = f.c.ListDeadLetterSourceQueues(f.ctx, &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(dlq), MaxResults: aws.Int32(0)})
+		wantAPIError(t, "MaxResults 0", err, "InvalidParameterValue")
+		// The record's bookkeeping stays out of sight.
+		attrs, err := f.c.GetQueueAttributes(f.ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(dlq), AttributeNames: []types.QueueAttributeName{"All"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range attrs.Attributes {
+			if len(k) > len(internalPrefix) && k[:len(internalPrefix)] == internalPrefix {
+				t.Fatalf("GetQueueAttributes shows %s", k)
 			}
-			for _, n := range []string{"c", "a", "b"} {
-				f.create(n, redrive("dlq", 3))
-			}
-			f.create("d", redrive("other", 3))
-			b, err := f.c.GetQueueUrl(f.ctx, &sqs.GetQueueUrlInput{QueueName: aws.String("b")})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := f.c.SetQueueAttributes(f.ctx, &sqs.SetQueueAttributesInput{QueueUrl: b.QueueUrl, Attributes: redrive("other", 3)}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := f.c.DeleteQueue(f.ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(f.create("e", redrive("dlq", 1)))}); err != nil {
-				t.Fatal(err)
-			}
-			all, err := f.c.ListDeadLetterSourceQueues(f.ctx, &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(dlq)})
-			if err != nil || len(all.QueueUrls) != 2 || all.NextToken != nil || !hasSuffixes(all.QueueUrls, "/a", "/c") {
-				t.Fatalf("ListDeadLetterSourceQueues = %+v, %v; want a and c", all, err)
-			}
-			page, err := f.c.ListDeadLetterSourceQueues(f.ctx, &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(dlq), MaxResults: aws.Int32(1)})
-			if err != nil || !hasSuffixes(page.QueueUrls, "/a") || page.NextToken == nil {
-				t.Fatalf("page 1 = %+v, %v", page, err)
-			}
-			page, err = f.c.ListDeadLetterSourceQueues(f.ctx, &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(dlq), MaxResults: aws.Int32(1), NextToken: page.NextToken})
-			if err != nil || !hasSuffixes(page.QueueUrls, "/c") || page.NextToken != nil {
-				t.Fatalf("page 2 = %+v, %v", page, err)
-			}
-			_, err = f.c.ListDeadLetterSourceQueues(f.ctx, &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(dlq), MaxResults: aws.Int32(0)})
-			wantAPIError(t, "MaxResults 0", err, "InvalidParameterValue")
-			// The record's bookkeeping stays out of sight.
-			attrs, err := f.c.GetQueueAttributes(f.ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(dlq), AttributeNames: []types.QueueAttributeName{"All"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for k := range attrs.Attributes {
-				if len(k) > len(internalPrefix) && k[:len(internalPrefix)] == internalPrefix {
-					t.Fatalf("GetQueueAttributes shows %s", k)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 func hasSuffixes(urls []string, suffixes ...string) bool {
@@ -393,137 +394,131 @@ func wantTask(t *testing.T, e types.ListMessageMoveTasksResultEntry, status stri
 // named queue, at a rate on the clock, cancelled midway; and the errors of
 // the three actions.
 func TestMessageMoveTasks(t *testing.T) {
-	for _, d := range durables(t) {
-		t.Run(d.name, func(t *testing.T) {
-			f := newDLQFixture(t, d)
-			dlq := f.create("dlq", nil)
-			src := f.create("src", redrive("dlq", 1))
-			src2 := f.create("src2", redrive("dlq", 1))
-			dest := f.create("dest", nil)
-			f.create("plain", nil)
+	forEachDurable(t, func(t *testing.T, f *dlqFixture) {
+		dlq := f.create("dlq", nil)
+		src := f.create("src", redrive("dlq", 1))
+		src2 := f.create("src2", redrive("dlq", 1))
+		dest := f.create("dest", nil)
+		f.create("plain", nil)
 
-			_, err := f.c.StartMessageMoveTask(f.ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arn("plain"))})
-			wantAPIError(t, "a task from a queue that is no dead-letter queue", err, "AWS.SimpleQueueService.UnsupportedOperation")
-			_, err = f.c.StartMessageMoveTask(f.ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arn("missing"))})
-			wantAPIError(t, "a task from a missing queue", err, "ResourceNotFoundException")
-			_, err = f.c.StartMessageMoveTask(f.ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arn("dlq")), DestinationArn: aws.String(arn("missing"))})
-			wantAPIError(t, "a task to a missing queue", err, "ResourceNotFoundException")
-			_, err = f.c.StartMessageMoveTask(f.ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arn("dlq")), MaxNumberOfMessagesPerSecond: aws.Int32(501)})
-			wantAPIError(t, "a rate of 501", err, "InvalidParameterValue")
-			if got := f.tasks("dlq", 10); len(got) != 0 {
-				t.Fatalf("refused starts left tasks: %+v", got)
-			}
+		_, err := f.c.StartMessageMoveTask(f.ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arn("plain"))})
+		wantAPIError(t, "a task from a queue that is no dead-letter queue", err, "AWS.SimpleQueueService.UnsupportedOperation")
+		_, err = f.c.StartMessageMoveTask(f.ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arn("missing"))})
+		wantAPIError(t, "a task from a missing queue", err, "ResourceNotFoundException")
+		_, err = f.c.StartMessageMoveTask(f.ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arn("dlq")), DestinationArn: aws.String(arn("missing"))})
+		wantAPIError(t, "a task to a missing queue", err, "ResourceNotFoundException")
+		_, err = f.c.StartMessageMoveTask(f.ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arn("dlq")), MaxNumberOfMessagesPerSecond: aws.Int32(501)})
+		wantAPIError(t, "a rate of 501", err, "InvalidParameterValue")
+		if got := f.tasks("dlq", 10); len(got) != 0 {
+			t.Fatalf("refused starts left tasks: %+v", got)
+		}
 
-			// Back to where they came from, as fast as the store goes.
-			f.deadLetters(src, "s1", "s2")
-			f.deadLetters(src2, "t1")
-			if n := f.depth(dlq); n != "3" {
-				t.Fatalf("dead-letter queue depth %s", n)
-			}
-			if _, err := f.c.StartMessageMoveTask(f.ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arn("dlq"))}); err != nil {
-				t.Fatal(err)
-			}
-			f.api.movers.wait()
-			wantTask(t, f.tasks("dlq", 1)[0], "COMPLETED", 3, 3)
-			if got := f.drain(src); !slices.Equal(got, []string{"s1", "s2"}) {
-				t.Fatalf("src got back %v", got)
-			}
-			if got := f.drain(src2); !slices.Equal(got, []string{"t1"}) {
-				t.Fatalf("src2 got back %v", got)
-			}
+		// Back to where they came from, as fast as the store goes.
+		f.deadLetters(src, "s1", "s2")
+		f.deadLetters(src2, "t1")
+		if n := f.depth(dlq); n != "3" {
+			t.Fatalf("dead-letter queue depth %s", n)
+		}
+		if _, err := f.c.StartMessageMoveTask(f.ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arn("dlq"))}); err != nil {
+			t.Fatal(err)
+		}
+		f.api.movers.wait()
+		wantTask(t, f.tasks("dlq", 1)[0], "COMPLETED", 3, 3)
+		if got := f.drain(src); !slices.Equal(got, []string{"s1", "s2"}) {
+			t.Fatalf("src got back %v", got)
+		}
+		if got := f.drain(src2); !slices.Equal(got, []string{"t1"}) {
+			t.Fatalf("src2 got back %v", got)
+		}
 
-			// To a named queue, two a second; cancelled after the first
-			// second.
-			f.deadLetters(src, "m1", "m2", "m3", "m4", "m5")
-			start, err := f.c.StartMessageMoveTask(f.ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arn("dlq")),
-				DestinationArn: aws.String(arn("dest")), MaxNumberOfMessagesPerSecond: aws.Int32(2)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := f.clk.BlockUntil(f.ctx, 1); err != nil { // the runner waits out its second
-				t.Fatal(err)
-			}
-			_, err = f.c.StartMessageMoveTask(f.ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arn("dlq"))})
-			wantAPIError(t, "a second task of a source", err, "AWS.SimpleQueueService.UnsupportedOperation")
-			running := f.tasks("dlq", 1)[0]
-			wantTask(t, running, "RUNNING", 2, 5)
-			if aws.ToString(running.TaskHandle) != *start.TaskHandle || aws.ToString(running.DestinationArn) != arn("dest") ||
-				aws.ToInt32(running.MaxNumberOfMessagesPerSecond) != 2 {
-				t.Fatalf("running task %+v", running)
-			}
-			f.clk.Advance(time.Second)
-			if err := f.clk.BlockUntil(f.ctx, 1); err != nil {
-				t.Fatal(err)
-			}
-			cancelled, err := f.c.CancelMessageMoveTask(f.ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: start.TaskHandle})
-			if err != nil || cancelled.ApproximateNumberOfMessagesMoved != 4 {
-				t.Fatalf("CancelMessageMoveTask = %+v, %v; want 4 moved", cancelled, err)
-			}
-			wantTask(t, f.tasks("dlq", 1)[0], "CANCELLING", 4, 5)
-			f.clk.Advance(time.Second)
-			f.api.movers.wait()
-			tasks := f.tasks("dlq", 10)
-			if len(tasks) != 2 {
-				t.Fatalf("%d tasks listed, want 2", len(tasks))
-			}
-			wantTask(t, tasks[0], "CANCELLED", 4, 5)
-			wantTask(t, tasks[1], "COMPLETED", 3, 3)
-			if tasks[0].TaskHandle != nil {
-				t.Fatalf("a cancelled task has a handle: %+v", tasks[0])
-			}
-			_, err = f.c.CancelMessageMoveTask(f.ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: start.TaskHandle})
-			wantAPIError(t, "cancel of a cancelled task", err, "AWS.SimpleQueueService.UnsupportedOperation")
-			_, err = f.c.CancelMessageMoveTask(f.ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: aws.String("bm8gc3VjaCB0YXNr")})
-			wantAPIError(t, "cancel of an unknown task", err, "ResourceNotFoundException")
-			if got := f.drain(dest); !slices.Equal(got, []string{"m1", "m2", "m3", "m4"}) {
-				t.Fatalf("dest got %v", got)
-			}
-			if got := f.drain(dlq); !slices.Equal(got, []string{"m5"}) {
-				t.Fatalf("dlq kept %v", got)
-			}
-		})
-	}
+		// To a named queue, two a second; cancelled after the first
+		// second.
+		f.deadLetters(src, "m1", "m2", "m3", "m4", "m5")
+		start, err := f.c.StartMessageMoveTask(f.ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arn("dlq")),
+			DestinationArn: aws.String(arn("dest")), MaxNumberOfMessagesPerSecond: aws.Int32(2)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.clk.BlockUntil(f.ctx, 1); err != nil { // the runner waits out its second
+			t.Fatal(err)
+		}
+		_, err = f.c.StartMessageMoveTask(f.ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arn("dlq"))})
+		wantAPIError(t, "a second task of a source", err, "AWS.SimpleQueueService.UnsupportedOperation")
+		running := f.tasks("dlq", 1)[0]
+		wantTask(t, running, "RUNNING", 2, 5)
+		if aws.ToString(running.TaskHandle) != *start.TaskHandle || aws.ToString(running.DestinationArn) != arn("dest") ||
+			aws.ToInt32(running.MaxNumberOfMessagesPerSecond) != 2 {
+			t.Fatalf("running task %+v", running)
+		}
+		f.clk.Advance(time.Second)
+		if err := f.clk.BlockUntil(f.ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		cancelled, err := f.c.CancelMessageMoveTask(f.ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: start.TaskHandle})
+		if err != nil || cancelled.ApproximateNumberOfMessagesMoved != 4 {
+			t.Fatalf("CancelMessageMoveTask = %+v, %v; want 4 moved", cancelled, err)
+		}
+		wantTask(t, f.tasks("dlq", 1)[0], "CANCELLING", 4, 5)
+		f.clk.Advance(time.Second)
+		f.api.movers.wait()
+		tasks := f.tasks("dlq", 10)
+		if len(tasks) != 2 {
+			t.Fatalf("%d tasks listed, want 2", len(tasks))
+		}
+		wantTask(t, tasks[0], "CANCELLED", 4, 5)
+		wantTask(t, tasks[1], "COMPLETED", 3, 3)
+		if tasks[0].TaskHandle != nil {
+			t.Fatalf("a cancelled task has a handle: %+v", tasks[0])
+		}
+		_, err = f.c.CancelMessageMoveTask(f.ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: start.TaskHandle})
+		wantAPIError(t, "cancel of a cancelled task", err, "AWS.SimpleQueueService.UnsupportedOperation")
+		_, err = f.c.CancelMessageMoveTask(f.ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: aws.String("bm8gc3VjaCB0YXNr")})
+		wantAPIError(t, "cancel of an unknown task", err, "ResourceNotFoundException")
+		if got := f.drain(dest); !slices.Equal(got, []string{"m1", "m2", "m3", "m4"}) {
+			t.Fatalf("dest got %v", got)
+		}
+		if got := f.drain(dlq); !slices.Equal(got, []string{"m5"}) {
+			t.Fatalf("dlq kept %v", got)
+		}
+	})
 }
 
 // A server that stops in the middle of a move task loses and repeats
 // nothing: a new server on the same database takes the task over once
 // its progress is stale, and every message arrives once.
 func TestMessageMoveTaskSurvivesARestart(t *testing.T) {
-	for _, d := range durables(t) {
-		t.Run(d.name, func(t *testing.T) {
-			f := newDLQFixture(t, d)
-			dlq := f.create("dlq", nil)
-			src := f.create("src", redrive("dlq", 1))
-			bodies := []string{"m1", "m2", "m3", "m4", "m5"}
-			f.deadLetters(src, bodies...)
-			if _, err := f.c.StartMessageMoveTask(f.ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arn("dlq")),
-				MaxNumberOfMessagesPerSecond: aws.Int32(2)}); err != nil {
-				t.Fatal(err)
-			}
-			if err := f.clk.BlockUntil(f.ctx, 1); err != nil { // two moved; the runner waits
-				t.Fatal(err)
-			}
-			f.restart()
-			wantTask(t, f.tasks("dlq", 1)[0], "RUNNING", 2, 5)
-			// The new server keeps an eye on the task until it is stale,
-			// then runs it.
-			if err := f.clk.BlockUntil(f.ctx, 1); err != nil {
-				t.Fatal(err)
-			}
-			f.clk.Advance(staleTask)
-			if err := f.clk.BlockUntil(f.ctx, 1); err != nil {
-				t.Fatal(err)
-			}
-			wantTask(t, f.tasks("dlq", 1)[0], "RUNNING", 4, 5)
-			f.clk.Advance(time.Second)
-			f.api.movers.wait()
-			wantTask(t, f.tasks("dlq", 1)[0], "COMPLETED", 5, 5)
-			if got := f.drain(src); !slices.Equal(got, bodies) {
-				t.Fatalf("src got back %v, want each of %v once", got, bodies)
-			}
-			if n := f.depth(dlq); n != "0" {
-				t.Fatalf("dead-letter queue depth %s after the move", n)
-			}
-		})
-	}
+	forEachDurable(t, func(t *testing.T, f *dlqFixture) {
+		dlq := f.create("dlq", nil)
+		src := f.create("src", redrive("dlq", 1))
+		bodies := []string{"m1", "m2", "m3", "m4", "m5"}
+		f.deadLetters(src, bodies...)
+		if _, err := f.c.StartMessageMoveTask(f.ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arn("dlq")),
+			MaxNumberOfMessagesPerSecond: aws.Int32(2)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.clk.BlockUntil(f.ctx, 1); err != nil { // two moved; the runner waits
+			t.Fatal(err)
+		}
+		f.restart()
+		wantTask(t, f.tasks("dlq", 1)[0], "RUNNING", 2, 5)
+		// The new server keeps an eye on the task until it is stale,
+		// then runs it.
+		if err := f.clk.BlockUntil(f.ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		f.clk.Advance(staleTask)
+		if err := f.clk.BlockUntil(f.ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		wantTask(t, f.tasks("dlq", 1)[0], "RUNNING", 4, 5)
+		f.clk.Advance(time.Second)
+		f.api.movers.wait()
+		wantTask(t, f.tasks("dlq", 1)[0], "COMPLETED", 5, 5)
+		if got := f.drain(src); !slices.Equal(got, bodies) {
+			t.Fatalf("src got back %v, want each of %v once", got, bodies)
+		}
+		if n := f.depth(dlq); n != "0" {
+			t.Fatalf("dead-letter queue depth %s after the move", n)
+		}
+	})
 }
