@@ -80,7 +80,7 @@ func (a *API) linkDeadLetterQueue(ctx context.Context, name string, fifo bool, a
 	if target == name {
 		return errInvalidAttributeValue.f("invalid value for the parameter RedrivePolicy: a queue cannot be its own dead-letter queue")
 	}
-	if _, err := a.st.QueueInfo(ctx, target); errors.Is(err, store.ErrNotFound) {
+	if _, err := a.lookup(ctx, nameURL(target)); missingQueue(err) {
 		return errInvalidAttributeValue.f("invalid value for the parameter RedrivePolicy: dead-letter target %s does not exist", target)
 	} else if err != nil {
 		return err
@@ -108,6 +108,13 @@ func policyTarget(policy string) string {
 		return ""
 	}
 	return p.Target[strings.LastIndexByte(p.Target, ':')+1:]
+}
+
+// missingQueue reports whether err is lookup's error for a queue that
+// does not exist.
+func missingQueue(err error) bool {
+	var ae *apiError
+	return errors.As(err, &ae) && ae.code == errQueueDoesNotExist.code
 }
 
 // asError returns e as an error: nil when e is nil.

@@ -139,7 +139,8 @@ func (a *API) stale(t *moveTask) bool {
 }
 
 // sourceQueue reads the name of a source or destination ARN and the
-// record of its queue: ResourceNotFoundException when there is none.
+// record of its queue, fresh: ResourceNotFoundException when there is
+// none. A queue that Go programs fill is recorded, as lookup records it.
 func (a *API) sourceQueue(ctx context.Context, what, arn string) (store.QueueInfo, error) {
 	if arn == "" {
 		return store.QueueInfo{}, errMissingParameter.f("the request must contain the parameter %s", what)
@@ -150,6 +151,9 @@ func (a *API) sourceQueue(ctx context.Context, what, arn string) (store.QueueInf
 	}
 	rec, err := a.st.QueueInfo(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
+		rec, err = a.adopt(ctx, name)
+	}
+	if missingQueue(err) {
 		return store.QueueInfo{}, errResourceNotFound.f("the queue %s of %s does not exist", name, what)
 	}
 	return rec, err
