@@ -90,7 +90,8 @@ func (f *dlqFixture) start() {
 		f.t.Fatal(err)
 	}
 	f.t.Cleanup(func() { st.Close() })
-	a, err := New(Config{Store: st, ReceiptKey: []byte("a receipt key of thirty-two bytes!"), Clock: f.clk, Logger: slog.New(slog.DiscardHandler)})
+	a, err := New(Config{Store: st, ReceiptKey: []byte("a receipt key of thirty-two bytes!"), MessageIDs: testIDs(f.t), Clock: f.clk,
+		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		f.t.Fatal(err)
 	}
