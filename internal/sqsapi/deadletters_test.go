@@ -500,10 +500,11 @@ func TestMessageMoveTaskSurvivesARestart(t *testing.T) {
 		if err := f.clk.BlockUntil(f.ctx, 1); err != nil { // two moved; the runner waits
 			t.Fatal(err)
 		}
-		f.restart()
 		wantTask(t, f.tasks("dlq", 1)[0], "RUNNING", 2, 5)
-		// The new server keeps an eye on the task until it is stale,
-		// then runs it.
+		f.restart()
+		// The new server finds the task when it starts (nothing asks it
+		// about the task before it runs it), keeps an eye on it until it
+		// is stale, then runs it.
 		if err := f.clk.BlockUntil(f.ctx, 1); err != nil {
 			t.Fatal(err)
 		}
