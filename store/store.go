@@ -40,7 +40,9 @@ const (
 	// Completed messages were acknowledged; they are kept for the dedup window
 	// and the retention period.
 	Completed
-	// Dead messages failed for good; they are kept until purged or redriven.
+	// Dead messages failed for good; they are kept until purged or
+	// redriven. A message with a dead-letter queue never stays dead: it
+	// moves there (see NewMessage.DeadLetterQueue).
 	Dead
 	// Cancelled messages were cancelled before they finished (see
 	// Store.Cancel); they never run again.
