@@ -198,6 +198,25 @@ type Claim struct {
 	Max int
 	// LeaseDuration is how long the lease lasts: at least MinLease.
 	LeaseDuration time.Duration
+	// Runs makes each keyed message the claim takes bring the next
+	// messages of its key along, in enqueue order, in the same step: up
+	// to Max messages in all, each with its own lease of this claim and
+	// its delivery counted, as Amazon SQS FIFO queues give a receive
+	// several messages of one group. A run stops at the first of the
+	// key's messages that is not visible yet. The results hold each key's
+	// messages together, in order. The key stays busy while any of its
+	// messages is processing: its next message goes only once none is
+	// pending or processing. Completing a run's messages out of order is
+	// allowed. When a message of a run goes back to the queue (a failure
+	// that will be retried, a release, a reap of its expired lease), the
+	// later messages of its key that are still processing go back with
+	// it, uncounted, so that a message that keeps failing does not use up
+	// the budgets of those behind it: their leases are lost, the key's
+	// first unfinished message becomes its head again and the rest wait
+	// behind it. A message of a run that is dead-lettered or cancelled
+	// lets the rest run on. False: a key's messages are claimed one at a
+	// time.
+	Runs bool
 }
 
 // Delivery is a claimed message and its lease.
@@ -235,6 +254,19 @@ type Completion struct {
 	// Reply, when not nil, is enqueued in the same transaction as the
 	// completion, and only if the completion succeeds.
 	Reply *NewMessage
+	// Late fences the completion by the token alone, not by the lease's
+	// expiry: the lease completes its message as long as no claim has
+	// taken the message since, whether the lease has expired or not.
+	// That is, the message is processing under the lease's token, or
+	// pending under it because the reaper, a release or a retry gave it
+	// back (not waiting behind its key). A late completion of a message
+	// already completed under the same token succeeds and changes nothing
+	// (its reply is not sent again), so that a retried completion whose
+	// answer was lost is harmless. A dead or cancelled message is never
+	// completed, late or not. False: the lease must be current, as for
+	// every other operation on a lease; Amazon SQS standard queues fence
+	// a receipt handle as Late does.
+	Late bool
 }
 
 // Failure reports that handling a claimed message failed.
@@ -275,6 +307,15 @@ type Release struct {
 	// Uncount takes back the delivery its claim counted, for messages that
 	// were received but never started (a shutdown).
 	Uncount bool
+	// Late fences the release by the token alone, as Completion's Late
+	// does: it goes through while no claim has taken the message since,
+	// whether the lease has expired or not (the message is processing
+	// under the token, or pending under it). A late release makes the
+	// message pending, visible after Delay, and never dead-letters it: its
+	// delivery stays counted, unless Uncount, as a reaped one's does. An
+	// Amazon SQS standard queue changes a message's visibility so, under
+	// a receipt handle whose visibility timeout has ended.
+	Late bool
 }
 
 // Extended is the outcome of a batch extension.

@@ -77,6 +77,9 @@ type ReceiveOptions struct {
 	// passed Wait does. Unlike ctx, it never cuts a claim short, so a
 	// claim that took messages always returns them.
 	Stop <-chan struct{}
+	// Runs claims each keyed message with the next messages of its key
+	// (see store.Claim's Runs).
+	Runs bool
 }
 
 // Receive claims up to o.Max messages. With a positive o.Wait it long-polls:
@@ -84,7 +87,7 @@ type ReceiveOptions struct {
 // in this process and otherwise looking again every PollInterval, and
 // returns no messages (and no error) when o.Wait passes.
 func (m *Mailbox) Receive(ctx context.Context, o ReceiveOptions) ([]*Message, error) {
-	c := store.Claim{Queue: m.queue, WorkerID: m.workerID, Max: o.Max, LeaseDuration: o.Visibility}
+	c := store.Claim{Queue: m.queue, WorkerID: m.workerID, Max: o.Max, LeaseDuration: o.Visibility, Runs: o.Runs}
 	deadline := m.clk.Monotonic() + o.Wait
 	var timer clock.Timer
 	defer func() {

@@ -399,6 +399,25 @@ func BenchmarkSQSThroughputOneGroup(b *testing.B) {
 	}
 }
 
+// BenchmarkSQSOneGroupFIFO is BenchmarkSQSThroughput on a FIFO queue
+// whose messages are all of one group: a receive takes up to ten of the
+// group, in order, and no other receive gets one until they are deleted,
+// so that the consumers take turns. It measures what one ordered stream
+// of messages can do.
+func BenchmarkSQSOneGroupFIFO(b *testing.B) {
+	for _, bs := range backends() {
+		b.Run(bs.name, func(b *testing.B) {
+			c := benchServer(b, bs.open(b, nil))
+			out, err := c.CreateQueue(context.Background(), &sqs.CreateQueueInput{QueueName: aws.String("bench.fifo"),
+				Attributes: map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			runThroughput(b, sqsOps{c: c, url: out.QueueUrl, group: aws.String("g")})
+		})
+	}
+}
+
 // BenchmarkStoreThroughputBatch10 is BenchmarkSQSThroughput without the
 // API: the same goroutines and batches of 10 call the store as the API
 // does, in this process. The difference is what HTTP, JSON, the SDK and

@@ -187,8 +187,11 @@ func TestSendReceiveDelete(t *testing.T) {
 		if err := f.delete(url, *m.ReceiptHandle); err != nil {
 			t.Fatalf("DeleteMessage after extending: %v", err)
 		}
-		err = f.delete(url, *m.ReceiptHandle)
-		wantCode(t, "DeleteMessage twice", err, "ReceiptHandleIsInvalid")
+		// A delete repeated with the same handle (a retry whose answer
+		// was lost) succeeds and changes nothing.
+		if err := f.delete(url, *m.ReceiptHandle); err != nil {
+			t.Fatalf("DeleteMessage repeated: %v", err)
+		}
 		err = f.delete(url, "not-a-handle")
 		wantCode(t, "DeleteMessage of a malformed handle", err, "ReceiptHandleIsInvalid")
 
@@ -242,26 +245,18 @@ func TestStaleReceiptHandleIsRefused(t *testing.T) {
 func TestGroupOrder(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		f := setup(t, b, options{})
-		for _, name := range []string{"ordered.fifo"} {
-			url := f.createQueue(name, map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"})
-			for _, m := range []struct{ body, group string }{{"a1", "a"}, {"a2", "a"}, {"b1", "b"}, {"a3", "a"}} {
-				f.send(url, m.body, m.group)
-			}
-			var order []string
-			for range 3 {
-				got := f.receive(url, 10, 30)
-				for _, m := range got {
-					order = append(order, m.body)
-					if err := f.delete(url, m.handle); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if len(got) == 2 && !slices.Equal(bodies(got), []string{"a1", "b1"}) {
-					t.Fatalf("%s: first receive %v, want one message per group: a1, b1", name, bodies(got))
-				}
-			}
-			if !slices.Equal(order, []string{"a1", "b1", "a2", "a3"}) {
-				t.Fatalf("%s: received %v, want a1 b1 a2 a3", name, order)
+		// A FIFO receive gives a group's messages together, in order.
+		url := f.createQueue("ordered.fifo", map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"})
+		for _, m := range []struct{ body, group string }{{"a1", "a"}, {"a2", "a"}, {"b1", "b"}, {"a3", "a"}} {
+			f.send(url, m.body, m.group)
+		}
+		got := f.receive(url, 10, 30)
+		if want := []string{"a1", "a2", "a3", "b1"}; !slices.Equal(bodies(got), want) {
+			t.Fatalf("received %v, want %v", bodies(got), want)
+		}
+		for _, m := range got {
+			if err := f.delete(url, m.handle); err != nil {
+				t.Fatal(err)
 			}
 		}
 		fifo, _ := f.c.GetQueueUrl(f.ctx, &sqs.GetQueueUrlInput{QueueName: aws.String("ordered.fifo")})

@@ -6,15 +6,19 @@
 // attributes; ReceiveMessage claims under a lease of the visibility
 // timeout; the receipt handle names that lease (message and fencing
 // token), so DeleteMessage completes and ChangeMessageVisibility extends
-// or releases only under the current lease, and a handle whose lease was
-// lost gets ReceiptHandleIsInvalid and changes nothing. On a FIFO queue
-// MessageGroupId is the message's key (one message of a group in flight,
-// in order); on a standard queue it is kept with the message and orders
-// nothing, as in SQS. MessageDeduplicationId is the dedup id, and a
-// redrive policy's maxReceiveCount the delivery budget: past it the
-// message moves to the policy's dead-letter queue (deadletters.go), from
-// where message move tasks move it back (movetasks.go). Message ids are
-// UUIDs that map one to one to the store's ids (internal/sqsid).
+// or releases under it: on a standard queue while no other receive has
+// taken the message (the token is the fence, and a handle of a message
+// received again since gets ReceiptHandleIsInvalid and changes nothing),
+// on a FIFO queue while the lease is current (else SQS's expired-handle
+// error). On a FIFO queue MessageGroupId is the message's key (a
+// receive takes up to ten of a group together, in order, with a claim
+// with runs, and the group's next go once they are done); on a standard
+// queue it is kept with the message and orders nothing, as in SQS.
+// MessageDeduplicationId is the dedup id, and a redrive policy's
+// maxReceiveCount the delivery budget: past it the message moves to the
+// policy's dead-letter queue (deadletters.go), from where message move
+// tasks move it back (movetasks.go). Message ids are UUIDs that map one
+// to one to the store's ids (internal/sqsid).
 package sqsapi
 
 import (
@@ -273,7 +277,7 @@ func New(cfg Config) (*API, error) {
 	a.acts = a.actions()
 	a.completions = newCoalescer(a.clk, a.st.Complete)
 	a.enqueues = newCoalescer(a.clk, a.st.Enqueue)
-	a.receives = &sharedClaims{Store: a.st, clk: a.clk, claims: map[claimKey]*sharedClaim{}}
+	a.receives = &sharedClaims{Store: a.st, clk: a.clk, claims: map[claimKey]*sharedClaim{}, runs: map[string]*runClaim{}}
 	return a, nil
 }
 

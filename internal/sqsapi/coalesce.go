@@ -151,6 +151,42 @@ func (c *coalescer[In, Out]) call(ctx context.Context, items []In) (out []Out, e
 	return out, err
 }
 
+// claimRuns claims with runs, one claim of a queue at a time. A shared
+// call would split a key's run among its receives, so each receive
+// claims on its own; but when a group's messages become claimable, every
+// receive waiting on the queue wakes, and all but one would find the
+// group taken. So a receive that finds another's claim in flight waits
+// for it: if that claim took fewer than it asked for, the queue had
+// nothing more to give as it ended, and the receive returns nothing, as
+// its own claim would have (its long poll goes on); else it claims next.
+func (s *sharedClaims) claimRuns(ctx context.Context, c store.Claim) ([]store.Delivery, error) {
+	for {
+		s.mu.Lock()
+		rc := s.runs[c.Queue]
+		if rc == nil {
+			rc = &runClaim{done: make(chan struct{})}
+			s.runs[c.Queue] = rc
+			s.mu.Unlock()
+			ds, err := s.Store.Claim(ctx, c)
+			rc.short = err == nil && len(ds) < c.Max
+			s.mu.Lock()
+			delete(s.runs, c.Queue)
+			s.mu.Unlock()
+			close(rc.done)
+			return ds, err
+		}
+		s.mu.Unlock()
+		select {
+		case <-rc.done:
+			if rc.short {
+				return nil, nil
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
 // claimKey names the claims that can share a store call: those of one
 // queue under the same lease.
 type claimKey struct {
@@ -170,6 +206,15 @@ type sharedClaims struct {
 	clk    clock.Clock
 	mu     sync.Mutex
 	claims map[claimKey]*sharedClaim
+	// runs holds, by queue, the claim with runs in flight.
+	runs map[string]*runClaim
+}
+
+// runClaim is a claim with runs in flight; short, once done is closed,
+// says that it took fewer messages than it asked for.
+type runClaim struct {
+	done  chan struct{}
+	short bool
 }
 
 // sharedClaim is the coalescer of one queue and lease, and how many
@@ -182,6 +227,9 @@ type sharedClaim struct {
 func (s *sharedClaims) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, error) {
 	if c.Max < 1 || c.Max > store.MaxBatch {
 		return s.Store.Claim(ctx, c) // the store names the problem
+	}
+	if c.Runs {
+		return s.claimRuns(ctx, c)
 	}
 	k := claimKey{c.Queue, c.LeaseDuration}
 	s.mu.Lock()

@@ -15,7 +15,7 @@ import (
 )
 
 // zeroVisibilityLease is the lease of a receive whose visibility timeout
-// is zero.
+// is zero, given back before the receive answers.
 const zeroVisibilityLease = time.Second
 
 // systemAttributeNames are the message system attributes a receive may
@@ -71,22 +71,26 @@ func (a *API) receiveMessage(ctx context.Context, c *call) (any, error) {
 	if aerr != nil {
 		return nil, aerr
 	}
-	// A visibility timeout of zero makes the message receivable again
-	// at once in SQS. A lease must last a while, or its own receiver could
-	// not delete the message: zeroVisibilityLease, after which the
-	// reaper takes it back at its next run.
-	if visibility == 0 {
+	// A visibility timeout of zero makes the messages receivable again at
+	// once, as in SQS: they are claimed under a short lease and given back
+	// before the receive answers, the receive counted (see giveBack).
+	zero := visibility == 0
+	if zero {
 		visibility = zeroVisibilityLease
 	}
 
+	// On a FIFO queue a receive takes a group's messages together, in
+	// order, and no other receive gets one of the group until they are
+	// all done: a claim with runs.
 	mb := mailbox.New(mailbox.Config{Store: a.receives, Queue: q.name(), WorkerID: a.cfg.WorkerID, PollInterval: a.cfg.PollInterval, Clock: a.clk})
-	got, err := mb.Receive(ctx, mailbox.ReceiveOptions{Max: n, Visibility: visibility, Wait: wait, Stop: a.drain.Done()})
+	got, err := mb.Receive(ctx, mailbox.ReceiveOptions{Max: n, Visibility: visibility, Wait: wait, Stop: a.drain.Done(), Runs: q.fifo})
 	if err != nil {
 		return nil, err
 	}
 	var out struct {
 		Messages []message `json:"Messages,omitempty"`
 	}
+	kept := make([]store.Lease, 0, len(got))
 	for _, m := range got {
 		if q.maxReceive > 0 && m.Attempt > q.maxReceive {
 			// Sent before its queue's redrive policy was set or lowered:
@@ -96,9 +100,32 @@ func (a *API) receiveMessage(ctx context.Context, c *call) (any, error) {
 			}
 			continue
 		}
+		kept = append(kept, m.Lease)
 		out.Messages = append(out.Messages, a.receivedMessage(c.r, q, m, sysNames, in.MessageAttributeNames))
 	}
+	if zero {
+		if err := a.giveBack(ctx, kept); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
+}
+
+// giveBack makes received messages visible again at once, their receive
+// counted, as a visibility timeout of zero asks: a counted release of
+// each (so that, as with ChangeMessageVisibility to zero, a message on
+// its last allowed receive is dead). Their handles still delete them on
+// a standard queue, until another receive takes them; a FIFO queue's
+// have expired. A group's messages go back last first, so that none
+// brings back the rest of its run uncounted. A message that cannot be
+// given back comes back when its short lease ends.
+func (a *API) giveBack(ctx context.Context, leases []store.Lease) error {
+	for i := len(leases) - 1; i >= 0; i-- {
+		if err := a.st.Release(ctx, store.Release{Lease: leases[i]}); err != nil && !errors.Is(err, store.ErrLeaseLost) {
+			return err
+		}
+	}
+	return nil
 }
 
 // overReceived dead-letters a message received more often than its
@@ -179,17 +206,34 @@ func systemNames(names []string) ([]string, *apiError) {
 	return out, nil
 }
 
-// lost is the error of a receipt handle whose lease is no longer current.
-func lost(l store.Lease) *apiError {
-	return errReceiptHandleIsInvalid.f("the receipt handle has expired: the lease of message %d (fencing token %d) is over: its visibility timeout ended, or the message was deleted, released or received again", l.MessageID, l.FencingToken)
+// lost is the error of a receipt handle h, of lease l, that no longer
+// holds its message. On a FIFO queue the handle's lease must be current,
+// and the error is SQS's for an expired handle. On a standard queue a
+// handle holds its message until another receive takes it, and the error
+// is leasehold's own: SQS would answer with a success that deletes
+// nothing, or deletes what another consumer holds.
+func lost(q *queue, h string, l store.Lease) *apiError {
+	if q.fifo {
+		return errInvalidParameter.f("Value %s for parameter ReceiptHandle is invalid. Reason: The receipt handle has expired.", h)
+	}
+	return errReceiptHandleIsInvalid.f("the receipt handle no longer holds message %d (fencing token %d): another receive has taken it since, or it was deleted with another handle, dead-lettered or purged", l.MessageID, l.FencingToken)
 }
 
 // settleErr turns the error of one settled lease into an SQS error.
-func settleErr(l store.Lease, err error) error {
+func settleErr(q *queue, h string, l store.Lease, err error) error {
 	if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrNotFound) {
-		return lost(l)
+		return lost(q, h, l)
 	}
 	return err
+}
+
+// completion is the completion of a DeleteMessage: on a standard queue a
+// late one, fenced by the token alone, so that a handle deletes its
+// message after its visibility timeout while no other receive has taken
+// the message, and a delete repeated with the same handle succeeds; on a
+// FIFO queue the lease must be current.
+func completion(q *queue, l store.Lease) store.Completion {
+	return store.Completion{Lease: l, Late: !q.fifo}
 }
 
 type handleEntry struct {
@@ -213,34 +257,34 @@ type batchSuccess struct {
 }
 
 // openHandle decodes the input of an action on one receipt handle and
-// reads the lease it names.
-func (a *API) openHandle(ctx context.Context, c *call) (handleEntry, store.Lease, error) {
+// reads the queue and the lease it names.
+func (a *API) openHandle(ctx context.Context, c *call) (handleEntry, *queue, store.Lease, error) {
 	var in struct {
 		queueInput
 		handleEntry
 	}
 	q, err := a.open(ctx, c, &in)
 	if err != nil {
-		return in.handleEntry, store.Lease{}, err
+		return in.handleEntry, nil, store.Lease{}, err
 	}
 	l, aerr := a.receipts.parse(q.name(), in.ReceiptHandle)
 	if aerr != nil {
-		return in.handleEntry, store.Lease{}, aerr
+		return in.handleEntry, nil, store.Lease{}, aerr
 	}
-	return in.handleEntry, l, nil
+	return in.handleEntry, q, l, nil
 }
 
 func (a *API) deleteMessage(ctx context.Context, c *call) (any, error) {
-	_, l, err := a.openHandle(ctx, c)
+	in, q, l, err := a.openHandle(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	errs, err := a.completions.do(ctx, []store.Completion{{Lease: l}})
+	errs, err := a.completions.do(ctx, []store.Completion{completion(q, l)})
 	if err != nil {
 		return nil, err
 	}
 	if errs[0] != nil {
-		return nil, settleErr(l, errs[0])
+		return nil, settleErr(q, in.ReceiptHandle, l, errs[0])
 	}
 	return empty{}, nil
 }
@@ -253,14 +297,14 @@ func (a *API) deleteMessageBatch(ctx context.Context, c *call) (any, error) {
 	}
 	out := batchOutput[batchSuccess]{Successful: []batchSuccess{}, Failed: []batchFailure{}}
 	var cs []store.Completion
-	var ids []string
+	var entries []handleEntry
 	for _, e := range in.Entries {
 		l, aerr := a.receipts.parse(q.name(), e.ReceiptHandle)
 		if aerr != nil {
 			out.Failed = append(out.Failed, failure(e.Id, aerr))
 			continue
 		}
-		cs, ids = append(cs, store.Completion{Lease: l}), append(ids, e.Id)
+		cs, entries = append(cs, completion(q, l)), append(entries, e)
 	}
 	if len(cs) > 0 {
 		errs, err := a.completions.do(ctx, cs)
@@ -268,7 +312,7 @@ func (a *API) deleteMessageBatch(ctx context.Context, c *call) (any, error) {
 			return nil, err
 		}
 		for i, e := range errs {
-			out.add(ids[i], settleErr(cs[i].Lease, e), batchSuccess{ids[i]})
+			out.add(entries[i].Id, settleErr(q, entries[i].ReceiptHandle, cs[i].Lease, e), batchSuccess{entries[i].Id})
 		}
 	}
 	return out, nil
@@ -302,36 +346,54 @@ func visibilityTimeout(v *int) (time.Duration, *apiError) {
 	return time.Duration(*v) * time.Second, nil
 }
 
-// changeVisibility sets the visibility of the messages of leases, all to
-// d: zero gives them back at once (the receive still counts), more
-// extends their leases to d from now. It returns one error per lease.
-func (a *API) changeVisibility(ctx context.Context, leases []store.Lease, d time.Duration) ([]error, error) {
+// changeVisibility sets the visibility of the messages of leases, whose
+// handles are hs, all to d: zero gives them back at once (the receive
+// still counts), more extends their leases to d from now. On a standard
+// queue a handle whose visibility timeout has ended still changes its
+// message's visibility while no other receive has taken it, as in SQS: a
+// late release makes the message visible after d (at once for zero), and
+// the handle goes on holding it. It returns one error per lease.
+func (a *API) changeVisibility(ctx context.Context, q *queue, hs []string, leases []store.Lease, d time.Duration) ([]error, error) {
 	errs := make([]error, len(leases))
-	if d == 0 {
+	for i, l := range leases {
+		if d == 0 {
+			errs[i] = a.st.Release(ctx, store.Release{Lease: l})
+		} else {
+			errs[i] = store.ErrLeaseLost // unless the extension below holds it
+		}
+	}
+	if d > 0 {
+		res, err := a.st.Extend(ctx, leases, d)
+		if err != nil {
+			return nil, err
+		}
 		for i, l := range leases {
-			if err := a.st.Release(ctx, store.Release{Lease: l}); err != nil {
-				if !errors.Is(err, store.ErrLeaseLost) && !errors.Is(err, store.ErrNotFound) {
-					return nil, err
-				}
-				errs[i] = lost(l)
+			if !slices.Contains(res.Lost, l) {
+				errs[i] = nil
 			}
 		}
-		return errs, nil
-	}
-	res, err := a.st.Extend(ctx, leases, d)
-	if err != nil {
-		return nil, err
 	}
 	for i, l := range leases {
-		if slices.Contains(res.Lost, l) {
-			errs[i] = lost(l)
+		err := errs[i]
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, store.ErrLeaseLost) && !q.fifo {
+			err = a.st.Release(ctx, store.Release{Lease: l, Delay: d, Late: true})
+		}
+		if err != nil && !errors.Is(err, store.ErrLeaseLost) && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		errs[i] = nil
+		if err != nil {
+			errs[i] = lost(q, hs[i], l)
 		}
 	}
 	return errs, nil
 }
 
 func (a *API) changeMessageVisibility(ctx context.Context, c *call) (any, error) {
-	in, l, err := a.openHandle(ctx, c)
+	in, q, l, err := a.openHandle(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -339,7 +401,7 @@ func (a *API) changeMessageVisibility(ctx context.Context, c *call) (any, error)
 	if aerr != nil {
 		return nil, aerr
 	}
-	errs, err := a.changeVisibility(ctx, []store.Lease{l}, d)
+	errs, err := a.changeVisibility(ctx, q, []string{in.ReceiptHandle}, []store.Lease{l}, d)
 	if err != nil {
 		return nil, err
 	}
@@ -372,11 +434,11 @@ func (a *API) changeMessageVisibilityBatch(ctx context.Context, c *call) (any, e
 		out.Failed = append(out.Failed, failure(e.Id, aerr))
 	}
 	for d, idx := range byTimeout {
-		ls := make([]store.Lease, len(idx))
+		ls, hs := make([]store.Lease, len(idx)), make([]string, len(idx))
 		for j, i := range idx {
-			ls[j] = leases[i]
+			ls[j], hs[j] = leases[i], in.Entries[i].ReceiptHandle
 		}
-		errs, err := a.changeVisibility(ctx, ls, d)
+		errs, err := a.changeVisibility(ctx, q, hs, ls, d)
 		if err != nil {
 			return nil, err
 		}

@@ -35,9 +35,8 @@ import (
 // Extend, which may take several.
 //
 // Errors are returned as they come: Store names the backend and the
-// operation. A backend wakes this process's receivers (Wakeups.Notify)
-// after Requeue commits, since only it knows the queue; Store wakes them
-// after Enqueue, Redrive, Resume and what it settles. A backend shared by
+// operation. Store wakes this process's receivers (Wakeups.Notify) after
+// Enqueue, Redrive, Resume and what it settles. A backend shared by
 // several processes wakes theirs too.
 type Backend interface {
 	Enqueue(ctx context.Context, msgs []store.NewMessage) ([]store.Enqueued, error)
@@ -48,9 +47,6 @@ type Backend interface {
 	// Complete, Fail, Reap and Cancel are written once as Settlements (see
 	// settle.go).
 	Settle(ctx context.Context, st Settlement) error
-	// Requeue gives a claimed message back without counting its delivery
-	// (store.Release with Uncount).
-	Requeue(ctx context.Context, r store.Release) error
 	Redrive(ctx context.Context, queue string, ids []int64) (int, error)
 	Purge(ctx context.Context, queue string, ids []int64) (int, error)
 	Stats(ctx context.Context, queue string) (store.Stats, error)
@@ -259,17 +255,17 @@ func (s *Store) Fail(ctx context.Context, f store.Failure) (bool, error) {
 
 // Release implements store.Store. A counted release is a failure with
 // ReleasedError as its error: on the message's last delivery it
-// dead-letters the message, like any failure.
+// dead-letters the message, like any failure. A late one never does.
 func (s *Store) Release(ctx context.Context, r store.Release) error {
 	if err := CheckRelease(r); err != nil {
 		return err
 	}
-	if !r.Uncount {
+	if !r.Uncount && !r.Late {
 		_, err := s.Fail(ctx, store.Failure{Lease: r.Lease, Error: store.ReleasedError, RetryDelay: r.Delay,
 			Reason: store.ReasonMaxDeliveries})
 		return err
 	}
-	return only(run(s, "release", nil, func() (struct{}, error) { return struct{}{}, s.b.Requeue(ctx, r) }))
+	return s.settle(ctx, "release", nil, &release{r: r})
 }
 
 // Reap implements store.Store: the recovered messages come back by id.

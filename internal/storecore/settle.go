@@ -19,6 +19,8 @@ import (
 //	   ▲                  │  │ └──fail, last delivery or permanent──▶ dead
 //	   └──fail, retries───┘  └──lease expired (reap)──▶ pending, or dead on the last delivery
 //	waiting ──its key's head finished──▶ pending
+//	waiting ──claim with runs, behind its key's head──▶ processing
+//	processing ──an earlier message of its run went back──▶ waiting
 //	pending, waiting, processing ──cancel──▶ cancelled
 //	dead, of a message with a dead-letter queue ══▶ pending or waiting there instead
 //	pending (visible), dead ──move──▶ pending or waiting in another queue
@@ -34,6 +36,9 @@ type Held struct {
 	MaxDeliveries int
 	// StuckFor is how long the lease has been expired; set by Expired only.
 	StuckFor time.Duration
+	// Repeated marks a message that CompleteCurrent found completed under
+	// a Late completion's token already: it changed nothing.
+	Repeated bool
 	// DeadLetterQueue is where the message moves when it dies; empty for
 	// none (see store.NewMessage). Set by Current and Expired.
 	DeadLetterQueue string
@@ -80,15 +85,28 @@ type Found struct {
 // may be reused by the next transaction: it is read within this one only.
 type SettleTx interface {
 	// CompleteCurrent completes the messages of those of the completions'
-	// leases that are current and returns them, each message once, in any
-	// order; it ignores their replies. It is one step so that a backend
-	// can fence and finish a batch in one statement.
+	// leases that hold them and returns them, each message once, in any
+	// order; it ignores their replies. A lease holds its message when it
+	// is current; for a Late completion, also when the message is still
+	// processing under its token after the lease expired, or pending
+	// under it (given back, not claimed since). Of the Late completions
+	// whose message is completed under their token already, it returns
+	// the message too, unchanged, with Repeated set. It is one step so
+	// that a backend can fence and finish a batch in one statement.
 	CompleteCurrent(ctx context.Context, cs []store.Completion) ([]Held, error)
 	// Current returns the message of a lease if the lease is current.
 	Current(ctx context.Context, l store.Lease) (Held, bool, error)
+	// Given returns the message of a lease, locked, if no claim has taken
+	// it since: it is processing under the lease's token, whatever the
+	// expiry, or pending under it.
+	Given(ctx context.Context, l store.Lease) (Held, bool, error)
 	// Expired returns the processing messages whose leases have run out,
 	// passing over those another transaction holds locked.
 	Expired(ctx context.Context) ([]Held, error)
+	// Running returns the processing messages of the lines, locked, in
+	// any order: a run's messages, of which those after one that goes
+	// back go back with it.
+	Running(ctx context.Context, lines []Line) ([]Held, error)
 	// Find returns the messages with the ids, in any order, leaving out
 	// ids that name none; a backend that locks keys takes the locks of
 	// their keys before it locks them.
@@ -109,15 +127,21 @@ type SettleTx interface {
 	// their lines in their new queues.
 	Transfer(ctx context.Context, ts []Transfer, a Arrival) error
 	// Retry makes messages pending again, visible after delay. When
-	// setError, errText becomes their last error; else it is kept.
-	Retry(ctx context.Context, ids []int64, delay time.Duration, errText string, setError bool) error
+	// setError, errText becomes their last error; else it is kept. With
+	// uncount, each takes back the delivery its claim counted.
+	Retry(ctx context.Context, ids []int64, delay time.Duration, errText string, setError, uncount bool) error
+	// Hold puts processing or pending messages back in their keys' lines
+	// as Waiting, keeping their visible time, so that their leases are
+	// lost; with uncount, each takes back the delivery its claim counted.
+	Hold(ctx context.Context, ids []int64, uncount bool) error
 	// Cancel cancels messages: pending, waiting or processing ones.
 	Cancel(ctx context.Context, ids []int64) error
 	// Lock takes the locks that promoting lines and inserting msgs need,
 	// all in one call, so that two transactions never wait on each other.
 	Lock(ctx context.Context, lines []Line, msgs []store.NewMessage) error
 	// Promote lets the oldest waiting message of each line go, where the
-	// line's head was finished in this transaction.
+	// line has no message left pending or processing: a key stays busy
+	// while any message of a run is processing.
 	Promote(ctx context.Context, lines []Line) error
 	// Insert enqueues messages (replies), already checked, and tells other
 	// processes of their queues.
@@ -246,6 +270,9 @@ func (cp *completion) Settle(ctx context.Context, tx SettleTx) error {
 	var replies []store.NewMessage
 	complete := func(i int, h Held) {
 		results[i] = nil
+		if h.Repeated {
+			return // completed before, under the same lease: nothing to do again
+		}
 		if h.Key != "" {
 			lines = append(lines, Line{h.Queue, h.Key})
 		}
@@ -257,21 +284,28 @@ func (cp *completion) Settle(ctx context.Context, tx SettleTx) error {
 	// order (the memory store does) is matched as it comes; any other
 	// order, by search. Either way a lease listed twice completes once:
 	// the first completion that lists it gets its message.
-	j := 0
+	// A late completion that the first pass found lost may be a repeat
+	// of one listed before it: the search tells.
+	j, lateLost := 0, false
 	for i, c := range cs {
 		if j < len(done) && done[j].Lease == c.Lease {
 			complete(i, done[j])
 			j++
 		} else {
 			results[i] = store.LeaseLost(c.Lease)
+			lateLost = lateLost || c.Late
 		}
 	}
-	if j < len(done) {
+	if j < len(done) || lateLost && len(done) > 0 {
 		lines, replies = lines[:0], replies[:0]
 		slices.SortFunc(done, func(a, b Held) int { return compareLeases(a.Lease, b.Lease) })
 		reported := make([]bool, len(done))
 		for i, c := range cs {
 			j, ok := slices.BinarySearchFunc(done, c.Lease, func(h Held, l store.Lease) int { return compareLeases(h.Lease, l) })
+			if ok && reported[j] && c.Late {
+				results[i] = nil // a late completion repeated: a success that changes nothing
+				continue
+			}
 			if !ok || reported[j] {
 				results[i] = store.LeaseLost(c.Lease)
 				continue
@@ -280,7 +314,7 @@ func (cp *completion) Settle(ctx context.Context, tx SettleTx) error {
 			complete(i, done[j])
 		}
 	}
-	return cp.after(ctx, tx, lines, replies, nil, transfers{})
+	return cp.after(ctx, tx, distinctLines(lines), replies, nil, transfers{})
 }
 
 func compareLeases(a, b store.Lease) int {
@@ -305,7 +339,7 @@ func (fl *failure) Settle(ctx context.Context, tx SettleTx) error {
 		return store.LeaseLost(f.Lease)
 	}
 	if fl.dead = f.Permanent || lastDelivery(h); !fl.dead {
-		if err := tx.Retry(ctx, []int64{h.MessageID}, f.RetryDelay, f.Error, true); err != nil {
+		if err := giveBack(ctx, tx, []Held{h}, f.RetryDelay, f.Error, true, false, nil); err != nil {
 			return err
 		}
 		return fl.after(ctx, tx, nil, nil, []string{h.Queue}, transfers{})
@@ -333,9 +367,114 @@ func (fl *failure) Settle(ctx context.Context, tx SettleTx) error {
 	return fl.after(ctx, tx, lines, replies, nil, moves)
 }
 
+// release gives a message back uncounted, or late (a counted release
+// that is not late is a failure).
+type release struct {
+	settled
+	r store.Release
+}
+
+func (rl *release) Settle(ctx context.Context, tx SettleTx) error {
+	find := tx.Current
+	if rl.r.Late {
+		find = tx.Given
+	}
+	h, ok, err := find(ctx, rl.r.Lease)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return store.LeaseLost(rl.r.Lease)
+	}
+	if err := giveBack(ctx, tx, []Held{h}, rl.r.Delay, "", false, rl.r.Uncount, nil); err != nil {
+		return err
+	}
+	return rl.after(ctx, tx, nil, nil, []string{h.Queue}, transfers{})
+}
+
+// giveBack returns processing messages to the queue, visible after
+// delay, with errText as their last error when setError, and their
+// deliveries taken back when uncount. A message of a key brings back
+// the later messages of its key that are still processing, the rest of
+// its run: those wait behind it, their leases lost and their deliveries
+// taken back, so that a message that keeps failing does not use up the
+// budgets of those claimed with it. The first message of a key that goes
+// back is its head again, pending, unless an earlier message of the key
+// is still processing: then it waits too, and goes when the key is free.
+// The messages of leaving are going to other queues in this transaction
+// (in after, as dead letters): still processing, they count as finished.
+func giveBack(ctx context.Context, tx SettleTx, hs []Held, delay time.Duration, errText string, setError, uncount bool, leaving map[int64]bool) error {
+	var lines []Line
+	first := map[Line]int64{} // each key's first message that goes back
+	for _, h := range hs {
+		if h.Key == "" {
+			continue
+		}
+		l := Line{h.Queue, h.Key}
+		if f, ok := first[l]; !ok || h.MessageID < f {
+			if !ok {
+				lines = append(lines, l)
+			}
+			first[l] = h.MessageID
+		}
+	}
+	var pending, waiting, brought []int64
+	busy := map[Line]bool{}
+	if len(lines) > 0 {
+		running, err := tx.Running(ctx, lines)
+		if err != nil {
+			return err
+		}
+		for _, r := range running {
+			l := Line{r.Queue, r.Key}
+			f, ok := first[l]
+			switch {
+			case !ok, leaving[r.MessageID]:
+			case r.MessageID < f:
+				busy[l] = true // an earlier message of the run is still processing
+			case r.MessageID > f:
+				brought = append(brought, r.MessageID)
+			}
+		}
+	}
+	for _, h := range hs {
+		l := Line{h.Queue, h.Key}
+		switch {
+		case h.Key == "":
+			pending = append(pending, h.MessageID)
+		case first[l] != h.MessageID:
+			// Brought back by its key's first, which Running found
+			// processing with it.
+		case busy[l]:
+			waiting = append(waiting, h.MessageID)
+		default:
+			pending = append(pending, h.MessageID)
+		}
+	}
+	if ids := append(pending, waiting...); len(ids) > 0 {
+		if err := tx.Retry(ctx, ids, delay, errText, setError, uncount); err != nil {
+			return err
+		}
+	}
+	if len(waiting) > 0 {
+		if err := tx.Hold(ctx, waiting, false); err != nil {
+			return err
+		}
+	}
+	if len(brought) > 0 {
+		slices.Sort(brought)
+		if err := tx.Hold(ctx, brought, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // reaping takes back the messages whose leases expired: pending again,
 // at once, or dead on their last delivery, as a failure would leave them.
-// It reports them in recovered.
+// Of a key's expired messages, those after the first that goes back go
+// back with it, as the rest of its run, and are not dead-lettered. It
+// reports them in recovered.
 type reaping struct {
 	settled
 	recovered []store.Recovered
@@ -346,14 +485,18 @@ func (rp *reaping) Settle(ctx context.Context, tx SettleTx) error {
 	if err != nil || len(expired) == 0 {
 		return err
 	}
+	slices.SortFunc(expired, func(a, b Held) int { return cmp.Compare(a.MessageID, b.MessageID) })
 	out := make([]store.Recovered, len(expired))
-	var back, dead []int64
+	var back []Held
+	var dead []int64
 	var lines []Line
 	moves := deadLetters(store.ReasonLeaseExpired, leaseExpiredError)
 	queues := make([]string, 0, len(expired))
+	goingBack := map[Line]bool{}
 	for i, h := range expired {
+		l := Line{h.Queue, h.Key}
 		r := store.Recovered{ID: h.MessageID, Queue: h.Queue, StuckFor: h.StuckFor}
-		r.Dead = lastDelivery(h)
+		r.Dead = lastDelivery(h) && !(h.Key != "" && goingBack[l])
 		if r.Dead {
 			if r.MovedTo = deadLetterQueue(h, ""); r.MovedTo != "" {
 				moves.ts = append(moves.ts, Transfer{ID: h.MessageID, Key: h.Key, To: r.MovedTo})
@@ -361,26 +504,39 @@ func (rp *reaping) Settle(ctx context.Context, tx SettleTx) error {
 				dead = append(dead, h.MessageID)
 			}
 			if h.Key != "" {
-				lines = append(lines, Line{h.Queue, h.Key})
+				lines = append(lines, l)
 			}
 		} else {
-			back = append(back, h.MessageID)
+			back = append(back, h)
+			if h.Key != "" {
+				goingBack[l] = true
+			}
 		}
 		out[i] = r
 		queues = append(queues, h.Queue)
 	}
-	if len(back) > 0 {
-		if err := tx.Retry(ctx, back, 0, "", false); err != nil {
-			return err
-		}
-	}
+	// The dead first, so that giveBack finds them finished; those that
+	// move, which after moves once it holds the locks of their lines in
+	// their dead-letter queues, giveBack counts as finished.
 	if len(dead) > 0 {
 		if err := tx.Kill(ctx, dead, store.ReasonLeaseExpired, leaseExpiredError, true); err != nil {
 			return err
 		}
 	}
+	if len(back) > 0 {
+		var leaving map[int64]bool
+		if len(moves.ts) > 0 {
+			leaving = make(map[int64]bool, len(moves.ts))
+			for _, t := range moves.ts {
+				leaving[t.ID] = true
+			}
+		}
+		if err := giveBack(ctx, tx, back, 0, "", false, false, leaving); err != nil {
+			return err
+		}
+	}
 	rp.recovered = out
-	return rp.after(ctx, tx, lines, nil, queues, moves)
+	return rp.after(ctx, tx, distinctLines(lines), nil, queues, moves)
 }
 
 // cancellation cancels the messages of the ids that have not finished,

@@ -57,6 +57,11 @@ func (t recorderTx) Current(_ context.Context, l store.Lease) (storecore.Held, b
 	return h, ok, nil
 }
 
+func (t recorderTx) Given(_ context.Context, l store.Lease) (storecore.Held, bool, error) {
+	h, ok := t.r.held[l]
+	return h, ok, nil
+}
+
 func (t recorderTx) Expired(context.Context) ([]storecore.Held, error) {
 	var out []storecore.Held
 	for _, h := range t.r.held {
@@ -70,6 +75,11 @@ func (t recorderTx) Find(context.Context, []int64) ([]storecore.Found, error) { 
 
 func (t recorderTx) Kill(_ context.Context, ids []int64, reason store.DeadReason, errText string, visibleNow bool) error {
 	t.call("kill %v %s %q %v", ids, reason, errText, visibleNow)
+	for l := range t.r.held {
+		if slices.Contains(ids, l.MessageID) {
+			delete(t.r.held, l) // finished: no longer running
+		}
+	}
 	return nil
 }
 
@@ -83,8 +93,26 @@ func (t recorderTx) Transfer(_ context.Context, ts []storecore.Transfer, a store
 	return nil
 }
 
-func (t recorderTx) Retry(_ context.Context, ids []int64, delay time.Duration, errText string, setError bool) error {
-	t.call("retry %v %s %q %v", ids, delay, errText, setError)
+func (t recorderTx) Retry(_ context.Context, ids []int64, delay time.Duration, errText string, setError, uncount bool) error {
+	t.call("retry %v %s %q %v %v", ids, delay, errText, setError, uncount)
+	return nil
+}
+
+// Running returns the held messages of the lines: every held message is
+// processing.
+func (t recorderTx) Running(_ context.Context, lines []storecore.Line) ([]storecore.Held, error) {
+	t.call("running %v", lines)
+	var out []storecore.Held
+	for _, h := range t.r.held {
+		if slices.Contains(lines, storecore.Line{Queue: h.Queue, Key: h.Key}) {
+			out = append(out, h)
+		}
+	}
+	return out, nil
+}
+
+func (t recorderTx) Hold(_ context.Context, ids []int64, uncount bool) error {
+	t.call("hold %v %v", ids, uncount)
 	return nil
 }
 
@@ -177,7 +205,7 @@ func TestSettleFail(t *testing.T) {
 		t.Fatalf("Fail of a lost lease: %v, want ErrLeaseLost", err)
 	}
 	checkCalls(t, r,
-		`retry [1] 1s "boom" true`, "notify [q]",
+		"running [{q k}]", `retry [1] 1s "boom" true false`, "notify [q]",
 		`kill [2] max_deliveries "boom" false`,
 		`kill [1] permanent_error "bad" false`, "lock [{q k}] 1", "promote [{q k}]", "notify [q]", "insert 1")
 }
@@ -196,7 +224,48 @@ func TestSettleReap(t *testing.T) {
 	if len(got) != 2 || !got[0].Dead || got[1].Dead {
 		t.Errorf("Reap = %+v, want message 1 dead and 5 back", got)
 	}
-	checkCalls(t, r, `retry [5] 0s "" false`, `kill [1] lease_expired "lease expired" true`, "lock [{q k}] 0", "promote [{q k}]", "notify [other q]")
+	checkCalls(t, r, `kill [1] lease_expired "lease expired" true`, `retry [5] 0s "" false false`, "lock [{q k}] 0", "promote [{q k}]", "notify [other q]")
+}
+
+// A message of a run that goes back brings back the rest of its run,
+// uncounted: it is the key's head again, pending, when it was the run's
+// first unfinished message, and waits behind the one still processing
+// before it otherwise. An uncounted release takes its own delivery back
+// too. The reaper's expired messages of one key go back as one run, the
+// first counted.
+func TestSettleRunBack(t *testing.T) {
+	run := make([]storecore.Held, 3)
+	for i := range run {
+		run[i] = storecore.Held{Lease: store.Lease{MessageID: int64(i + 1), FencingToken: int64(10 + i)}, Queue: "q", Key: "k", Deliveries: 1, MaxDeliveries: 3}
+	}
+	ctx := t.Context()
+	s, r := newRecorder(t, run...)
+	if _, err := s.Fail(ctx, store.Failure{Lease: run[1].Lease, Error: "boom"}); err != nil {
+		t.Fatal(err)
+	}
+	checkCalls(t, r, "running [{q k}]", `retry [2] 0s "boom" true false`, "hold [2] false", "hold [3] true", "notify [q]")
+
+	s, r = newRecorder(t, run...)
+	if err := s.Release(ctx, store.Release{Lease: run[0].Lease, Delay: time.Second, Uncount: true}); err != nil {
+		t.Fatal(err)
+	}
+	checkCalls(t, r, "running [{q k}]", `retry [1] 1s "" false true`, "hold [2 3] true", "notify [q]")
+
+	s, r = newRecorder(t, run...)
+	if got, err := s.Reap(ctx); err != nil || len(got) != 3 || got[0].Dead || got[1].Dead || got[2].Dead {
+		t.Fatalf("Reap = %+v, %v; want 3 back", got, err)
+	}
+	checkCalls(t, r, "running [{q k}]", `retry [1] 0s "" false false`, "hold [2 3] true", "notify [q]")
+
+	// A dead first message lets the next one lead the rest back.
+	run[0].Deliveries = 3
+	run[2].Deliveries = 3
+	s, r = newRecorder(t, run...)
+	if got, err := s.Reap(ctx); err != nil || len(got) != 3 || !got[0].Dead || got[1].Dead || got[2].Dead {
+		t.Fatalf("Reap = %+v, %v; want 1 dead, 2 and 3 (on its last delivery) back", got, err)
+	}
+	checkCalls(t, r, `kill [1] lease_expired "lease expired" true`, "running [{q k}]", `retry [2] 0s "" false false`, "hold [3] true",
+		"lock [{q k}] 0", "promote [{q k}]", "notify [q]")
 }
 
 // Cancel cancels what has not finished, in input order, leaves finished
@@ -266,6 +335,22 @@ func TestSettleReapDeadLetterQueue(t *testing.T) {
 		t.Errorf("Reap = %+v, want 1 moved to dlq and 2 dead", got)
 	}
 	checkCalls(t, r, `kill [2] lease_expired "lease expired" true`, "lock [{q k} {dlq k}] 0",
+		"transfer [{1 k dlq}] {Dead:true Reason:lease_expired Error:lease expired MaxDeliveries:2147483647 DeadLetterQueue:}",
+		"promote [{q k}]", "notify [dlq q]")
+
+	// The first of a run moves: the next leads the rest back as it would
+	// after a death in place, its key's head again, not waiting behind
+	// the message that leaves.
+	run := make([]storecore.Held, 3)
+	for i := range run {
+		run[i] = storecore.Held{Lease: store.Lease{MessageID: int64(i + 1), FencingToken: int64(10 + i)}, Queue: "q", Key: "k", Deliveries: 1, MaxDeliveries: 3}
+	}
+	run[0].Deliveries, run[0].DeadLetterQueue = 3, "dlq"
+	s, r = newRecorder(t, run...)
+	if got, err := s.Reap(t.Context()); err != nil || len(got) != 3 || got[0].MovedTo != "dlq" || got[1].Dead || got[2].Dead {
+		t.Fatalf("Reap = %+v, %v; want 1 moved to dlq, 2 and 3 back", got, err)
+	}
+	checkCalls(t, r, "running [{q k}]", `retry [2] 0s "" false false`, "hold [3] true", "lock [{q k} {dlq k}] 0",
 		"transfer [{1 k dlq}] {Dead:true Reason:lease_expired Error:lease expired MaxDeliveries:2147483647 DeadLetterQueue:}",
 		"promote [{q k}]", "notify [dlq q]")
 }

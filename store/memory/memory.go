@@ -117,11 +117,23 @@ type record struct {
 	createdAt, updatedAt time.Time
 }
 
-// keyLine holds a key's unfinished messages: the head (pending or
-// processing) and the ones waiting behind it, by id.
+// keyLine holds a key's unfinished messages, each list by id: those
+// that run (the head, pending or processing, and the rest of its run,
+// processing) and the ones waiting behind them.
 type keyLine struct {
-	head    *message
+	running []*message
 	waiting []*message
+}
+
+// insertByID adds m to ms, kept in id order.
+func insertByID(ms []*message, m *message) []*message {
+	i, _ := slices.BinarySearchFunc(ms, m.id, func(w *message, id int64) int { return cmp.Compare(w.id, id) })
+	return slices.Insert(ms, i, m)
+}
+
+// removeMessage takes m out of ms, if it is there.
+func removeMessage(ms []*message, m *message) []*message {
+	return slices.DeleteFunc(ms, func(w *message) bool { return w == m })
 }
 
 // New returns an empty store.
@@ -430,10 +442,9 @@ func (s *backend) lineUpLocked(m *message, now int64) {
 	if m.key != "" {
 		line, ok := q.keys[m.key]
 		if !ok {
-			q.keys[m.key] = &keyLine{head: m}
+			q.keys[m.key] = &keyLine{running: []*message{m}}
 		} else {
-			i, _ := slices.BinarySearchFunc(line.waiting, m.id, func(w *message, id int64) int { return cmp.Compare(w.id, id) })
-			line.waiting = slices.Insert(line.waiting, i, m)
+			line.waiting = insertByID(line.waiting, m)
 			q.setState(m, store.Waiting)
 			return
 		}
@@ -441,8 +452,8 @@ func (s *backend) lineUpLocked(m *message, now int64) {
 	q.pushPending(m, now)
 }
 
-// finishLocked moves a claimed or pending message to a terminal state. A
-// key's head leaves its line headless; Promote lets the next one go.
+// finishLocked moves a claimed or pending message to a terminal state. It
+// leaves its key's line; Promote lets the next one go once none runs.
 func (s *backend) finishLocked(m *message, st store.State, now int64) {
 	q := m.queue
 	delete(q.processing, m.id)
@@ -456,9 +467,9 @@ func (s *backend) finishLocked(m *message, st store.State, now int64) {
 	if m.key == "" {
 		return
 	}
-	if line := q.keys[m.key]; line != nil && line.head == m {
-		line.head = nil
-		if len(line.waiting) == 0 {
+	if line := q.keys[m.key]; line != nil {
+		line.running = removeMessage(line.running, m)
+		if len(line.running) == 0 && len(line.waiting) == 0 {
 			delete(q.keys, m.key)
 		}
 	}
@@ -486,8 +497,7 @@ func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, e
 	until := now + int64(c.LeaseDuration)
 	var out []store.Delivery
 	q.makeVisible(now)
-	for len(out) < c.Max && len(q.ready.ms) > 0 {
-		m := heap.Pop(&q.ready).(*message)
+	claim := func(m *message) {
 		s.fence++
 		m.fence = s.fence
 		m.deliveries++
@@ -518,6 +528,22 @@ func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, e
 			FirstClaimedAt:   wall(m.firstClaimedAt),
 			DeadLetterSource: m.dlSource,
 		})
+	}
+	for len(out) < c.Max && len(q.ready.ms) > 0 {
+		m := heap.Pop(&q.ready).(*message)
+		claim(m)
+		if !c.Runs || m.key == "" {
+			continue
+		}
+		// The rest of its run: the key's next messages, in order, while
+		// they are visible.
+		line := q.keys[m.key]
+		for len(out) < c.Max && len(line.waiting) > 0 && line.waiting[0].visibleAt <= now {
+			next := line.waiting[0]
+			line.waiting = line.waiting[1:]
+			line.running = insertByID(line.running, next)
+			claim(next)
+		}
 	}
 	return out, nil
 }
@@ -560,23 +586,6 @@ func (s *backend) requeueLocked(m *message, visibleAt, now int64) {
 	m.visibleAt = visibleAt
 	m.lockedUntil = 0
 	q.pushPending(m, now)
-}
-
-// Requeue gives a message back without counting its delivery.
-func (s *backend) Requeue(ctx context.Context, r store.Release) error {
-	s.mu.Lock()
-	now := s.clk.Now().UnixNano()
-	m, err := s.currentLocked(r.Lease, now)
-	if err != nil {
-		s.mu.Unlock()
-		return err
-	}
-	m.deliveries-- // the claim's delivery is taken back
-	s.requeueLocked(m, now+int64(r.Delay), now)
-	q := m.queue.name
-	s.mu.Unlock()
-	s.wake.Notify(q)
-	return nil
 }
 
 // byIDLocked returns the message with the id, or nil.
@@ -714,11 +723,9 @@ func (s *backend) transferLocked(m *message, to string, a storecore.Arrival, now
 		delete(q.dedup, m.dedupID)
 	}
 	if line := q.keys[m.key]; m.key != "" && line != nil {
-		if line.head == m {
-			line.head = nil
-		}
-		line.waiting = slices.DeleteFunc(line.waiting, func(w *message) bool { return w == m })
-		if line.head == nil && len(line.waiting) == 0 {
+		line.running = removeMessage(line.running, m)
+		line.waiting = removeMessage(line.waiting, m)
+		if len(line.running) == 0 && len(line.waiting) == 0 {
 			delete(q.keys, m.key)
 		}
 	}
@@ -855,7 +862,11 @@ func (s *backend) BlockedKeys(ctx context.Context, queue, afterKey string, limit
 	var out []store.BlockedKey
 	for key, line := range q.keys {
 		if len(line.waiting) > 0 && key > afterKey {
-			out = append(out, store.BlockedKey{Key: key, Waiting: int64(len(line.waiting)), Head: line.head.info()})
+			bk := store.BlockedKey{Key: key, Waiting: int64(len(line.waiting))}
+			if len(line.running) > 0 {
+				bk.Head = line.running[0].info()
+			}
+			out = append(out, bk)
 		}
 	}
 	slices.SortFunc(out, func(a, b store.BlockedKey) int { return cmp.Compare(a.Key, b.Key) })

@@ -3,7 +3,6 @@ package memory
 import (
 	"cmp"
 	"context"
-	"slices"
 	"time"
 
 	"github.com/leasehold/leasehold/internal/storecore"
@@ -48,6 +47,20 @@ func (t *settleTx) CompleteCurrent(_ context.Context, cs []store.Completion) ([]
 		if m, err := t.b().currentLocked(c.Lease, t.settling.now); err == nil {
 			t.b().finishLocked(m, store.Completed, t.settling.now)
 			out = append(out, held(m))
+			continue
+		}
+		m := t.b().byIDLocked(c.MessageID)
+		if !c.Late || m == nil || m.fence != c.FencingToken {
+			continue
+		}
+		switch m.state {
+		case store.Processing, store.Pending:
+			t.b().finishLocked(m, store.Completed, t.settling.now)
+			out = append(out, held(m))
+		case store.Completed:
+			h := held(m)
+			h.Repeated = true
+			out = append(out, h)
 		}
 	}
 	t.settling.held = out[:0]
@@ -62,6 +75,14 @@ func (t *settleTx) Current(_ context.Context, l store.Lease) (storecore.Held, bo
 	return held(m), true, nil
 }
 
+func (t *settleTx) Given(_ context.Context, l store.Lease) (storecore.Held, bool, error) {
+	m := t.b().byIDLocked(l.MessageID)
+	if m == nil || m.fence != l.FencingToken || m.state != store.Processing && m.state != store.Pending {
+		return storecore.Held{}, false, nil
+	}
+	return held(m), true, nil
+}
+
 func (t *settleTx) Expired(context.Context) ([]storecore.Held, error) {
 	var out []storecore.Held
 	for _, q := range t.b().queues {
@@ -70,6 +91,20 @@ func (t *settleTx) Expired(context.Context) ([]storecore.Held, error) {
 				h := held(m)
 				h.StuckFor = time.Duration(t.settling.now - m.lockedUntil)
 				out = append(out, h)
+			}
+		}
+	}
+	return out, nil
+}
+
+func (t *settleTx) Running(_ context.Context, lines []storecore.Line) ([]storecore.Held, error) {
+	var out []storecore.Held
+	for _, l := range lines {
+		if line := t.b().queues[l.Queue].keys[l.Key]; line != nil {
+			for _, m := range line.running {
+				if m.state == store.Processing {
+					out = append(out, held(m))
+				}
 			}
 		}
 	}
@@ -114,13 +149,34 @@ func (t *settleTx) Transfer(_ context.Context, ts []storecore.Transfer, a storec
 	return nil
 }
 
-func (t *settleTx) Retry(_ context.Context, ids []int64, delay time.Duration, errText string, setError bool) error {
+func (t *settleTx) Retry(_ context.Context, ids []int64, delay time.Duration, errText string, setError, uncount bool) error {
 	for _, id := range ids {
 		m := t.b().byIDLocked(id)
 		if setError {
 			m.lastError = errText
 		}
+		if uncount {
+			m.deliveries--
+		}
 		t.b().requeueLocked(m, t.settling.now+int64(delay), t.settling.now)
+	}
+	return nil
+}
+
+func (t *settleTx) Hold(_ context.Context, ids []int64, uncount bool) error {
+	for _, id := range ids {
+		m := t.b().byIDLocked(id)
+		q := m.queue
+		delete(q.processing, m.id)
+		q.removePending(m)
+		line := q.keys[m.key]
+		line.running = removeMessage(line.running, m)
+		line.waiting = insertByID(line.waiting, m)
+		q.setState(m, store.Waiting)
+		m.lockedUntil = 0
+		if uncount {
+			m.deliveries--
+		}
 	}
 	return nil
 }
@@ -133,8 +189,8 @@ func (t *settleTx) Cancel(_ context.Context, ids []int64) error {
 			continue
 		}
 		line := m.queue.keys[m.key]
-		line.waiting = slices.DeleteFunc(line.waiting, func(w *message) bool { return w == m })
-		if line.head == nil && len(line.waiting) == 0 {
+		line.waiting = removeMessage(line.waiting, m)
+		if len(line.running) == 0 && len(line.waiting) == 0 {
 			delete(m.queue.keys, m.key)
 		}
 		m.queue.setState(m, store.Cancelled)
@@ -150,12 +206,12 @@ func (t *settleTx) Promote(_ context.Context, lines []storecore.Line) error {
 	for _, l := range lines {
 		q := t.b().queues[l.Queue]
 		line := q.keys[l.Key]
-		if line == nil || line.head != nil {
+		if line == nil || len(line.running) > 0 || len(line.waiting) == 0 {
 			continue
 		}
 		next := line.waiting[0]
 		line.waiting = line.waiting[1:]
-		line.head = next
+		line.running = append(line.running, next)
 		q.setState(next, store.Pending)
 		q.pushPending(next, t.settling.now)
 	}

@@ -60,6 +60,62 @@ func TestPlansFollowTableGrowth(t *testing.T) {
 	})
 }
 
+// TestRunsFollowTableGrowth does what TestPlansFollowTableGrowth does for
+// a one-key queue claimed with runs, its messages given back (which reads
+// the key's running messages and holds the rest of a run) and completed
+// late: none of it scans the table once it has grown.
+func TestRunsFollowTableGrowth(t *testing.T) {
+	ctx := context.Background()
+	f := newPlanFixture(t)
+	s := f.s
+	cycle := func() {
+		t.Helper()
+		msgs := make([]store.NewMessage, 4)
+		for i := range msgs {
+			msgs[i] = store.NewMessage{Queue: "q", Key: "k", Payload: []byte("x")}
+		}
+		if _, err := s.Enqueue(ctx, msgs); err != nil {
+			t.Fatal(err)
+		}
+		run := func() []store.Delivery {
+			t.Helper()
+			ds, err := s.Claim(ctx, store.Claim{Queue: "q", WorkerID: "w", Max: 10, LeaseDuration: time.Minute, Runs: true})
+			if err != nil || len(ds) != 4 {
+				t.Fatalf("Claim = %d deliveries, %v; want a run of 4", len(ds), err)
+			}
+			return ds
+		}
+		ds := run()
+		if _, err := s.Fail(ctx, store.Failure{Lease: ds[0].Lease, Error: "boom"}); err != nil {
+			t.Fatal(err)
+		}
+		ds = run()
+		cs := make([]store.Completion, len(ds))
+		for i, d := range ds {
+			cs[i] = store.Completion{Lease: d.Lease, Late: true}
+		}
+		res, err := s.Complete(ctx, cs)
+		if err != nil || slices.ContainsFunc(res, func(err error) bool { return err != nil }) {
+			t.Fatalf("Complete = %v, %v", res, err)
+		}
+	}
+	if _, err := f.setup.Exec(ctx, `VACUUM `+f.schema+`.messages`); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		cycle()
+	}
+	if _, err := f.setup.Exec(ctx, `INSERT INTO `+f.schema+`.messages
+		(queue, key, payload, state, deliveries, max_deliveries, fencing_token, enqueued_at, visible_at, locked_until, finished_at)
+		SELECT 'q', 'k', '\x00', 3, 1, 5, 0, now(), now(), now(), now() FROM generate_series(1, 50000)`); err != nil {
+		t.Fatal(err)
+	}
+	f.unchanged(t, seqScansQuery, "sequential scans", "runs claimed, given back and completed late on a table of 50,000 rows", func() error {
+		cycle()
+		return nil
+	})
+}
+
 // TestLeaseChecksUseThePrimaryKey checks that statements naming leases find
 // their rows through the primary key, never through messages_processing:
 // that index keeps an entry for every lease taken since the last VACUUM, so

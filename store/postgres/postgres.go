@@ -717,7 +717,11 @@ func nullBytes(b []byte) any {
 }
 
 func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, error) {
-	rows, err := s.pool.Query(ctx, s.sql.Text(qClaim), replan, s.now(), c.Queue, c.Max, c.WorkerID, micros(c.LeaseDuration))
+	q := qClaim
+	if c.Runs {
+		q = qClaimRuns
+	}
+	rows, err := s.pool.Query(ctx, s.sql.Text(q), replan, s.now(), c.Queue, c.Max, c.WorkerID, micros(c.LeaseDuration))
 	if err != nil {
 		return nil, err
 	}
@@ -812,25 +816,6 @@ func (s *backend) extendChunk(ctx context.Context, leases []store.Lease, extensi
 		return nil
 	})
 	return expires.UTC(), err
-}
-
-// Requeue gives a message back without counting its delivery.
-func (s *backend) Requeue(ctx context.Context, r store.Release) error {
-	var wake []string
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		wake = wake[:0]
-		var queue string
-		err := tx.QueryRow(ctx, s.sql.Text(qRelease), replan, s.now(), r.MessageID, r.FencingToken, micros(r.Delay)).Scan(&queue)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return store.LeaseLost(r.Lease)
-		}
-		if err != nil {
-			return err
-		}
-		return s.notify(ctx, s.pgxRunner(tx), []string{queue}, &wake)
-	})
-	s.notifyHere(wake)
-	return err
 }
 
 // deadIDs returns the ids to redrive or purge, locked: the given ones, each

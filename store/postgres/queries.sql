@@ -85,6 +85,48 @@ SELECT id, key, payload, reply_to, dedup_id, deliveries, max_deliveries, enqueue
 	attributes, first_claimed_at, dead_letter_source
 FROM u ORDER BY priority DESC, visible_at, id
 
+-- name: claimRuns
+-- Claims as claim does, each keyed message bringing the rest of its run:
+-- the next waiting messages of its key, in order, up to the first that is
+-- not visible; up to $3 messages in all, in claim order with each key's
+-- run after its head. The heads are locked as claim locks them; their
+-- keys' waiting messages are read through messages_waiting, at most $3
+-- of each, without a lock: a message that changed meanwhile (a cancel)
+-- fails the update's second test of its state and is left out. The
+-- batch comes back in its order.
+WITH heads AS (
+	SELECT id, key, priority, visible_at FROM {s}.messages
+	WHERE queue = $2 AND state = {pending} AND visible_at <= COALESCE($1::timestamptz, now())
+		AND NOT EXISTS (SELECT 1 FROM {s}.queues WHERE queue = $2 AND paused)
+	ORDER BY priority DESC, visible_at, id
+	LIMIT $3
+	FOR UPDATE SKIP LOCKED),
+members AS (
+	SELECT h.id, row_number() OVER (ORDER BY h.priority DESC, h.visible_at, h.id) AS hn, 0::bigint AS rn, 0::bigint AS hidden FROM heads h
+	UNION ALL
+	SELECT f.id, hn.hn, f.rn, f.hidden
+	FROM (SELECT id, key, row_number() OVER (ORDER BY priority DESC, visible_at, id) AS hn FROM heads) AS hn
+	CROSS JOIN LATERAL (
+		SELECT w.id, row_number() OVER (ORDER BY w.id) AS rn,
+			count(*) FILTER (WHERE w.visible_at > COALESCE($1::timestamptz, now())) OVER (ORDER BY w.id) AS hidden
+		FROM (SELECT id, visible_at FROM {s}.messages
+			WHERE queue = $2 AND key = hn.key AND state = {waiting} ORDER BY id LIMIT $3 - 1) AS w) AS f
+	WHERE hn.key IS NOT NULL),
+picked AS (
+	SELECT id, hn, rn FROM (SELECT id, hn, rn, row_number() OVER (ORDER BY hn, rn) AS n FROM members WHERE hidden = 0) AS m
+	WHERE n <= $3),
+u AS (
+	UPDATE {s}.messages m
+	SET state = {processing}, deliveries = m.deliveries + 1, fencing_token = nextval('{s}.fence'), worker_id = $4,
+		locked_until = COALESCE($1::timestamptz, now()) + $5 * interval '1 microsecond',
+		first_claimed_at = COALESCE(m.first_claimed_at, COALESCE($1::timestamptz, now()))
+	WHERE m.id = ANY(ARRAY(SELECT id FROM picked)) AND m.state IN ({pending}, {waiting})
+	RETURNING m.id, m.key, m.payload, m.reply_to, m.dedup_id, m.deliveries, m.max_deliveries, m.enqueued_at,
+		m.fencing_token, m.locked_until, m.kind, m.priority, m.attributes, m.first_claimed_at, m.dead_letter_source)
+SELECT u.id, u.key, u.payload, u.reply_to, u.dedup_id, u.deliveries, u.max_deliveries, u.enqueued_at, u.fencing_token, u.locked_until,
+	u.kind, u.priority, u.attributes, u.first_claimed_at, u.dead_letter_source
+FROM u JOIN picked p ON p.id = u.id ORDER BY p.hn, p.rn
+
 -- name: extend
 -- Renews the current leases among those in the arrays of ids ($2) and
 -- fencing tokens ($3). One row per extended lease, or one row of NULLs when
@@ -134,6 +176,33 @@ WHERE m.id = ANY(ARRAY(
 	AND m.fencing_token = ANY($3::bigint[]) AND m.state + 0 = {processing} AND m.locked_until > COALESCE($1::timestamptz, now())
 RETURNING m.id, m.fencing_token, m.queue, m.key
 
+-- name: completeLate
+-- Completes as complete does the leases in the arrays of ids ($2),
+-- fencing tokens ($3) and whether late ($4): a late one also when its
+-- message is still processing under its token after the lease expired,
+-- or pending under it (given back, not claimed since). The rows of late
+-- leases whose message is completed under them already come back too,
+-- marked repeated. Unlike complete, the lookup locks the rows it finds,
+-- in id order: a late completion that waits for another of the same
+-- lease then reads the row as that one left it, completed, and reports
+-- a repeat, where a read of the statement's snapshot would find it
+-- processing and the update would pass it over.
+WITH found AS (
+	SELECT h.id, h.state FROM (SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::bool[]) AS l(id, fence, late) ORDER BY id) AS l
+	CROSS JOIN LATERAL (SELECT h.id, h.state FROM {s}.messages h
+		WHERE h.id = l.id AND h.fencing_token = l.fence
+			AND (h.state + 0 = {processing} AND h.locked_until > COALESCE($1::timestamptz, now())
+				OR l.late AND h.state + 0 IN ({processing}, {pending}, {completed}))
+		LIMIT 1 FOR UPDATE) AS h),
+u AS (
+	UPDATE {s}.messages m SET state = {completed}, finished_at = COALESCE($1::timestamptz, now())
+	WHERE m.id = ANY(ARRAY(SELECT id FROM found WHERE state <> {completed}))
+	RETURNING m.id, m.fencing_token, m.queue, m.key)
+SELECT id, fencing_token, queue, key, false FROM u
+UNION ALL
+SELECT m.id, m.fencing_token, m.queue, m.key, true FROM found f JOIN {s}.messages m ON m.id = f.id
+WHERE f.state = {completed}
+
 -- name: cancelledOf
 -- Of the leases in the arrays of ids ($1) and fencing tokens ($2), those
 -- whose message was cancelled under them.
@@ -155,10 +224,30 @@ UPDATE {s}.messages SET state = {cancelled}, finished_at = COALESCE($1::timestam
 WHERE id = ANY($2::bigint[]) AND state IN ({pending}, {waiting}, {processing})
 
 -- name: promote
--- Lets the next waiting message of a key go. The caller holds the key's
--- lock and has finished its head.
+-- Lets the next waiting message of a key go, if none of the key's
+-- messages is pending or processing (a run's other messages may be). The
+-- caller holds the key's lock, as does every change that makes a
+-- message of a key wait.
 UPDATE {s}.messages SET state = {pending} WHERE id = (
 	SELECT id FROM {s}.messages WHERE queue = $1 AND key = $2 AND state = {waiting} ORDER BY id LIMIT 1)
+	AND NOT EXISTS (SELECT 1 FROM {s}.messages WHERE queue = $1 AND key = $2 AND state IN ({pending}, {processing}))
+
+-- name: running
+-- The processing messages of the keys in the arrays of queues ($1) and
+-- keys ($2), read from messages_key_head. The caller holds the keys'
+-- locks; the rows are not locked, so that a completion of one of them
+-- that waits for a key's lock holds no row this waits for. hold tests
+-- their state again.
+SELECT m.id, m.fencing_token, m.queue, m.key FROM unnest($1::text[], $2::text[]) AS l(queue, key)
+JOIN {s}.messages m ON m.queue = l.queue AND m.key = l.key AND m.state IN ({pending}, {processing})
+WHERE m.state = {processing}
+
+-- name: hold
+-- Puts the messages in $1 that are still processing or pending back in
+-- their keys' lines, waiting; with $2, each takes back the delivery its
+-- claim counted.
+UPDATE {s}.messages SET state = {waiting}, deliveries = CASE WHEN $2 THEN deliveries - 1 ELSE deliveries END
+WHERE id = ANY($1::bigint[]) AND state + 0 IN ({processing}, {pending})
 
 -- name: current
 -- The message of one lease ($2, $3) if the lease is current, locked. The
@@ -167,11 +256,20 @@ SELECT m.deliveries, m.max_deliveries, m.queue, m.key, m.dead_letter_queue FROM 
 WHERE m.id = $2 AND m.fencing_token = $3 AND m.state + 0 = {processing} AND m.locked_until > COALESCE($1::timestamptz, now())
 FOR UPDATE
 
+-- name: given
+-- The message of one lease ($1, $2) if no claim has taken it since:
+-- processing under its token, whatever the expiry, or pending under it;
+-- locked, and found through the primary key ("state + 0": see extend).
+SELECT m.deliveries, m.max_deliveries, m.queue, m.key, m.dead_letter_queue FROM {s}.messages m
+WHERE m.id = $1 AND m.fencing_token = $2 AND m.state + 0 IN ({processing}, {pending})
+FOR UPDATE
+
 -- name: retry
 -- Makes the messages in $2 pending again, visible after $3 microseconds;
--- with $5, $4 becomes their last error.
+-- with $5, $4 becomes their last error; with $6, each takes back the
+-- delivery its claim counted.
 UPDATE {s}.messages SET state = {pending}, visible_at = COALESCE($1::timestamptz, now()) + $3 * interval '1 microsecond',
-	last_error = CASE WHEN $5 THEN $4 ELSE last_error END
+	last_error = CASE WHEN $5 THEN $4 ELSE last_error END, deliveries = CASE WHEN $6 THEN deliveries - 1 ELSE deliveries END
 WHERE id = ANY($2::bigint[])
 
 -- name: kill
@@ -180,14 +278,6 @@ WHERE id = ANY($2::bigint[])
 UPDATE {s}.messages SET state = {dead}, dead_reason = $3, last_error = $4, finished_at = COALESCE($1::timestamptz, now()),
 	visible_at = CASE WHEN $5 THEN COALESCE($1::timestamptz, now()) ELSE visible_at END
 WHERE id = ANY($2::bigint[])
-
--- name: release
--- Gives a message back under its current lease ($2, $3) without counting
--- the delivery.
-UPDATE {s}.messages m SET state = {pending}, visible_at = COALESCE($1::timestamptz, now()) + $4 * interval '1 microsecond',
-	deliveries = m.deliveries - 1
-WHERE m.id = $2 AND m.fencing_token = $3 AND m.state + 0 = {processing} AND m.locked_until > COALESCE($1::timestamptz, now())
-RETURNING m.queue
 
 -- name: reapScan
 -- A bitmap scan of messages_processing, the planner's choice for a range,
@@ -606,8 +696,9 @@ FROM {s}.messages WHERE id = $1
 -- how many and their head. The keys come from messages_waiting one probe
 -- each (a loose index scan, as in queues), and the recursion runs only as
 -- far as the LIMIT reads it, so the cost is in proportion to the keys
--- listed and their waiting messages. The head is the key's entry in
--- messages_key_head, its columns NULL when there is none.
+-- listed and their waiting messages. The head is the key's first entry in
+-- messages_key_head (a run has several), its columns NULL when there is
+-- none.
 WITH RECURSIVE k(key) AS (
 	SELECT (SELECT key FROM {s}.messages WHERE queue = $1 AND state = {waiting} AND key > $2 ORDER BY key LIMIT 1)
 	UNION ALL
@@ -619,5 +710,5 @@ SELECT k.key, w.n, h.id, h.queue, h.state, h.key, h.dedup_id, h.payload, h.deliv
 FROM (SELECT key FROM k WHERE key IS NOT NULL LIMIT $3) AS k
 CROSS JOIN LATERAL (SELECT count(*) FROM {s}.messages WHERE queue = $1 AND state = {waiting} AND key = k.key) AS w(n)
 LEFT JOIN LATERAL (SELECT * FROM {s}.messages
-	WHERE queue = $1 AND key = k.key AND state IN ({pending}, {processing}) LIMIT 1) AS h ON true
+	WHERE queue = $1 AND key = k.key AND state IN ({pending}, {processing}) ORDER BY id LIMIT 1) AS h ON true
 ORDER BY k.key

@@ -51,16 +51,31 @@ func (t *settleTx) countCompleted(ctx context.Context) error {
 
 func (t *settleTx) CompleteCurrent(ctx context.Context, cs []store.Completion) ([]storecore.Held, error) {
 	ids, fences := leaseArrays(len(cs), func(i int) store.Lease { return cs[i].Lease })
-	rows, err := t.tx.Query(ctx, t.s.sql.Text(qComplete), replan, t.s.now(), ids, fences)
+	var rows pgx.Rows
+	var err error
+	var h storecore.Held
+	var key *string
+	dest := []any{&h.MessageID, &h.FencingToken, &h.Queue, &key}
+	if slices.ContainsFunc(cs, func(c store.Completion) bool { return c.Late }) {
+		late := make([]bool, len(cs))
+		for i, c := range cs {
+			late[i] = c.Late
+		}
+		rows, err = t.tx.Query(ctx, t.s.sql.Text(qCompleteLate), replan, t.s.now(), ids, fences, late)
+		dest = append(dest, &h.Repeated)
+	} else {
+		rows, err = t.tx.Query(ctx, t.s.sql.Text(qComplete), replan, t.s.now(), ids, fences)
+	}
 	if err != nil {
 		return nil, err
 	}
 	var out []storecore.Held
-	var h storecore.Held
-	var key *string
-	_, err = pgx.ForEachRow(rows, []any{&h.MessageID, &h.FencingToken, &h.Queue, &key}, func() error {
+	_, err = pgx.ForEachRow(rows, dest, func() error {
 		h.Key = deref(key)
 		out = append(out, h)
+		if h.Repeated {
+			return nil // completed and counted before
+		}
 		if t.completed == nil {
 			t.completed = map[string]int64{}
 		}
@@ -71,10 +86,20 @@ func (t *settleTx) CompleteCurrent(ctx context.Context, cs []store.Completion) (
 }
 
 func (t *settleTx) Current(ctx context.Context, l store.Lease) (storecore.Held, bool, error) {
+	return held(t.tx.QueryRow(ctx, t.s.sql.Text(qCurrent), replan, t.s.now(), l.MessageID, l.FencingToken), l)
+}
+
+func (t *settleTx) Given(ctx context.Context, l store.Lease) (storecore.Held, bool, error) {
+	return held(t.tx.QueryRow(ctx, t.s.sql.Text(qGiven), replan, l.MessageID, l.FencingToken), l)
+}
+
+// held reads the message of lease l from row, which current or given
+// found, if it found one.
+func held(row pgx.Row, l store.Lease) (storecore.Held, bool, error) {
 	h := storecore.Held{Lease: l}
 	var deliveries, max int32
 	var key, dlq *string
-	err := t.tx.QueryRow(ctx, t.s.sql.Text(qCurrent), replan, t.s.now(), l.MessageID, l.FencingToken).Scan(&deliveries, &max, &h.Queue, &key, &dlq)
+	err := row.Scan(&deliveries, &max, &h.Queue, &key, &dlq)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return storecore.Held{}, false, nil
 	}
@@ -100,6 +125,30 @@ func (t *settleTx) Expired(ctx context.Context) ([]storecore.Held, error) {
 	var deliveries, max int32
 	_, err = pgx.ForEachRow(rows, []any{&h.MessageID, &h.FencingToken, &h.Queue, &key, &deliveries, &max, &h.StuckFor, &dlq}, func() error {
 		h.Key, h.Deliveries, h.MaxDeliveries, h.DeadLetterQueue = deref(key), int(deliveries), int(max), deref(dlq)
+		out = append(out, h)
+		return nil
+	})
+	return out, err
+}
+
+func (t *settleTx) Running(ctx context.Context, lines []storecore.Line) ([]storecore.Held, error) {
+	// The keys' locks first (see running in queries.sql).
+	if err := t.Lock(ctx, lines, nil); err != nil {
+		return nil, err
+	}
+	queues, keys := make([]string, len(lines)), make([]string, len(lines))
+	for i, l := range lines {
+		queues[i], keys[i] = l.Queue, l.Key
+	}
+	rows, err := t.tx.Query(ctx, t.s.sql.Text(qRunning), replan, queues, keys)
+	if err != nil {
+		return nil, err
+	}
+	var out []storecore.Held
+	var h storecore.Held
+	var key *string
+	_, err = pgx.ForEachRow(rows, []any{&h.MessageID, &h.FencingToken, &h.Queue, &key}, func() error {
+		h.Key = deref(key)
 		out = append(out, h)
 		return nil
 	})
@@ -214,8 +263,13 @@ func (t *settleTx) Transfer(ctx context.Context, ts []storecore.Transfer, a stor
 	return nil
 }
 
-func (t *settleTx) Retry(ctx context.Context, ids []int64, delay time.Duration, errText string, setError bool) error {
-	_, err := t.tx.Exec(ctx, t.s.sql.Text(qRetry), replan, t.s.now(), ids, micros(delay), errText, setError)
+func (t *settleTx) Retry(ctx context.Context, ids []int64, delay time.Duration, errText string, setError, uncount bool) error {
+	_, err := t.tx.Exec(ctx, t.s.sql.Text(qRetry), replan, t.s.now(), ids, micros(delay), errText, setError, uncount)
+	return err
+}
+
+func (t *settleTx) Hold(ctx context.Context, ids []int64, uncount bool) error {
+	_, err := t.tx.Exec(ctx, t.s.sql.Text(qHold), replan, ids, uncount)
 	return err
 }
 

@@ -34,7 +34,11 @@ const (
 	qCurrent
 	qRetry
 	qKill
-	qRelease
+	qClaimRuns
+	qCompleteLate
+	qRunning
+	qGiven
+	qHold
 	qReapScan
 	qExpired
 	qDeadRows
@@ -91,7 +95,11 @@ var queryNames = [nQueries]string{
 	qCurrent:            "current",
 	qRetry:              "retry",
 	qKill:               "kill",
-	qRelease:            "release",
+	qClaimRuns:          "claimRuns",
+	qCompleteLate:       "completeLate",
+	qRunning:            "running",
+	qGiven:              "given",
+	qHold:               "hold",
 	qReapScan:           "reapScan",
 	qExpired:            "expired",
 	qDeadRows:           "deadRows",

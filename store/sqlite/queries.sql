@@ -52,6 +52,33 @@ WHERE m.id = c.id
 RETURNING id, key, payload, reply_to, dedup_id, deliveries, max_deliveries, enqueued_at, fencing_token, kind, priority,
 	attributes, first_claimed_at, dead_letter_source
 
+-- name: claimable
+-- Up to ?3 visible pending messages of queue ?1 at time ?2, in claim
+-- order, with their keys: the heads a claim with runs takes, each with
+-- the rest of its run.
+SELECT id, key FROM leasehold_messages
+WHERE queue = ?1 AND state = {pending} AND visible_at <= ?2
+	AND NOT EXISTS (SELECT 1 FROM leasehold_queues WHERE queue = ?1 AND paused)
+ORDER BY priority DESC, visible_at, id LIMIT ?3
+
+-- name: runNext
+-- The next ?3 waiting messages of key ?2 of queue ?1, in order, with
+-- their visible times: the rest of a run, which the claim cuts at the
+-- first that is not visible.
+SELECT id, visible_at FROM leasehold_messages WHERE queue = ?1 AND key = ?2 AND state = {waiting} ORDER BY id LIMIT ?3
+
+-- name: claimRun
+-- Claims the pending and waiting messages in the JSON array of ids ?6 as
+-- claim claims, fencing the array's nth (from 0) with ?1 + n + 1, so that
+-- the tokens follow the array's order.
+UPDATE leasehold_messages AS m
+SET state = {processing}, deliveries = m.deliveries + 1, fencing_token = ?1 + j.key + 1, worker_id = ?2, locked_until = ?3,
+	first_claimed_at = coalesce(m.first_claimed_at, ?5)
+FROM json_each(?6) AS j
+WHERE m.id = j.value AND m.queue = ?4 AND m.state IN ({pending}, {waiting})
+RETURNING id, key, payload, reply_to, dedup_id, deliveries, max_deliveries, enqueued_at, fencing_token, kind, priority,
+	attributes, first_claimed_at, dead_letter_source
+
 -- name: extend
 -- Batches of leases arrive as a JSON array of [id, fencing token] pairs
 -- (?3), so a batch is one statement.
@@ -67,13 +94,52 @@ FROM (SELECT value ->> 0 AS id, value ->> 1 AS fence FROM json_each(?2)) AS j
 WHERE m.id = j.id AND m.fencing_token = j.fence AND m.state = {processing} AND m.locked_until > ?1
 RETURNING id, fencing_token, queue, key
 
+-- name: completeLate
+-- Completes, for the batch of leases (?2, a JSON array of [id, fencing
+-- token, late] triples), each message still under its lease: processing
+-- under a current lease or, for a late one, processing or pending under
+-- its token whatever the expiry.
+UPDATE leasehold_messages AS m SET state = {completed}, finished_at = ?1
+FROM (SELECT value ->> 0 AS id, value ->> 1 AS fence, value ->> 2 AS late FROM json_each(?2)) AS j
+WHERE m.id = j.id AND m.fencing_token = j.fence
+	AND (m.state = {processing} AND m.locked_until > ?1 OR j.late AND m.state IN ({processing}, {pending}))
+RETURNING id, fencing_token, queue, key
+
+-- name: completedUnder
+-- Of a batch of leases (?1, a JSON array of [id, fencing token] pairs),
+-- those whose message is completed under them already.
+SELECT m.id, m.fencing_token, m.queue, m.key FROM leasehold_messages AS m
+JOIN (SELECT value ->> 0 AS id, value ->> 1 AS fence FROM json_each(?1)) AS j ON m.id = j.id AND m.fencing_token = j.fence
+WHERE m.state = {completed}
+
 -- name: current
 SELECT deliveries, max_deliveries, queue, key, dead_letter_queue FROM leasehold_messages
 WHERE id = ? AND fencing_token = ? AND state = {processing} AND locked_until > ?
 
+-- name: given
+-- The message of a lease if no claim has taken it since: processing under
+-- its token, whatever the expiry, or pending under it.
+SELECT deliveries, max_deliveries, queue, key, dead_letter_queue FROM leasehold_messages
+WHERE id = ? AND fencing_token = ? AND state IN ({processing}, {pending})
+
 -- name: promote
+-- Lets the next waiting message of key ?2 go, if none of the key's
+-- messages is pending or processing (a run's other messages may be).
 UPDATE leasehold_messages SET state = {pending} WHERE id = (
-	SELECT id FROM leasehold_messages WHERE queue = ? AND key = ? AND state = {waiting} ORDER BY id LIMIT 1)
+	SELECT id FROM leasehold_messages WHERE queue = ?1 AND key = ?2 AND state = {waiting} ORDER BY id LIMIT 1)
+	AND NOT EXISTS (SELECT 1 FROM leasehold_messages WHERE queue = ?1 AND key = ?2 AND state IN ({pending}, {processing}))
+
+-- name: running
+-- The processing messages of key ?2 of queue ?1, read from
+-- leasehold_key_head, whose WHERE term the first test repeats.
+SELECT id, fencing_token, queue, key FROM leasehold_messages
+WHERE queue = ?1 AND key = ?2 AND state IN ({pending}, {processing}) AND state = {processing}
+
+-- name: hold
+-- Puts the messages in the JSON array of ids ?2 back in their keys'
+-- lines, waiting; with ?1, each takes back the delivery its claim
+-- counted.
+UPDATE leasehold_messages SET state = {waiting}, deliveries = CASE WHEN ?1 THEN deliveries - 1 ELSE deliveries END WHERE id IN (SELECT value FROM json_each(?2))
 
 -- name: cancelledOf
 -- Of a batch of leases (?1, a JSON array of [id, fencing token] pairs),
@@ -100,15 +166,11 @@ WHERE id IN (SELECT value FROM json_each(?5))
 
 -- name: retry
 -- Makes the messages in the JSON array of ids ?4 pending again, visible
--- from ?1; with ?3, ?2 becomes their last error, else they keep theirs.
+-- from ?1; with ?3, ?2 becomes their last error, else they keep theirs;
+-- with ?5, each takes back the delivery its claim counted.
 UPDATE leasehold_messages SET state = {pending}, visible_at = ?1,
-	last_error = CASE WHEN ?3 THEN ?2 ELSE last_error END
+	last_error = CASE WHEN ?3 THEN ?2 ELSE last_error END, deliveries = CASE WHEN ?5 THEN deliveries - 1 ELSE deliveries END
 WHERE id IN (SELECT value FROM json_each(?4))
-
--- name: release
--- Gives a message back under its lease, uncounted.
-UPDATE leasehold_messages SET state = {pending}, visible_at = ?, deliveries = deliveries - 1
-WHERE id = ? AND fencing_token = ? AND state = {processing} AND locked_until > ? RETURNING queue
 
 -- name: expired
 -- The processing messages whose leases expired by ?1.
@@ -410,8 +472,8 @@ FROM leasehold_messages WHERE id = ?
 -- how many and their head. The keys come from leasehold_waiting one probe
 -- each (a loose index scan: the next key is the first entry past the last
 -- one), so the cost is in proportion to the keys listed and their waiting
--- messages; the head is the key's entry in leasehold_key_head, NULL when
--- there is none. The recursion's LIMIT ends it: its last row, once the
+-- messages; the head is the key's first entry in leasehold_key_head (a
+-- run has several), NULL when there is none. The recursion's LIMIT ends it: its last row, once the
 -- keys run out, is a NULL.
 WITH RECURSIVE k(key) AS (
 	SELECT (SELECT key FROM leasehold_messages WHERE queue = ?1 AND state = {waiting} AND key > ?2 ORDER BY key LIMIT 1)
@@ -423,6 +485,7 @@ SELECT k.key, (SELECT count(*) FROM leasehold_messages WHERE queue = ?1 AND stat
 	h.id, h.queue, h.state, h.key, h.dedup_id, h.payload, h.deliveries, h.max_deliveries, h.fencing_token,
 	h.worker_id, h.last_error, h.dead_reason, h.enqueued_at, h.visible_at, h.locked_until, h.finished_at, h.kind, h.priority,
 	h.attributes, h.first_claimed_at, h.dead_letter_queue, h.dead_letter_source
-FROM k LEFT JOIN leasehold_messages AS h ON h.queue = ?1 AND h.key = k.key AND h.state IN ({pending}, {processing})
+FROM k LEFT JOIN leasehold_messages AS h ON h.id = (SELECT min(id) FROM leasehold_messages
+	WHERE queue = ?1 AND key = k.key AND state IN ({pending}, {processing}))
 WHERE k.key IS NOT NULL
 ORDER BY k.key

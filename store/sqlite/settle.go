@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 
@@ -26,11 +27,59 @@ type settleTx struct {
 }
 
 func (t settleTx) CompleteCurrent(ctx context.Context, cs []store.Completion) ([]storecore.Held, error) {
-	rows, err := t.tx.StmtContext(ctx, t.s.st.prepared[qComplete]).QueryContext(ctx, t.now, leasesJSON(cs, func(c store.Completion) store.Lease { return c.Lease }))
+	if !slices.ContainsFunc(cs, func(c store.Completion) bool { return c.Late }) {
+		rows, err := t.tx.StmtContext(ctx, t.s.st.prepared[qComplete]).QueryContext(ctx, t.now, leasesJSON(cs, func(c store.Completion) store.Lease { return c.Lease }))
+		if err != nil {
+			return nil, err
+		}
+		return sqlstate.Collect(rows, func(r *sql.Rows) (storecore.Held, error) { return scanHeld(r.Scan) })
+	}
+	// The late leases whose messages are completed already, read before
+	// this completes others.
+	var late []store.Lease
+	for _, c := range cs {
+		if c.Late {
+			late = append(late, c.Lease)
+		}
+	}
+	rows, err := t.tx.QueryContext(ctx, t.s.st.Text(qCompletedUnder), leasesJSON(late, func(l store.Lease) store.Lease { return l }))
 	if err != nil {
 		return nil, err
 	}
-	return sqlstate.Collect(rows, func(r *sql.Rows) (storecore.Held, error) { return scanHeld(r.Scan) })
+	repeated, err := sqlstate.Collect(rows, func(r *sql.Rows) (storecore.Held, error) {
+		h, err := scanHeld(r.Scan)
+		h.Repeated = true
+		return h, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	rows, err = t.tx.QueryContext(ctx, t.s.st.Text(qCompleteLate), t.now, completionsJSON(cs))
+	if err != nil {
+		return nil, err
+	}
+	done, err := sqlstate.Collect(rows, func(r *sql.Rows) (storecore.Held, error) { return scanHeld(r.Scan) })
+	return append(done, repeated...), err
+}
+
+// completionsJSON encodes completions as a JSON array of [id, fencing
+// token, late] triples.
+func completionsJSON(cs []store.Completion) string {
+	b := make([]byte, 0, 2+len(cs)*26)
+	b = append(b, '[')
+	for i, c := range cs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		b = strconv.AppendInt(b, c.MessageID, 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, c.FencingToken, 10)
+		b = append(b, ',')
+		b = strconv.AppendBool(b, c.Late)
+		b = append(b, ']')
+	}
+	return string(append(b, ']'))
 }
 
 // scanHeld reads a row's id, fencing token, queue and key, then the
@@ -44,10 +93,19 @@ func scanHeld(scan func(...any) error, extra ...any) (storecore.Held, error) {
 }
 
 func (t settleTx) Current(ctx context.Context, l store.Lease) (storecore.Held, bool, error) {
+	return t.held(t.tx.StmtContext(ctx, t.s.st.prepared[qCurrent]).QueryRowContext(ctx, l.MessageID, l.FencingToken, t.now), l)
+}
+
+func (t settleTx) Given(ctx context.Context, l store.Lease) (storecore.Held, bool, error) {
+	return t.held(t.tx.QueryRowContext(ctx, t.s.st.Text(qGiven), l.MessageID, l.FencingToken), l)
+}
+
+// held reads the message of lease l from row, which current or given
+// found, if it found one.
+func (t settleTx) held(row *sql.Row, l store.Lease) (storecore.Held, bool, error) {
 	h := storecore.Held{Lease: l}
 	var key, dlq sql.NullString
-	err := t.tx.StmtContext(ctx, t.s.st.prepared[qCurrent]).QueryRowContext(ctx, l.MessageID, l.FencingToken, t.now).
-		Scan(&h.Deliveries, &h.MaxDeliveries, &h.Queue, &key, &dlq)
+	err := row.Scan(&h.Deliveries, &h.MaxDeliveries, &h.Queue, &key, &dlq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return storecore.Held{}, false, nil
 	}
@@ -72,6 +130,22 @@ func (t settleTx) Expired(ctx context.Context) ([]storecore.Held, error) {
 		h.StuckFor = time.Duration(t.now-lockedUntil) * time.Microsecond
 		return h, err
 	})
+}
+
+func (t settleTx) Running(ctx context.Context, lines []storecore.Line) ([]storecore.Held, error) {
+	var out []storecore.Held
+	for _, l := range lines {
+		rows, err := t.tx.QueryContext(ctx, t.s.st.Text(qRunning), l.Queue, l.Key)
+		if err != nil {
+			return nil, err
+		}
+		hs, err := sqlstate.Collect(rows, func(r *sql.Rows) (storecore.Held, error) { return scanHeld(r.Scan) })
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, hs...)
+	}
+	return out, nil
 }
 
 func (t settleTx) Find(ctx context.Context, ids []int64) ([]storecore.Found, error) {
@@ -128,8 +202,13 @@ func (t settleTx) Transfer(ctx context.Context, ts []storecore.Transfer, a store
 	return nil
 }
 
-func (t settleTx) Retry(ctx context.Context, ids []int64, delay time.Duration, errText string, setError bool) error {
-	_, err := t.tx.ExecContext(ctx, t.s.st.Text(qRetry), t.now+delay.Microseconds(), errText, setError, idsJSON(ids))
+func (t settleTx) Retry(ctx context.Context, ids []int64, delay time.Duration, errText string, setError, uncount bool) error {
+	_, err := t.tx.ExecContext(ctx, t.s.st.Text(qRetry), t.now+delay.Microseconds(), errText, setError, idsJSON(ids), uncount)
+	return err
+}
+
+func (t settleTx) Hold(ctx context.Context, ids []int64, uncount bool) error {
+	_, err := t.tx.ExecContext(ctx, t.s.st.Text(qHold), uncount, idsJSON(ids))
 	return err
 }
 

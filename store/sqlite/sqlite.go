@@ -673,31 +673,18 @@ func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, e
 			return err
 		}
 		until := now + c.LeaseDuration.Microseconds()
-		rows, err := tx.StmtContext(ctx, s.st.prepared[qClaim]).QueryContext(ctx, base, c.WorkerID, until, c.Queue, now, c.Max)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var d store.Delivery
-			var key, reply, dedup, kind, source sql.NullString
-			var enq, first int64
-			if err := rows.Scan(&d.MessageID, &key, &d.Payload, &reply, &dedup, &d.Attempt, &d.MaxDeliveries, &enq, &d.FencingToken, &kind, &d.Priority,
-				&d.Attributes, &first, &source); err != nil {
-				rows.Close()
+		var err error
+		if c.Runs {
+			var ids []int64
+			if ids, err = s.runs(ctx, tx, c, now); err != nil || len(ids) == 0 {
 				return err
 			}
-			d.Queue, d.Key, d.ReplyTo, d.DedupID, d.Kind, d.DeadLetterSource = c.Queue, key.String, reply.String, dedup.String, kind.String, source.String
-			d.EnqueuedAt, d.LeaseExpires, d.FirstClaimedAt = fromMicros(enq), fromMicros(until), fromMicros(first)
-			out = append(out, d)
+			out, err = s.claimRows(ctx, tx, c, until, s.st.prepared[qClaimRun], base, c.WorkerID, until, c.Queue, now, idsJSON(ids))
+		} else {
+			out, err = s.claimRows(ctx, tx, c, until, s.st.prepared[qClaim], base, c.WorkerID, until, c.Queue, now, c.Max)
 		}
-		if err := rows.Close(); err != nil {
+		if err != nil || len(out) == 0 {
 			return err
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if len(out) == 0 {
-			return nil
 		}
 		_, err = tx.StmtContext(ctx, s.st.prepared[qFenceAdd]).ExecContext(ctx, len(out))
 		return err
@@ -708,6 +695,90 @@ func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, e
 	// RETURNING gives no order; the fencing tokens follow the claim order.
 	slices.SortFunc(out, func(a, b store.Delivery) int { return cmp.Compare(a.FencingToken, b.FencingToken) })
 	return out, nil
+}
+
+// runs returns the ids a claim with runs takes, in its order: the
+// claimable messages in claim order, each keyed one followed by the rest
+// of its run (the key's next waiting messages, in order, while they are
+// visible), up to c.Max in all.
+func (s *backend) runs(ctx context.Context, tx *sql.Tx, c store.Claim, now int64) ([]int64, error) {
+	rows, err := tx.StmtContext(ctx, s.st.prepared[qClaimable]).QueryContext(ctx, c.Queue, now, c.Max)
+	if err != nil {
+		return nil, err
+	}
+	type head struct {
+		id  int64
+		key sql.NullString
+	}
+	heads, err := sqlstate.Collect(rows, func(r *sql.Rows) (h head, err error) { return h, r.Scan(&h.id, &h.key) })
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]int64, 0, c.Max)
+	for _, h := range heads {
+		if len(ids) == c.Max {
+			break
+		}
+		ids = append(ids, h.id)
+		if !h.key.Valid || len(ids) == c.Max {
+			continue
+		}
+		run, err := s.runNext(ctx, tx, c.Queue, h.key.String, c.Max-len(ids), now)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, run...)
+	}
+	return ids, nil
+}
+
+// runNext returns the ids of at most n waiting messages of the key that
+// come next, in order, up to the first that is not visible at now.
+func (s *backend) runNext(ctx context.Context, tx *sql.Tx, queue, key string, n int, now int64) ([]int64, error) {
+	rows, err := tx.StmtContext(ctx, s.st.prepared[qRunNext]).QueryContext(ctx, queue, key, n)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id, visible int64
+		if err := rows.Scan(&id, &visible); err != nil {
+			return nil, err
+		}
+		if visible > now {
+			break
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Close()
+}
+
+// claimRows runs a claiming statement, claim or claimRun, with args and
+// reads the deliveries it returns, leased until until.
+func (s *backend) claimRows(ctx context.Context, tx *sql.Tx, c store.Claim, until int64, stmt *sql.Stmt, args ...any) ([]store.Delivery, error) {
+	rows, err := tx.StmtContext(ctx, stmt).QueryContext(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Delivery
+	for rows.Next() {
+		var d store.Delivery
+		var key, reply, dedup, kind, source sql.NullString
+		var enq, first int64
+		if err := rows.Scan(&d.MessageID, &key, &d.Payload, &reply, &dedup, &d.Attempt, &d.MaxDeliveries, &enq, &d.FencingToken, &kind, &d.Priority,
+			&d.Attributes, &first, &source); err != nil {
+			return nil, err
+		}
+		d.Queue, d.Key, d.ReplyTo, d.DedupID, d.Kind, d.DeadLetterSource = c.Queue, key.String, reply.String, dedup.String, kind.String, source.String
+		d.EnqueuedAt, d.LeaseExpires, d.FirstClaimedAt = fromMicros(enq), fromMicros(until), fromMicros(first)
+		out = append(out, d)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	return out, rows.Err()
 }
 
 func (s *backend) Extend(ctx context.Context, leases []store.Lease, extension time.Duration) (store.Extended, error) {
@@ -772,27 +843,6 @@ func leasesJSON[T any](items []T, lease func(T) store.Lease) string {
 		b = append(b, ']')
 	}
 	return string(append(b, ']'))
-}
-
-// Requeue gives a message back without counting its delivery.
-func (s *backend) Requeue(ctx context.Context, r store.Release) error {
-	var queue string
-	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
-		err := tx.QueryRowContext(ctx, s.st.Text(qRelease),
-			now+r.Delay.Microseconds(), r.MessageID, r.FencingToken, now).Scan(&queue)
-		if errors.Is(err, sql.ErrNoRows) {
-			return store.LeaseLost(r.Lease)
-		}
-		if err != nil {
-			return err
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	s.wake.Notify(queue)
-	return nil
 }
 
 // deadIDs returns the ids to redrive or purge: the given ones, each checked

@@ -34,6 +34,9 @@ const (
 	qComplete
 	qCurrent
 	qPromote
+	qClaimable
+	qRunNext
+	qClaimRun
 	nPrepared
 )
 
@@ -44,8 +47,12 @@ const (
 	qCancel
 	qKill
 	qRetry
-	qRelease
 	qExpired
+	qCompleteLate
+	qCompletedUnder
+	qRunning
+	qGiven
+	qHold
 	qDeadIDs
 	qIsDead
 	qRedrive
@@ -92,12 +99,19 @@ var queryNames = [nQueries]string{
 	qComplete:           "complete",
 	qCurrent:            "current",
 	qPromote:            "promote",
+	qClaimable:          "claimable",
+	qRunNext:            "runNext",
+	qClaimRun:           "claimRun",
+	qCompleteLate:       "completeLate",
+	qCompletedUnder:     "completedUnder",
+	qRunning:            "running",
+	qGiven:              "given",
+	qHold:               "hold",
 	qCancelledOf:        "cancelledOf",
 	qMessageOf:          "messageOf",
 	qCancel:             "cancel",
 	qKill:               "kill",
 	qRetry:              "retry",
-	qRelease:            "release",
 	qExpired:            "expired",
 	qDeadIDs:            "deadIDs",
 	qIsDead:             "isDead",

@@ -252,3 +252,59 @@ func testMove(t *testing.T, f Factory) {
 		t.Fatalf("Move from an empty queue = %d, %v", n, err)
 	}
 }
+
+// The first message of a run that dies with a dead-letter queue moves
+// there and leaves its key's line as a death in place does: the rest of
+// the run runs on, and the key's next message goes when the whole run is
+// done.
+func testDeadLetterQueueOfARun(t *testing.T, f Factory) {
+	b := setup(t, f)
+	msgs := keyed("K", 4)
+	msgs[0].MaxDeliveries, msgs[0].DeadLetterQueue = 1, "dlq"
+	k := b.enqueue(msgs...)
+	was := b.get(k[0])
+	ds := b.claimRuns(3)
+	sameIDs(t, "the run", ids(ds), k[:3])
+	if dead, err := b.s.Fail(b.ctx, store.Failure{Lease: ds[0].Lease, Error: "boom"}); !dead || err != nil {
+		t.Fatalf("Fail = %v, %v; want dead", dead, err)
+	}
+	b.wantArrived(k[0], was, "dlq", b.queue, store.Pending)
+	b.wantState(k[1], store.Processing)
+	b.wantState(k[2], store.Processing)
+	b.wantState(k[3], store.Waiting)
+	b.wantDeliveries(k[1], 1)
+	b.wantDeliveries(k[2], 1)
+	if st := b.stats(); st.Processing != 2 || st.Waiting != 1 || st.Pending != 0 || st.Dead != 0 {
+		t.Fatalf("stats %+v, want 2 processing and 1 waiting", st)
+	}
+	b.claimNone()
+	b.mustComplete(ds[2].Lease)
+	b.claimNone()
+	b.mustComplete(ds[1].Lease)
+	sameIDs(t, "after the run", ids(b.claimRuns(3)), k[3:])
+}
+
+// The reaper's move of a run's first message to its dead-letter queue
+// leaves the rest of the run as a death in place does: the next is the
+// key's head again, counted, and the one after waits behind it,
+// uncounted.
+func testDeadLetterQueueOfAReapedRun(t *testing.T, f Factory) {
+	b := setup(t, f)
+	msgs := keyed("K", 3)
+	msgs[0].MaxDeliveries, msgs[0].DeadLetterQueue = 1, "dlq"
+	k := b.enqueue(msgs...)
+	sameIDs(t, "the run", ids(b.claimRuns(3)), k)
+	b.clk.Advance(lease)
+	rs := b.reap()
+	if len(rs) != 3 || !rs[0].Dead || rs[0].MovedTo != "dlq" || rs[1].Dead || rs[2].Dead {
+		t.Fatalf("Reap = %+v, want the first moved to dlq and 2 back", rs)
+	}
+	if in := b.get(k[0]); in.Queue != "dlq" || in.State != store.Pending {
+		t.Fatalf("moved message %+v, want pending in dlq", in)
+	}
+	b.wantState(k[1], store.Pending)
+	b.wantState(k[2], store.Waiting)
+	b.wantDeliveries(k[1], 1)
+	b.wantDeliveries(k[2], 0)
+	sameIDs(t, "after the reap", ids(b.claimRuns(3)), k[1:])
+}

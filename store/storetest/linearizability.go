@@ -26,13 +26,14 @@ const (
 	opReap
 	opAdvance
 	opRelease
+	opCompleteLate
 )
 
-var opNames = [...]string{"claim", "extend", "complete", "reap", "advance", "release"}
+var opNames = [...]string{"claim", "extend", "complete", "reap", "advance", "release", "complete late"}
 
 // opWeights makes completions rare, so that most of a history is claims,
 // extensions, releases, reaps and time passing on a live message.
-var opWeights = [...]int{opClaim: 25, opExtend: 20, opComplete: 2, opReap: 15, opAdvance: 20, opRelease: 18}
+var opWeights = [...]int{opClaim: 25, opExtend: 20, opComplete: 2, opReap: 15, opAdvance: 20, opRelease: 18, opCompleteLate: 2}
 
 func pickOp(rng *rand.Rand) opKind {
 	total := 0
@@ -85,8 +86,10 @@ const (
 // leaseModel says which results a fenced lease allows, one operation at a
 // time: a claim takes a pending message and mints a larger token; extend
 // complete and release succeed only under the current, unexpired lease; the
-// reaper returns an expired lease's message to pending, and only such a one.
-// With skipLocked, a contended claim may also find nothing.
+// reaper returns an expired lease's message to pending, and only such a one;
+// a late completion succeeds under the last token minted, whatever the
+// expiry, while the message is processing or pending, and changes nothing
+// when it completed the message before. With skipLocked, a contended claim may also find nothing.
 func leaseModel(skipLocked bool) porcupine.Model {
 	return porcupine.Model{
 		Partition: partitionByMessage,
@@ -149,6 +152,12 @@ func leaseStep(skipLocked bool, st leaseState, i linInput, o linOutput) (bool, l
 			st.state = store.Pending
 		}
 		return true, st
+	case opCompleteLate:
+		if i.token != st.token || st.state != store.Processing && st.state != store.Pending && st.state != store.Completed {
+			return !o.ok, st
+		}
+		st.state = store.Completed
+		return o.ok, st
 	case opReap:
 		// A reaper skips rows another reaper is recovering (SKIP
 		// LOCKED), so recovering nothing is always allowed; what is
@@ -218,7 +227,7 @@ func testLinearizable(t *testing.T, f Factory, o options) {
 			wg.Go(func() {
 				for range opsEach {
 					in := linInput{part: p, kind: pickOp(rng)}
-					if in.kind == opExtend || in.kind == opComplete || in.kind == opRelease {
+					if in.kind == opExtend || in.kind == opComplete || in.kind == opRelease || in.kind == opCompleteLate {
 						tokensMu.Lock()
 						if len(tokens) == 0 {
 							in.kind = opClaim
@@ -293,8 +302,8 @@ func (b *linPart) linStep(in linInput) (linOutput, error) {
 	case opExtend:
 		res, err := b.s.Extend(b.ctx, []store.Lease{b.leaseOf(in.token)}, linExtend)
 		return linOutput{ok: err == nil && len(res.Lost) == 0}, err
-	case opComplete:
-		errs, err := b.s.Complete(b.ctx, []store.Completion{{Lease: b.leaseOf(in.token)}})
+	case opComplete, opCompleteLate:
+		errs, err := b.s.Complete(b.ctx, []store.Completion{{Lease: b.leaseOf(in.token), Late: in.kind == opCompleteLate}})
 		if err != nil {
 			return linOutput{}, err
 		}

@@ -86,13 +86,19 @@ func Run(t *testing.T, f Factory, opts ...Option) {
 		{"CompleteWithReply", testCompleteWithReply},
 		{"ConcurrentReceivers", testConcurrentReceivers},
 
-		// Leases and fencing (lease.go, linearizability.go, maintainer.go).
+		// Leases and fencing (lease.go, linearizability.go, maintainer.go,
+		// late.go).
 		{"Fencing", testFencing},
 		{"ExpiredLeaseIsLost", testExpiredLeaseIsLost},
 		{"FencingTokensIncrease", testFencingTokensIncrease},
 		{"BatchExtendReportsLost", testBatchExtendReportsLost},
 		{"Linearizable", func(t *testing.T, f Factory) { testLinearizable(t, f, o) }},
 		{"Maintainer", testMaintainer},
+		{"LateCompletion", testLateCompletion},
+		{"LateCompletionRepeated", testLateCompletionRepeated},
+		{"LateCompletionRefused", testLateCompletionRefused},
+		{"LateCompletionOfAHead", testLateCompletionOfAHead},
+		{"LateRelease", testLateRelease},
 
 		// Failures, releases and cancels (failure.go, cancel.go).
 		{"FailRetriesThenDeadLetters", testFailRetriesThenDeadLetters},
@@ -114,6 +120,8 @@ func Run(t *testing.T, f Factory, opts ...Option) {
 		{"DeadLetterQueueOnFail", testDeadLetterQueueOnFail},
 		{"DeadLetterQueueOfFailure", testDeadLetterQueueOfFailure},
 		{"DeadLetterQueueOnReap", testDeadLetterQueueOnReap},
+		{"DeadLetterQueueOfARun", testDeadLetterQueueOfARun},
+		{"DeadLetterQueueOfAReapedRun", testDeadLetterQueueOfAReapedRun},
 		{"Move", testMove},
 
 		// Keys: one message of a key at a time, in enqueue order (keys.go);
@@ -123,6 +131,15 @@ func Run(t *testing.T, f Factory, opts ...Option) {
 		{"KeyDeadHeadUnblocks", testKeyDeadHeadUnblocks},
 		{"KeyRedriveWaitsBehindHead", testKeyRedriveWaitsBehindHead},
 		{"Dedup", testDedup},
+
+		// Runs: a claim that takes a key's next messages along (runs.go).
+		{"RunClaim", testRunClaim},
+		{"RunLimits", testRunLimits},
+		{"RunFailBringsRestBack", testRunFailBringsRestBack},
+		{"RunReleaseAndReap", testRunReleaseAndReap},
+		{"RunPoisonHead", testRunPoisonHead},
+		{"RunDeadOrCancelledGoesOn", testRunDeadOrCancelledGoesOn},
+		{"RunBlockedKeys", testRunBlockedKeys},
 
 		// Retention: pruning finished messages (retention.go).
 		{"Retention", testRetention},

@@ -1,0 +1,44 @@
+package sqlite
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The statements of runs and late completions find their rows through
+// an index of live messages of the queue or key, or through the primary
+// key: none reads the table, history included.
+func TestRunPlansSearch(t *testing.T) {
+	s, err := Open(context.Background(), Config{Path: filepath.Join(t.TempDir(), "plan.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	plans := []struct {
+		op   string
+		plan []string
+	}{
+		{"claimable", queryPlan(t, s, s.b.st.Text(qClaimable), "q", 0, 10)},
+		{"runNext", queryPlan(t, s, s.b.st.Text(qRunNext), "q", "k", 10)},
+		{"claimRun", queryPlan(t, s, s.b.st.Text(qClaimRun), 0, "w", 0, "q", 0, "[1,2]")},
+		{"running", queryPlan(t, s, s.b.st.Text(qRunning), "q", "k")},
+		{"promote", queryPlan(t, s, s.b.st.Text(qPromote), "q", "k")},
+		{"hold", queryPlan(t, s, s.b.st.Text(qHold), true, "[1,2]")},
+		{"completeLate", queryPlan(t, s, s.b.st.Text(qCompleteLate), 0, "[[1,2,true]]")},
+		{"completedUnder", queryPlan(t, s, s.b.st.Text(qCompletedUnder), "[[1,2]]")},
+	}
+	for _, p := range plans {
+		t.Logf("%s: %q", p.op, p.plan)
+		for _, step := range p.plan {
+			if strings.Contains(step, "leasehold_messages") && !strings.HasPrefix(step, "SEARCH ") {
+				t.Errorf("a step of the %s plan reads the whole table: %q\nplan: %q", p.op, step, p.plan)
+			}
+		}
+		if !slices.ContainsFunc(p.plan, func(step string) bool { return strings.HasPrefix(step, "SEARCH ") }) {
+			t.Errorf("the %s plan searches nothing: %q", p.op, p.plan)
+		}
+	}
+}
