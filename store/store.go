@@ -263,7 +263,9 @@ type Completion struct {
 	// already completed under the same token succeeds and changes nothing
 	// (its reply is not sent again), so that a retried completion whose
 	// answer was lost is harmless. A dead or cancelled message is never
-	// completed, late or not. False: the lease must be current, as for
+	// completed, late or not, nor one moved to another queue or redriven
+	// since the lease (Store.Move, Store.Redrive, a dead-letter queue):
+	// that clears its token. False: the lease must be current, as for
 	// every other operation on a lease; Amazon SQS standard queues fence
 	// a receipt handle as Late does.
 	Late bool
@@ -544,7 +546,9 @@ type Store interface {
 	Reap(ctx context.Context) ([]Recovered, error)
 	// Redrive returns dead messages to pending with a fresh delivery
 	// budget: the given ids, or all of the queue's when ids is empty. It
-	// returns how many it moved.
+	// returns how many it moved. No lease from before a message died
+	// reaches it, not even a late completion: its next claim mints its
+	// next fencing token.
 	Redrive(ctx context.Context, queue string, ids []int64) (int, error)
 	// Move moves up to m.Limit messages of a queue in one state to another
 	// queue, in one transaction, and returns how many it moved. Each
@@ -555,8 +559,9 @@ type Store interface {
 	// attributes, key, kind, priority, enqueue time and last error. It
 	// is no longer a dead letter: its DeadLetterSource is cleared. A
 	// moved pending message that headed its key's line lets the next one
-	// of the line go. No lease reaches a moved message: it is not
-	// processing, and its next claim mints a new fencing token. A backend
+	// of the line go. No lease from before the move reaches a moved
+	// message, not even a late completion (see Completion.Late): its next
+	// claim mints its next fencing token. A backend
 	// may pass over a message another operation holds locked (as Claim
 	// does).
 	Move(ctx context.Context, m Move) (int, error)

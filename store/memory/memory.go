@@ -672,6 +672,7 @@ func (s *backend) Redrive(ctx context.Context, queue string, ids []int64) (int, 
 		m.deliveries = 0
 		m.deadReason = ""
 		m.finishedAt = 0
+		m.fence = 0 // no lease from before it died completes it late
 		m.visibleAt = now
 		s.lineUpLocked(m, now)
 	}
@@ -736,6 +737,7 @@ func (s *backend) transferLocked(m *message, to string, a storecore.Arrival, now
 	}
 	m.dlq, m.maxDeliv = a.DeadLetterQueue, a.MaxDeliveries
 	m.dedupID, m.deliveries, m.finishedAt, m.firstClaimedAt, m.lockedUntil = "", 0, 0, 0, 0
+	m.fence = 0 // no earlier lease completes it, late or not: claims mint tokens from 1
 	m.visibleAt = now
 	m.queue = s.queueLocked(to)
 	m.state = store.Pending

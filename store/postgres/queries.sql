@@ -305,7 +305,9 @@ ORDER BY id FOR UPDATE
 
 -- name: redrive
 -- Brings a dead message back: behind its key's unfinished head, or pending.
-UPDATE {s}.messages m SET deliveries = 0, dead_reason = NULL, finished_at = NULL, visible_at = COALESCE($1::timestamptz, now()),
+-- Its fencing token becomes 0, which the fence sequence never gives, so
+-- that no lease from before it died completes it late.
+UPDATE {s}.messages m SET deliveries = 0, dead_reason = NULL, finished_at = NULL, visible_at = COALESCE($1::timestamptz, now()), fencing_token = 0,
 	state = CASE WHEN m.key IS NOT NULL AND EXISTS (SELECT 1 FROM {s}.messages h
 		WHERE h.queue = m.queue AND h.key = m.key AND h.state IN ({pending}, {processing})) THEN {waiting} ELSE {pending} END
 WHERE m.id = $2
@@ -341,9 +343,10 @@ FOR UPDATE SKIP LOCKED
 -- letter: the queue it leaves becomes its source (every right-hand side
 -- reads the row as it was), reason $5 and error $6 are recorded; else
 -- its source and reason are cleared. $7 and $8 are its budget and
--- dead-letter queue from now on. The caller holds the lock of its key in
--- $3.
-UPDATE {s}.messages m SET
+-- dead-letter queue from now on. Its fencing token becomes 0, which the
+-- fence sequence never gives, so that no earlier lease completes it late.
+-- The caller holds the lock of its key in $3.
+UPDATE {s}.messages m SET fencing_token = 0,
 	dead_letter_source = CASE WHEN $4::boolean THEN m.queue END,
 	dead_reason = CASE WHEN $4::boolean THEN $5::text END,
 	last_error = CASE WHEN $4::boolean THEN $6::text ELSE m.last_error END,

@@ -187,8 +187,9 @@ SELECT 1 FROM leasehold_messages WHERE id = ? AND queue = ? AND state = {dead}
 
 -- name: redrive
 -- Brings a dead message back: behind its key's unfinished head, or
--- pending.
-UPDATE leasehold_messages SET deliveries = 0, dead_reason = NULL, finished_at = NULL, visible_at = ?1,
+-- pending. Its fencing token becomes 0, which no claim mints, so that no
+-- lease from before it died completes it late.
+UPDATE leasehold_messages SET deliveries = 0, dead_reason = NULL, finished_at = NULL, visible_at = ?1, fencing_token = 0,
 	state = CASE WHEN key IS NOT NULL AND EXISTS (SELECT 1 FROM leasehold_messages h
 		WHERE h.queue = leasehold_messages.queue AND h.key = leasehold_messages.key AND h.state IN ({pending}, {processing})) THEN {waiting} ELSE {pending} END
 WHERE id = ?2 AND state = {dead}
@@ -214,8 +215,9 @@ ORDER BY id LIMIT ?3
 -- dead letter: the queue it leaves becomes its source (every right-hand
 -- side reads the row as it was), reason ?5 and error ?6 are recorded;
 -- else its source and reason are cleared. ?7 and ?8 are its budget and
--- dead-letter queue from now on.
-UPDATE leasehold_messages SET
+-- dead-letter queue from now on. Its fencing token becomes 0, which no
+-- claim mints, so that no earlier lease completes it late.
+UPDATE leasehold_messages SET fencing_token = 0,
 	dead_letter_source = CASE WHEN ?4 THEN queue END,
 	dead_reason = CASE WHEN ?4 THEN ?5 END,
 	last_error = CASE WHEN ?4 THEN ?6 ELSE last_error END,

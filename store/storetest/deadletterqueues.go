@@ -308,3 +308,54 @@ func testDeadLetterQueueOfAReapedRun(t *testing.T, f Factory) {
 	b.wantDeliveries(k[2], 0)
 	sameIDs(t, "after the reap", ids(b.claimRuns(3)), k[1:])
 }
+
+// No lease from before a move reaches the moved message, not even a late
+// completion: a dead letter moved to its dead-letter queue, a pending
+// message that Move moved, and a dead message that Redrive brought back
+// all refuse it, and their next claims complete them.
+func testLateCompletionAfterMove(t *testing.T, f Factory) {
+	b := setup(t, f)
+	dl := b.enqueue(store.NewMessage{Payload: []byte("dl"), MaxDeliveries: 1, DeadLetterQueue: "dlq"})[0]
+	d := b.claimOne()
+	if dead, err := b.s.Fail(b.ctx, store.Failure{Lease: d.Lease, Error: "boom"}); !dead || err != nil {
+		t.Fatalf("Fail = %v, %v; want dead", dead, err)
+	}
+	wantLost(t, "late Complete of a dead letter moved to its dead-letter queue", b.completeLate(store.Completion{Lease: d.Lease})[0])
+	if in := b.get(dl); in.Queue != "dlq" || in.State != store.Pending {
+		t.Fatalf("moved message %+v, want pending in dlq", in)
+	}
+	got := b.claimMany("dlq", 1)
+	if len(got) != 1 || got[0].MessageID != dl || got[0].FencingToken == d.FencingToken {
+		t.Fatalf("claimed %+v from dlq, want %d under a new token", got, dl)
+	}
+	b.mustComplete(got[0].Lease)
+
+	moved := b.send("moved")
+	d = b.claimOne()
+	if err := b.s.Release(b.ctx, store.Release{Lease: d.Lease, Uncount: true}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := b.s.Move(b.ctx, store.Move{Queue: b.queue, State: store.Pending, To: "elsewhere", Limit: 1}); err != nil || n != 1 {
+		t.Fatalf("Move = %d, %v; want 1", n, err)
+	}
+	wantLost(t, "late Complete of a message that Move moved", b.completeLate(store.Completion{Lease: d.Lease})[0])
+	if in := b.get(moved); in.Queue != "elsewhere" || in.State != store.Pending {
+		t.Fatalf("moved message %+v, want pending in elsewhere", in)
+	}
+
+	redriven := b.enqueue(store.NewMessage{Payload: []byte("redriven"), MaxDeliveries: 1})[0]
+	d = b.claimOne()
+	if dead, err := b.s.Fail(b.ctx, store.Failure{Lease: d.Lease, Error: "boom"}); !dead || err != nil {
+		t.Fatalf("Fail = %v, %v; want dead", dead, err)
+	}
+	if n, err := b.s.Redrive(b.ctx, b.queue, []int64{redriven}); err != nil || n != 1 {
+		t.Fatalf("Redrive = %d, %v; want 1", n, err)
+	}
+	wantLost(t, "late Complete of a redriven message", b.completeLate(store.Completion{Lease: d.Lease})[0])
+	b.wantState(redriven, store.Pending)
+	again := b.claimOne()
+	if again.MessageID != redriven || again.FencingToken == d.FencingToken {
+		t.Fatalf("claimed %+v, want %d under a new token", again, redriven)
+	}
+	b.mustCompleteLate(again.Lease)
+}

@@ -122,6 +122,7 @@ func Run(t *testing.T, f Factory, opts ...Option) {
 		{"DeadLetterQueueOnReap", testDeadLetterQueueOnReap},
 		{"DeadLetterQueueOfARun", testDeadLetterQueueOfARun},
 		{"DeadLetterQueueOfAReapedRun", testDeadLetterQueueOfAReapedRun},
+		{"LateCompletionAfterMove", testLateCompletionAfterMove},
 		{"Move", testMove},
 
 		// Keys: one message of a key at a time, in enqueue order (keys.go);
