@@ -40,7 +40,9 @@ const (
 	// Completed messages were acknowledged; they are kept for the dedup window
 	// and the retention period.
 	Completed
-	// Dead messages failed for good; they are kept until purged or redriven.
+	// Dead messages failed for good; they are kept until purged or
+	// redriven. A message with a dead-letter queue never stays dead: it
+	// moves there (see NewMessage.DeadLetterQueue).
 	Dead
 	// Cancelled messages were cancelled before they finished (see
 	// Store.Cancel); they never run again.
@@ -134,6 +136,20 @@ type NewMessage struct {
 	// A key's messages still run one at a time in enqueue order, whatever
 	// their priorities.
 	Priority int
+	// DeadLetterQueue, when set, names the queue the message moves to
+	// when it is dead-lettered (a failure on its last delivery or a
+	// permanent one, or the lease of its last delivery expired), in the
+	// same transaction, instead of staying dead in its own queue. There
+	// it arrives as a new message would (see Move): pending, or waiting
+	// behind an unfinished message of its key; with its payload,
+	// attributes, key, kind, priority and enqueue time; without its dedup
+	// id; with a fresh delivery count, the budget MaxDeliveriesLimit and
+	// no dead-letter queue of its own, the target queue's limits being
+	// its user's to apply (the SQS API applies them at receive). Its dead
+	// reason and last error are recorded, and the queue it left is its
+	// DeadLetterSource. Empty: dead in its own queue. It must name
+	// another queue.
+	DeadLetterQueue string
 }
 
 // TxStore is a store that can enqueue inside its caller's transaction, of
@@ -224,8 +240,12 @@ type Delivery struct {
 	Attributes []byte
 	// FirstClaimedAt is when the message's first claim took it: this
 	// claim's time on the first attempt, and kept through later claims,
-	// releases, reaps and redrives.
+	// releases, reaps and redrives (a move to another queue starts it
+	// again).
 	FirstClaimedAt time.Time
+	// DeadLetterSource is the queue the message was dead-lettered from
+	// (see Info); empty for none.
+	DeadLetterSource string
 }
 
 // Completion finishes a claimed message.
@@ -243,7 +263,9 @@ type Completion struct {
 	// already completed under the same token succeeds and changes nothing
 	// (its reply is not sent again), so that a retried completion whose
 	// answer was lost is harmless. A dead or cancelled message is never
-	// completed, late or not. False: the lease must be current, as for
+	// completed, late or not, nor one moved to another queue or redriven
+	// since the lease (Store.Move, Store.Redrive, a dead-letter queue):
+	// that clears its token. False: the lease must be current, as for
 	// every other operation on a lease; Amazon SQS standard queues fence
 	// a receipt handle as Late does.
 	Late bool
@@ -266,6 +288,11 @@ type Failure struct {
 	// Reason is recorded when the failure dead-letters the message; empty
 	// means ReasonPermanent for a permanent failure, else ReasonMaxDeliveries.
 	Reason DeadReason
+	// DeadLetterQueue, when set and the failure dead-letters the message,
+	// moves the message there as NewMessage.DeadLetterQueue says, in
+	// place of the message's own dead-letter queue, if any. A queue that
+	// is the message's own leaves it dead there.
+	DeadLetterQueue string
 }
 
 // ReleasedError is recorded on a message given back by a counted Release.
@@ -311,6 +338,9 @@ type Recovered struct {
 	Queue string
 	// Dead is true when its deliveries were used up and it was dead-lettered.
 	Dead bool
+	// MovedTo names the queue a dead-lettered message moved to (its
+	// NewMessage.DeadLetterQueue); empty when it stays dead in Queue.
+	MovedTo string
 	// StuckFor is how long its lease had been expired.
 	StuckFor time.Duration
 }
@@ -376,6 +406,13 @@ type Info struct {
 	// FirstClaimedAt is when the message's first claim took it; zero
 	// while it was never claimed.
 	FirstClaimedAt time.Time
+	// DeadLetterQueue is where the message moves when it is
+	// dead-lettered (see NewMessage); empty for none.
+	DeadLetterQueue string
+	// DeadLetterSource is the queue the message was dead-lettered from
+	// into this one (see NewMessage.DeadLetterQueue); empty when it was
+	// not, or when Move moved it on since.
+	DeadLetterSource string
 }
 
 // QueueInfo is a queue's record, kept in the database: made by CreateQueue.
@@ -415,6 +452,26 @@ type Prune struct {
 	OlderThan time.Duration
 	// Limit is how many to delete at most: 1 to MaxBatch.
 	Limit int
+}
+
+// Move selects messages for Store.Move and says what they become.
+type Move struct {
+	// Queue is the queue the messages leave.
+	Queue string
+	// State is Pending (the visible ones, in claim order) or Dead (by id).
+	State State
+	// To names the queue they go to, another than Queue. Empty: each goes
+	// back to its DeadLetterSource, and messages without one are passed
+	// over.
+	To string
+	// Limit is how many to move at most: 1 to MaxBatch.
+	Limit int
+	// MaxDeliveries is the moved messages' delivery budget: 1 to
+	// MaxDeliveriesLimit, zero for DefaultMaxDeliveries.
+	MaxDeliveries int
+	// DeadLetterQueue becomes the moved messages' dead-letter queue (see
+	// NewMessage); empty for none.
+	DeadLetterQueue string
 }
 
 // ListFilter selects messages for List: those of Queue in State that
@@ -489,8 +546,25 @@ type Store interface {
 	Reap(ctx context.Context) ([]Recovered, error)
 	// Redrive returns dead messages to pending with a fresh delivery
 	// budget: the given ids, or all of the queue's when ids is empty. It
-	// returns how many it moved.
+	// returns how many it moved. No lease from before a message died
+	// reaches it, not even a late completion: its next claim mints its
+	// next fencing token.
 	Redrive(ctx context.Context, queue string, ids []int64) (int, error)
+	// Move moves up to m.Limit messages of a queue in one state to another
+	// queue, in one transaction, and returns how many it moved. Each
+	// arrives as a new message would: pending and visible at once, or
+	// waiting behind an unfinished message of its key in its new queue;
+	// with a fresh delivery count and m's budget and dead-letter queue;
+	// without its dedup id or dead reason; keeping its id, payload,
+	// attributes, key, kind, priority, enqueue time and last error. It
+	// is no longer a dead letter: its DeadLetterSource is cleared. A
+	// moved pending message that headed its key's line lets the next one
+	// of the line go. No lease from before the move reaches a moved
+	// message, not even a late completion (see Completion.Late): its next
+	// claim mints its next fencing token. A backend
+	// may pass over a message another operation holds locked (as Claim
+	// does).
+	Move(ctx context.Context, m Move) (int, error)
 	// Purge deletes dead messages: the given ids, or all of the queue's when
 	// ids is empty. It returns how many it deleted.
 	Purge(ctx context.Context, queue string, ids []int64) (int, error)

@@ -543,7 +543,12 @@ func (s *Server) Run(ctx context.Context) error {
 	var loops sync.WaitGroup
 	loops.Go(func() { _ = s.maint.Run(ctx) })
 	loops.Go(func() { _ = s.dash.Run(ctx) })
+	// The message move tasks stop with the server, and go on in the next
+	// one, or in another server of the database.
+	moves, stopMoves := context.WithCancel(ctx)
+	loops.Go(func() { _ = s.api.RunMoveTasks(moves) })
 	defer func() {
+		stopMoves()
 		_ = s.maint.Shutdown(context.WithoutCancel(ctx))
 		_ = s.dash.Shutdown(context.WithoutCancel(ctx))
 		loops.Wait()

@@ -69,6 +69,8 @@ func TestQueueActions(t *testing.T) {
 				t.Errorf("attribute %s = %q, want %q", k, a[k], want)
 			}
 		}
+		// A redrive policy's dead-letter queue exists.
+		f.createQueue("dead", nil)
 		_, err = f.c.SetQueueAttributes(f.ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(url), Attributes: map[string]string{
 			"VisibilityTimeout": "60", "DelaySeconds": "5", "MessageRetentionPeriod": "86400",
 			"RedrivePolicy": `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dead","maxReceiveCount":"3"}`}})

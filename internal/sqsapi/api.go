@@ -16,9 +16,10 @@
 // with runs, and the group's next go once they are done); on a standard
 // queue it is kept with the message and orders nothing, as in SQS.
 // MessageDeduplicationId is the dedup id, and a redrive policy's
-// maxReceiveCount the delivery budget: past it the message is dead in its
-// own queue. Message ids are UUIDs that map one to one to the store's ids
-// (internal/sqsid).
+// maxReceiveCount the delivery budget: past it the message moves to the
+// policy's dead-letter queue (deadletters.go), from where message move
+// tasks move it back (movetasks.go). Message ids are UUIDs that map one
+// to one to the store's ids (internal/sqsid).
 package sqsapi
 
 import (
@@ -201,6 +202,8 @@ type API struct {
 	buffered *bodies
 	// authFailures slows the addresses that fail to authenticate.
 	authFailures *authlimit.Limiter
+	// movers run the message move tasks (movetasks.go).
+	movers movers
 }
 
 type cached struct {
@@ -357,12 +360,15 @@ func (a *API) actions() map[string]action {
 		"ChangeMessageVisibilityBatch": a.changeMessageVisibilityBatch,
 		"AddPermission":                a.addPermission,
 		"RemovePermission":             a.removePermission,
+		"ListDeadLetterSourceQueues":   a.listDeadLetterSourceQueues,
+		"StartMessageMoveTask":         a.startMessageMoveTask,
+		"ListMessageMoveTasks":         a.listMessageMoveTasks,
+		"CancelMessageMoveTask":        a.cancelMessageMoveTask,
 	}
 }
 
 // unsupported are SQS actions this API knows of and does not offer.
-var unsupported = []string{"ListDeadLetterSourceQueues",
-	"StartMessageMoveTask", "CancelMessageMoveTask", "ListMessageMoveTasks"}
+var unsupported []string
 
 // ServeHTTP answers one SQS request.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {

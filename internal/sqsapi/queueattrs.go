@@ -182,9 +182,8 @@ func checkSetAttrs(attrs map[string]string, fifo bool) *apiError {
 	return nil
 }
 
-// parseRedrive reads a redrive policy's maxReceiveCount. The dead-letter
-// target is kept as given: dead messages stay in their own queue, in the
-// dead state.
+// parseRedrive reads a redrive policy's maxReceiveCount. Its
+// deadLetterTargetArn, optional here, is read by redriveTarget.
 func parseRedrive(v string) (int, *apiError) {
 	var p map[string]any
 	if err := json.Unmarshal([]byte(v), &p); err != nil {
@@ -225,6 +224,9 @@ type queue struct {
 	// maxReceive is the redrive policy's maxReceiveCount; zero when the
 	// queue has none, and its messages are received without limit.
 	maxReceive int
+	// deadLetterQueue is the name of the redrive policy's dead-letter
+	// queue; empty when it names none, and dead messages stay here.
+	deadLetterQueue string
 }
 
 func (q *queue) name() string { return q.rec.Queue }
@@ -247,6 +249,7 @@ func newQueue(rec store.QueueInfo) *queue {
 	q.visibility = time.Duration(num(attrVisibility)) * time.Second
 	if p := rec.Attributes[attrRedrive]; p != "" {
 		q.maxReceive, _ = parseRedrive(p)
+		q.deadLetterQueue = policyTarget(p)
 	}
 	return q
 }
@@ -295,7 +298,7 @@ func (a *API) queueAttributes(q *queue, st store.Stats, arn string, names []stri
 		all[k] = v
 	}
 	for k, v := range q.rec.Attributes {
-		if !isTagKey(k) {
+		if !isTagKey(k) && !strings.HasPrefix(k, internalPrefix) {
 			all[k] = v
 		}
 	}

@@ -84,6 +84,9 @@ func (a *API) createQueue(ctx context.Context, c *call) (any, error) {
 	if err := checkTags(in.Tags); err != nil {
 		return nil, err
 	}
+	if err := a.linkDeadLetterQueue(ctx, in.QueueName, fifo, given); err != nil {
+		return nil, err
+	}
 	attrs := map[string]string{}
 	for k, v := range given {
 		if v != "" && !(k == attrFifo && !fifo) {
@@ -234,27 +237,13 @@ func (a *API) listQueues(ctx context.Context, c *call) (any, error) {
 	if err := c.decode(&in); err != nil {
 		return nil, err
 	}
-	limit := 1000
-	if in.MaxResults != nil {
-		if *in.MaxResults < 1 || *in.MaxResults > 1000 {
-			return nil, errInvalidParameter.f("MaxResults must be from 1 to 1000, not %d", *in.MaxResults)
-		}
-		limit = *in.MaxResults
-	}
-	after := ""
-	if in.NextToken != "" {
-		b, err := base64.RawURLEncoding.DecodeString(in.NextToken)
-		// A token names the last queue of its page: a name this server
-		// could have given.
-		if err != nil || !utf8.Valid(b) || bytes.IndexByte(b, 0) >= 0 || len(b) > store.MaxNameLength {
-			return nil, errInvalidParameter.f("NextToken %q is not a token this server gave", in.NextToken)
-		}
-		after = string(b)
+	limit, after, err := queuePaging(in.MaxResults, in.NextToken)
+	if err != nil {
+		return nil, err
 	}
 	// Without a prefix, the page is read alone, with one more name to
 	// tell whether more follow; a prefix filters the list of every queue.
 	var names []string
-	var err error
 	if in.QueueNamePrefix == "" {
 		names, err = a.st.QueuePage(ctx, after, "", limit+1)
 	} else {
@@ -279,7 +268,7 @@ func (a *API) listQueues(ctx context.Context, c *call) (any, error) {
 		}
 		if len(out.QueueUrls) == limit {
 			if in.MaxResults != nil {
-				out.NextToken = base64.RawURLEncoding.EncodeToString([]byte(last))
+				out.NextToken = pageToken(last)
 			}
 			break
 		}
@@ -288,6 +277,32 @@ func (a *API) listQueues(ctx context.Context, c *call) (any, error) {
 	}
 	return out, nil
 }
+
+// queuePaging reads the paging of a list of queues: MaxResults, 1 to
+// 1000 (1000 when not given), and the name after which the page starts,
+// from NextToken.
+func queuePaging(maxResults *int, nextToken string) (int, string, error) {
+	limit := 1000
+	if maxResults != nil {
+		if *maxResults < 1 || *maxResults > 1000 {
+			return 0, "", errInvalidParameter.f("MaxResults must be from 1 to 1000, not %d", *maxResults)
+		}
+		limit = *maxResults
+	}
+	if nextToken == "" {
+		return limit, "", nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(nextToken)
+	// A token names the last queue of its page: a name this server could
+	// have given.
+	if err != nil || !utf8.Valid(b) || bytes.IndexByte(b, 0) >= 0 || len(b) > store.MaxNameLength {
+		return 0, "", errInvalidParameter.f("NextToken %q is not a token this server gave", nextToken)
+	}
+	return limit, string(b), nil
+}
+
+// pageToken is the NextToken of a page of queues that ends with last.
+func pageToken(last string) string { return base64.RawURLEncoding.EncodeToString([]byte(last)) }
 
 // queueInput names the queue of an action; alone, it is the input of the
 // actions that take only a queue.
@@ -386,6 +401,9 @@ func (a *API) setQueueAttributes(ctx context.Context, c *call) (any, error) {
 	}
 	attrs := normalAttrs(in.Attributes)
 	if err := checkSetAttrs(attrs, q.fifo); err != nil {
+		return nil, err
+	}
+	if err := a.linkDeadLetterQueue(ctx, q.name(), q.fifo, attrs); err != nil {
 		return nil, err
 	}
 	// FifoQueue can only be what it is: it changes nothing.

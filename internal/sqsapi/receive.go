@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
 	"time"
@@ -100,7 +101,7 @@ func (a *API) receiveMessage(ctx context.Context, c *call) (any, error) {
 			continue
 		}
 		kept = append(kept, m.Lease)
-		out.Messages = append(out.Messages, a.receivedMessage(q, m, sysNames, in.MessageAttributeNames))
+		out.Messages = append(out.Messages, a.receivedMessage(c.r, q, m, sysNames, in.MessageAttributeNames))
 	}
 	if zero {
 		if err := a.giveBack(ctx, kept); err != nil {
@@ -128,18 +129,21 @@ func (a *API) giveBack(ctx context.Context, leases []store.Lease) error {
 }
 
 // overReceived dead-letters a message received more often than its
-// queue's maxReceiveCount allows. Should that fail, the message is still
-// leased and comes back when the lease ends.
+// queue's maxReceiveCount allows: it moves to the policy's dead-letter
+// queue, in the store's transaction, or stays dead here when the policy
+// names none. Should that fail, the message is still leased and comes
+// back when the lease ends.
 func (a *API) overReceived(ctx context.Context, q *queue, m *mailbox.Message) error {
 	_, err := a.st.Fail(ctx, store.Failure{Lease: m.Lease, Permanent: true, Reason: store.ReasonMaxDeliveries,
-		Error: fmt.Sprintf("received %d times; the queue's maxReceiveCount is %d", m.Attempt, q.maxReceive)})
+		Error:           fmt.Sprintf("received %d times; the queue's maxReceiveCount is %d", m.Attempt, q.maxReceive),
+		DeadLetterQueue: q.deadLetterQueue})
 	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
 		return err
 	}
 	return nil
 }
 
-func (a *API) receivedMessage(q *queue, m *mailbox.Message, sysNames, attrNames []string) message {
+func (a *API) receivedMessage(r *http.Request, q *queue, m *mailbox.Message, sysNames, attrNames []string) message {
 	body := string(m.Payload)
 	stored := decodeAttrs(m.Attributes)
 	out := message{MessageId: a.cfg.MessageIDs.MessageID(m.MessageID), ReceiptHandle: a.receipts.format(q.name(), m.Lease),
@@ -165,6 +169,9 @@ func (a *API) receivedMessage(q *queue, m *mailbox.Message, sysNames, attrNames 
 	}
 	if q.fifo {
 		all["SequenceNumber"] = sequenceNumber(m.MessageID)
+	}
+	if m.DeadLetterSource != "" {
+		all["DeadLetterQueueSourceArn"] = a.queueARN(r, m.DeadLetterSource)
 	}
 	if t, ok := stored.System["AWSTraceHeader"]; ok && t.StringValue != nil {
 		all["AWSTraceHeader"] = *t.StringValue

@@ -136,7 +136,7 @@ func prepare(q *queue, e *sendEntry, from origin) (store.NewMessage, sent, int, 
 		kept.Dedup, dedup = dedup, "g:"+hex.EncodeToString(sum[:])
 	}
 	msg := store.NewMessage{Queue: q.name(), Payload: []byte(body), Key: key, DedupID: dedup, Delay: delay,
-		MaxDeliveries: q.maxDeliveries(), Attributes: kept.encode()}
+		MaxDeliveries: q.maxDeliveries(), Attributes: kept.encode(), DeadLetterQueue: q.deadLetterQueue}
 	out := sent{Id: e.Id, MD5OfMessageBody: bodyMD5(body), MD5OfMessageAttributes: attrsMD5(e.MessageAttributes),
 		MD5OfMessageSystemAttributes: attrsMD5(e.MessageSystemAttributes)}
 	return msg, out, size, nil

@@ -117,7 +117,55 @@ func checkNewMessage(m store.NewMessage, o store.Options) error {
 	if m.MaxDeliveries < 0 || m.MaxDeliveries > store.MaxDeliveriesLimit {
 		return invalid("max deliveries is %d, must be 0 (the default) to %d", m.MaxDeliveries, store.MaxDeliveriesLimit)
 	}
+	return checkDeadLetterQueue(m.Queue, m.DeadLetterQueue)
+}
+
+// checkDeadLetterQueue validates the dead-letter queue of messages of
+// queue: none, or another valid queue name.
+func checkDeadLetterQueue(queue, dlq string) error {
+	if dlq == "" {
+		return nil
+	}
+	if err := CheckQueue(dlq); err != nil {
+		return fmt.Errorf("dead-letter queue: %w", err)
+	}
+	if dlq == queue {
+		return invalid("dead-letter queue %q is the message's own queue", dlq)
+	}
 	return nil
+}
+
+// CheckMove validates a move and returns it with its budget defaulted.
+func CheckMove(m store.Move) (store.Move, error) {
+	if err := CheckQueue(m.Queue); err != nil {
+		return m, err
+	}
+	if m.State != store.Pending && m.State != store.Dead {
+		return m, invalid("a move takes pending or dead messages, not %s ones", m.State)
+	}
+	if m.To != "" {
+		if err := CheckQueue(m.To); err != nil {
+			return m, fmt.Errorf("move target: %w", err)
+		}
+		if m.To == m.Queue {
+			return m, invalid("a move's target %q is the queue it moves from", m.To)
+		}
+	}
+	if m.Limit < 1 || m.Limit > store.MaxBatch {
+		return m, invalid("move of %d messages, must be 1 to %d", m.Limit, store.MaxBatch)
+	}
+	if m.MaxDeliveries < 0 || m.MaxDeliveries > store.MaxDeliveriesLimit {
+		return m, invalid("max deliveries is %d, must be 0 (the default) to %d", m.MaxDeliveries, store.MaxDeliveriesLimit)
+	}
+	if m.MaxDeliveries == 0 {
+		m.MaxDeliveries = store.DefaultMaxDeliveries
+	}
+	if m.DeadLetterQueue != "" {
+		if err := checkDeadLetterQueue(m.To, m.DeadLetterQueue); err != nil {
+			return m, err
+		}
+	}
+	return m, nil
 }
 
 // CheckClaim validates a claim.
@@ -202,6 +250,9 @@ func CheckCompletions(cs []store.Completion, o store.Options) ([]*store.NewMessa
 func CheckFailure(f store.Failure, o store.Options) (store.Failure, error) {
 	if f.RetryDelay < 0 {
 		return f, invalid("retry delay is %s, must not be negative", f.RetryDelay)
+	}
+	if err := checkDeadLetterQueue("", f.DeadLetterQueue); err != nil {
+		return f, err
 	}
 	if f.Reply != nil {
 		r, err := CheckNewMessages([]store.NewMessage{*f.Reply}, o)

@@ -292,6 +292,14 @@ func (s *Store) Redrive(ctx context.Context, queue string, ids []int64) (int, er
 	return n, err
 }
 
+// Move implements store.Store.
+func (s *Store) Move(ctx context.Context, m store.Move) (int, error) {
+	m, err := CheckMove(m)
+	mv := &moving{m: m}
+	err = s.settle(ctx, "move", err, mv)
+	return mv.moved, err
+}
+
 // Purge implements store.Store.
 func (s *Store) Purge(ctx context.Context, queue string, ids []int64) (int, error) {
 	return run(s, "purge", checkDeadLetters(queue, ids), func() (int, error) { return s.b.Purge(ctx, queue, ids) })

@@ -22,6 +22,8 @@ import (
 //	waiting ──claim with runs, behind its key's head──▶ processing
 //	processing ──an earlier message of its run went back──▶ waiting
 //	pending, waiting, processing ──cancel──▶ cancelled
+//	dead, of a message with a dead-letter queue ══▶ pending or waiting there instead
+//	pending (visible), dead ──move──▶ pending or waiting in another queue
 
 // Held is a claimed message as a settling transaction found it: under its
 // current lease, and locked until the transaction ends.
@@ -37,6 +39,32 @@ type Held struct {
 	// Repeated marks a message that CompleteCurrent found completed under
 	// a Late completion's token already: it changed nothing.
 	Repeated bool
+	// DeadLetterQueue is where the message moves when it dies; empty for
+	// none (see store.NewMessage). Set by Current and Expired.
+	DeadLetterQueue string
+}
+
+// Transfer is a message that a settling transaction moves to another
+// queue: a dead letter to its dead-letter queue, or one that Move moves.
+type Transfer struct {
+	ID int64
+	// Key is the message's key, for the lock of its line in To.
+	Key string
+	To  string
+}
+
+// Arrival says what transferred messages become in their new queue.
+type Arrival struct {
+	// Dead says they were dead-lettered: Reason and Error are recorded and
+	// the queue each leaves becomes its dead-letter source. Else their
+	// dead reason and dead-letter source are cleared.
+	Dead   bool
+	Reason store.DeadReason
+	Error  string
+	// MaxDeliveries and DeadLetterQueue are their budget and dead-letter
+	// queue from now on (empty for none).
+	MaxDeliveries   int
+	DeadLetterQueue string
 }
 
 // Line names a key's line of messages: its head runs, the rest wait.
@@ -87,6 +115,17 @@ type SettleTx interface {
 	// visibleNow, their visible time becomes now, as a reaped message's
 	// always does.
 	Kill(ctx context.Context, ids []int64, reason store.DeadReason, errText string, visibleNow bool) error
+	// Movable finds and locks up to m.Limit messages that m selects (a
+	// checked store.Move), in its order, each with the queue it goes to;
+	// a backend that locks keys takes the locks of their lines, in their
+	// queue and in the one they go to, before it locks them.
+	Movable(ctx context.Context, m store.Move) ([]Transfer, error)
+	// Transfer moves messages to other queues as a arrives: each is
+	// visible now, pending, or waiting when its new queue has an
+	// unfinished message of its key; its deliveries, dedup id, finish
+	// time and first claim are cleared. Lock has taken the locks of
+	// their lines in their new queues.
+	Transfer(ctx context.Context, ts []Transfer, a Arrival) error
 	// Retry makes messages pending again, visible after delay. When
 	// setError, errText becomes their last error; else it is kept. With
 	// uncount, each takes back the delivery its claim counted.
@@ -136,14 +175,53 @@ func lastDelivery(h Held) bool { return h.Deliveries >= h.MaxDeliveries }
 // lease of its last delivery expired.
 const leaseExpiredError = "lease expired"
 
-// after lets the next message of each line whose head this transaction
-// finished go and sends the replies, taking every lock first; then it
-// tells other processes of the queues where messages may have become
-// claimable (the lines', and those given), and notes them and the replies'
+// transfers are the messages a settling transaction moves to other
+// queues, and what they become there.
+type transfers struct {
+	ts []Transfer
+	as Arrival
+}
+
+// deadLetters is what a message dead-lettered for reason with errText
+// becomes in its dead-letter queue: a dead letter that the target's own
+// rules, not the source's, govern.
+func deadLetters(reason store.DeadReason, errText string) transfers {
+	return transfers{as: Arrival{Dead: true, Reason: reason, Error: errText, MaxDeliveries: store.MaxDeliveriesLimit}}
+}
+
+// deadLetterQueue is where a held message that dies goes: the failure's
+// queue, else its own; empty (dead where it is) for its own queue.
+func deadLetterQueue(h Held, override string) string {
+	if to := cmp.Or(override, h.DeadLetterQueue); to != h.Queue {
+		return to
+	}
+	return ""
+}
+
+// after moves the transferred messages, lets the next message of each
+// line whose head this transaction finished or moved go and sends the
+// replies, taking every lock first; then it tells other processes of the
+// queues where messages may have become claimable (the lines', the
+// transfers' targets, and those given), and notes them and the replies'
 // queues for this process's receivers.
-func (w *settled) after(ctx context.Context, tx SettleTx, lines []Line, replies []store.NewMessage, queues []string) error {
-	if len(lines) > 0 || len(replies) > 0 {
-		if err := tx.Lock(ctx, lines, replies); err != nil {
+func (w *settled) after(ctx context.Context, tx SettleTx, lines []Line, replies []store.NewMessage, queues []string, moves transfers) error {
+	locks := lines
+	if len(moves.ts) > 0 {
+		locks = slices.Clone(lines)
+		for _, t := range moves.ts {
+			if t.Key != "" {
+				locks = append(locks, Line{t.To, t.Key})
+			}
+			queues = append(queues, t.To)
+		}
+	}
+	if len(locks) > 0 || len(replies) > 0 {
+		if err := tx.Lock(ctx, locks, replies); err != nil {
+			return err
+		}
+	}
+	if len(moves.ts) > 0 {
+		if err := tx.Transfer(ctx, moves.ts, moves.as); err != nil {
 			return err
 		}
 	}
@@ -236,7 +314,7 @@ func (cp *completion) Settle(ctx context.Context, tx SettleTx) error {
 			complete(i, done[j])
 		}
 	}
-	return cp.after(ctx, tx, distinctLines(lines), replies, nil)
+	return cp.after(ctx, tx, distinctLines(lines), replies, nil, transfers{})
 }
 
 func compareLeases(a, b store.Lease) int {
@@ -261,12 +339,18 @@ func (fl *failure) Settle(ctx context.Context, tx SettleTx) error {
 		return store.LeaseLost(f.Lease)
 	}
 	if fl.dead = f.Permanent || lastDelivery(h); !fl.dead {
-		if err := giveBack(ctx, tx, []Held{h}, f.RetryDelay, f.Error, true, false); err != nil {
+		if err := giveBack(ctx, tx, []Held{h}, f.RetryDelay, f.Error, true, false, nil); err != nil {
 			return err
 		}
-		return fl.after(ctx, tx, nil, nil, []string{h.Queue})
+		return fl.after(ctx, tx, nil, nil, []string{h.Queue}, transfers{})
 	}
-	if err := tx.Kill(ctx, []int64{h.MessageID}, f.Reason, f.Error, false); err != nil {
+	// A message with a dead-letter queue moves there, in after, once
+	// the locks of its line there are taken; any other dies here.
+	var moves transfers
+	if to := deadLetterQueue(h, f.DeadLetterQueue); to != "" {
+		moves = deadLetters(f.Reason, f.Error)
+		moves.ts = []Transfer{{ID: h.MessageID, Key: h.Key, To: to}}
+	} else if err := tx.Kill(ctx, []int64{h.MessageID}, f.Reason, f.Error, false); err != nil {
 		return err
 	}
 	var lines []Line
@@ -280,7 +364,7 @@ func (fl *failure) Settle(ctx context.Context, tx SettleTx) error {
 	// The failed message's queue is woken in this process even without a
 	// key: its receivers learn at once that the lease is gone.
 	fl.add(h.Queue)
-	return fl.after(ctx, tx, lines, replies, nil)
+	return fl.after(ctx, tx, lines, replies, nil, moves)
 }
 
 // release gives a message back uncounted, or late (a counted release
@@ -302,10 +386,10 @@ func (rl *release) Settle(ctx context.Context, tx SettleTx) error {
 	if !ok {
 		return store.LeaseLost(rl.r.Lease)
 	}
-	if err := giveBack(ctx, tx, []Held{h}, rl.r.Delay, "", false, rl.r.Uncount); err != nil {
+	if err := giveBack(ctx, tx, []Held{h}, rl.r.Delay, "", false, rl.r.Uncount, nil); err != nil {
 		return err
 	}
-	return rl.after(ctx, tx, nil, nil, []string{h.Queue})
+	return rl.after(ctx, tx, nil, nil, []string{h.Queue}, transfers{})
 }
 
 // giveBack returns processing messages to the queue, visible after
@@ -317,7 +401,9 @@ func (rl *release) Settle(ctx context.Context, tx SettleTx) error {
 // budgets of those claimed with it. The first message of a key that goes
 // back is its head again, pending, unless an earlier message of the key
 // is still processing: then it waits too, and goes when the key is free.
-func giveBack(ctx context.Context, tx SettleTx, hs []Held, delay time.Duration, errText string, setError, uncount bool) error {
+// The messages of leaving are going to other queues in this transaction
+// (in after, as dead letters): still processing, they count as finished.
+func giveBack(ctx context.Context, tx SettleTx, hs []Held, delay time.Duration, errText string, setError, uncount bool, leaving map[int64]bool) error {
 	var lines []Line
 	first := map[Line]int64{} // each key's first message that goes back
 	for _, h := range hs {
@@ -343,7 +429,7 @@ func giveBack(ctx context.Context, tx SettleTx, hs []Held, delay time.Duration, 
 			l := Line{r.Queue, r.Key}
 			f, ok := first[l]
 			switch {
-			case !ok:
+			case !ok, leaving[r.MessageID]:
 			case r.MessageID < f:
 				busy[l] = true // an earlier message of the run is still processing
 			case r.MessageID > f:
@@ -404,6 +490,7 @@ func (rp *reaping) Settle(ctx context.Context, tx SettleTx) error {
 	var back []Held
 	var dead []int64
 	var lines []Line
+	moves := deadLetters(store.ReasonLeaseExpired, leaseExpiredError)
 	queues := make([]string, 0, len(expired))
 	goingBack := map[Line]bool{}
 	for i, h := range expired {
@@ -411,7 +498,11 @@ func (rp *reaping) Settle(ctx context.Context, tx SettleTx) error {
 		r := store.Recovered{ID: h.MessageID, Queue: h.Queue, StuckFor: h.StuckFor}
 		r.Dead = lastDelivery(h) && !(h.Key != "" && goingBack[l])
 		if r.Dead {
-			dead = append(dead, h.MessageID)
+			if r.MovedTo = deadLetterQueue(h, ""); r.MovedTo != "" {
+				moves.ts = append(moves.ts, Transfer{ID: h.MessageID, Key: h.Key, To: r.MovedTo})
+			} else {
+				dead = append(dead, h.MessageID)
+			}
 			if h.Key != "" {
 				lines = append(lines, l)
 			}
@@ -424,19 +515,28 @@ func (rp *reaping) Settle(ctx context.Context, tx SettleTx) error {
 		out[i] = r
 		queues = append(queues, h.Queue)
 	}
-	// The dead first, so that giveBack finds them finished.
+	// The dead first, so that giveBack finds them finished; those that
+	// move, which after moves once it holds the locks of their lines in
+	// their dead-letter queues, giveBack counts as finished.
 	if len(dead) > 0 {
 		if err := tx.Kill(ctx, dead, store.ReasonLeaseExpired, leaseExpiredError, true); err != nil {
 			return err
 		}
 	}
 	if len(back) > 0 {
-		if err := giveBack(ctx, tx, back, 0, "", false, false); err != nil {
+		var leaving map[int64]bool
+		if len(moves.ts) > 0 {
+			leaving = make(map[int64]bool, len(moves.ts))
+			for _, t := range moves.ts {
+				leaving[t.ID] = true
+			}
+		}
+		if err := giveBack(ctx, tx, back, 0, "", false, false, leaving); err != nil {
 			return err
 		}
 	}
 	rp.recovered = out
-	return rp.after(ctx, tx, distinctLines(lines), nil, queues)
+	return rp.after(ctx, tx, distinctLines(lines), nil, queues, moves)
 }
 
 // cancellation cancels the messages of the ids that have not finished,
@@ -487,7 +587,34 @@ func (cn *cancellation) Settle(ctx context.Context, tx SettleTx) error {
 	cn.cancelled = out
 	// Every cancel first, then the lines' next messages: one cancelled
 	// here too must not become a head.
-	return cn.after(ctx, tx, distinctLines(lines), nil, nil)
+	return cn.after(ctx, tx, distinctLines(lines), nil, nil, transfers{})
+}
+
+// moving moves the messages a store.Move selects to their new queues, and
+// lets the next message of each moved head's line go; moved counts them.
+type moving struct {
+	settled
+	m     store.Move
+	moved int
+}
+
+func (mv *moving) Settle(ctx context.Context, tx SettleTx) error {
+	ts, err := tx.Movable(ctx, mv.m)
+	if err != nil || len(ts) == 0 {
+		return err
+	}
+	var lines []Line
+	if mv.m.State == store.Pending {
+		// A pending message with a key heads its line.
+		for _, t := range ts {
+			if t.Key != "" {
+				lines = append(lines, Line{mv.m.Queue, t.Key})
+			}
+		}
+	}
+	mv.moved = len(ts)
+	moves := transfers{ts: ts, as: Arrival{MaxDeliveries: mv.m.MaxDeliveries, DeadLetterQueue: mv.m.DeadLetterQueue}}
+	return mv.after(ctx, tx, distinctLines(lines), nil, nil, moves)
 }
 
 // distinct sorts names and drops repeats, in place.

@@ -23,6 +23,7 @@ type recorder struct {
 	reverse bool
 	held    map[store.Lease]storecore.Held
 	found   []storecore.Found
+	movable []storecore.Transfer
 	calls   []string
 }
 
@@ -79,6 +80,16 @@ func (t recorderTx) Kill(_ context.Context, ids []int64, reason store.DeadReason
 			delete(t.r.held, l) // finished: no longer running
 		}
 	}
+	return nil
+}
+
+func (t recorderTx) Movable(_ context.Context, m store.Move) ([]storecore.Transfer, error) {
+	t.call("movable %s %s %q %d", m.Queue, m.State, m.To, m.Limit)
+	return t.r.movable, nil
+}
+
+func (t recorderTx) Transfer(_ context.Context, ts []storecore.Transfer, a storecore.Arrival) error {
+	t.call("transfer %v %+v", ts, a)
 	return nil
 }
 
@@ -278,4 +289,91 @@ func TestSettleCancel(t *testing.T) {
 		t.Errorf("Cancel of another queue's message: %v, want ErrNotFound", err)
 	}
 	checkCalls(t, r)
+}
+
+// A message with a dead-letter queue that dies moves there instead: the
+// locks of its line where it is and where it goes are taken first, then
+// it moves, then its old line's next message goes; the failure's own
+// dead-letter queue wins over the message's, and the message's own queue
+// leaves it dead.
+func TestSettleDeadLetterQueue(t *testing.T) {
+	withDLQ := keyed
+	withDLQ.Deliveries, withDLQ.DeadLetterQueue = 3, "dlq"
+	s, r := newRecorder(t, withDLQ, unkeyed)
+	ctx := t.Context()
+	if dead, err := s.Fail(ctx, store.Failure{Lease: withDLQ.Lease, Error: "boom"}); !dead || err != nil {
+		t.Fatalf("Fail on the last delivery = %v, %v; want dead", dead, err)
+	}
+	if dead, err := s.Fail(ctx, store.Failure{Lease: unkeyed.Lease, Error: "over", Permanent: true, DeadLetterQueue: "other"}); !dead || err != nil {
+		t.Fatalf("permanent Fail = %v, %v; want dead", dead, err)
+	}
+	arrival := "{Dead:true Reason:%s Error:%s MaxDeliveries:2147483647 DeadLetterQueue:}"
+	checkCalls(t, r,
+		"lock [{q k} {dlq k}] 0", "transfer [{1 k dlq}] "+fmt.Sprintf(arrival, "max_deliveries", "boom"), "promote [{q k}]", "notify [dlq q]",
+		"transfer [{2  other}] "+fmt.Sprintf(arrival, "permanent_error", "over"), "notify [other]")
+
+	own := unkeyed
+	own.DeadLetterQueue = "q"
+	s, r = newRecorder(t, own)
+	if _, err := s.Fail(ctx, store.Failure{Lease: own.Lease, Error: "boom"}); err != nil {
+		t.Fatal(err)
+	}
+	checkCalls(t, r, `kill [2] max_deliveries "boom" false`)
+}
+
+// A reap moves the dead letters that have a dead-letter queue and kills
+// the others, in one transaction.
+func TestSettleReapDeadLetterQueue(t *testing.T) {
+	withDLQ := keyed
+	withDLQ.Deliveries, withDLQ.DeadLetterQueue = 3, "dlq"
+	s, r := newRecorder(t, withDLQ, unkeyed)
+	got, err := s.Reap(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].MovedTo != "dlq" || !got[0].Dead || got[1].MovedTo != "" || !got[1].Dead {
+		t.Errorf("Reap = %+v, want 1 moved to dlq and 2 dead", got)
+	}
+	checkCalls(t, r, `kill [2] lease_expired "lease expired" true`, "lock [{q k} {dlq k}] 0",
+		"transfer [{1 k dlq}] {Dead:true Reason:lease_expired Error:lease expired MaxDeliveries:2147483647 DeadLetterQueue:}",
+		"promote [{q k}]", "notify [dlq q]")
+
+	// The first of a run moves: the next leads the rest back as it would
+	// after a death in place, its key's head again, not waiting behind
+	// the message that leaves.
+	run := make([]storecore.Held, 3)
+	for i := range run {
+		run[i] = storecore.Held{Lease: store.Lease{MessageID: int64(i + 1), FencingToken: int64(10 + i)}, Queue: "q", Key: "k", Deliveries: 1, MaxDeliveries: 3}
+	}
+	run[0].Deliveries, run[0].DeadLetterQueue = 3, "dlq"
+	s, r = newRecorder(t, run...)
+	if got, err := s.Reap(t.Context()); err != nil || len(got) != 3 || got[0].MovedTo != "dlq" || got[1].Dead || got[2].Dead {
+		t.Fatalf("Reap = %+v, %v; want 1 moved to dlq, 2 and 3 back", got, err)
+	}
+	checkCalls(t, r, "running [{q k}]", `retry [2] 0s "" false false`, "hold [3] true", "lock [{q k} {dlq k}] 0",
+		"transfer [{1 k dlq}] {Dead:true Reason:lease_expired Error:lease expired MaxDeliveries:2147483647 DeadLetterQueue:}",
+		"promote [{q k}]", "notify [dlq q]")
+}
+
+// A move of pending messages lets the next message of each moved head's
+// line go, after the move.
+func TestSettleMove(t *testing.T) {
+	s, r := newRecorder(t)
+	r.movable = []storecore.Transfer{{ID: 1, Key: "k", To: "src"}, {ID: 2, To: "src"}}
+	n, err := s.Move(t.Context(), store.Move{Queue: "dlq", State: store.Pending, Limit: 5, MaxDeliveries: 7})
+	if err != nil || n != 2 {
+		t.Fatalf("Move = %d, %v; want 2", n, err)
+	}
+	checkCalls(t, r, `movable dlq pending "" 5`, "lock [{dlq k} {src k}] 0",
+		"transfer [{1 k src} {2  src}] {Dead:false Reason: Error: MaxDeliveries:7 DeadLetterQueue:}", "promote [{dlq k}]", "notify [dlq src]")
+	for _, bad := range []store.Move{
+		{Queue: "dlq", State: store.Processing, Limit: 1},
+		{Queue: "dlq", State: store.Pending, To: "dlq", Limit: 1},
+		{Queue: "dlq", State: store.Dead, Limit: 0},
+		{Queue: "dlq", State: store.Dead, To: "x", DeadLetterQueue: "x", Limit: 1},
+	} {
+		if _, err := s.Move(t.Context(), bad); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("Move(%+v) = %v, want ErrInvalid", bad, err)
+		}
+	}
 }

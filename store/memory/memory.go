@@ -88,6 +88,9 @@ type message struct {
 	finishedAt  int64 // zero unless completed or dead
 	// firstClaimedAt is zero until the first claim.
 	firstClaimedAt int64
+	// dlq is the queue the message moves to when it dies, empty for
+	// none; dlSource the queue it was dead-lettered from, empty for none.
+	dlq, dlSource string
 	// heapIndex is the message's place in its queue's delayed or ready
 	// heap (inReady says which); -1 when in neither.
 	heapIndex int
@@ -414,6 +417,7 @@ func (s *backend) enqueueLocked(nm *store.NewMessage, now int64) store.Enqueued 
 		payload:    slices.Clone(nm.Payload),
 		attributes: slices.Clone(nm.Attributes),
 		maxDeliv:   nm.MaxDeliveries,
+		dlq:        nm.DeadLetterQueue,
 		enqueuedAt: now,
 		visibleAt:  now + int64(nm.Delay),
 		heapIndex:  -1,
@@ -508,20 +512,21 @@ func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, e
 			out = make([]store.Delivery, 0, min(c.Max, len(q.ready.ms)+1))
 		}
 		out = append(out, store.Delivery{
-			Lease:          store.Lease{MessageID: m.id, FencingToken: m.fence},
-			Queue:          q.name,
-			Key:            m.key,
-			Payload:        m.payload,
-			ReplyTo:        m.replyTo,
-			DedupID:        m.dedupID,
-			Kind:           m.kind,
-			Priority:       m.priority,
-			Attempt:        m.deliveries,
-			MaxDeliveries:  m.maxDeliv,
-			EnqueuedAt:     wall(m.enqueuedAt),
-			LeaseExpires:   wall(until),
-			Attributes:     m.attributes,
-			FirstClaimedAt: wall(m.firstClaimedAt),
+			Lease:            store.Lease{MessageID: m.id, FencingToken: m.fence},
+			Queue:            q.name,
+			Key:              m.key,
+			Payload:          m.payload,
+			ReplyTo:          m.replyTo,
+			DedupID:          m.dedupID,
+			Kind:             m.kind,
+			Priority:         m.priority,
+			Attempt:          m.deliveries,
+			MaxDeliveries:    m.maxDeliv,
+			EnqueuedAt:       wall(m.enqueuedAt),
+			LeaseExpires:     wall(until),
+			Attributes:       m.attributes,
+			FirstClaimedAt:   wall(m.firstClaimedAt),
+			DeadLetterSource: m.dlSource,
 		})
 	}
 	for len(out) < c.Max && len(q.ready.ms) > 0 {
@@ -667,10 +672,77 @@ func (s *backend) Redrive(ctx context.Context, queue string, ids []int64) (int, 
 		m.deliveries = 0
 		m.deadReason = ""
 		m.finishedAt = 0
+		m.fence = 0 // no lease from before it died completes it late
 		m.visibleAt = now
 		s.lineUpLocked(m, now)
 	}
 	return len(ms), nil
+}
+
+// movableLocked returns up to m.Limit messages that m selects, in its
+// order: pending ones visible at now in claim order, dead ones by id.
+func (s *backend) movableLocked(m store.Move, now int64) []*message {
+	q, ok := s.queues[m.Queue]
+	if !ok {
+		return nil
+	}
+	if m.State == store.Dead {
+		var out []*message
+		for _, d := range s.listLocked(q, store.Dead, 0, len(s.msgs)) {
+			if len(out) == m.Limit {
+				break
+			}
+			if m.To != "" || d.dlSource != "" {
+				out = append(out, d)
+			}
+		}
+		return out
+	}
+	q.makeVisible(now)
+	var out []*message
+	for _, p := range q.ready.ms {
+		if m.To != "" || p.dlSource != "" {
+			out = append(out, p)
+		}
+	}
+	// The ready heap's order is the claim order.
+	slices.SortFunc(out, func(a, b *message) int {
+		return cmp.Or(cmp.Compare(b.priority, a.priority), cmp.Compare(a.visibleAt, b.visibleAt), cmp.Compare(a.id, b.id))
+	})
+	return out[:min(len(out), m.Limit)]
+}
+
+// transferLocked moves a message to the queue named to, as
+// storecore.SettleTx's Transfer says. A head it moves leaves its line
+// headless; Promote lets the next one go.
+func (s *backend) transferLocked(m *message, to string, a storecore.Arrival, now int64) {
+	q := m.queue
+	delete(q.processing, m.id)
+	q.removePending(m)
+	q.counts[m.state]--
+	if m.dedupID != "" && q.dedup[m.dedupID] == m {
+		delete(q.dedup, m.dedupID)
+	}
+	if line := q.keys[m.key]; m.key != "" && line != nil {
+		line.running = removeMessage(line.running, m)
+		line.waiting = removeMessage(line.waiting, m)
+		if len(line.running) == 0 && len(line.waiting) == 0 {
+			delete(q.keys, m.key)
+		}
+	}
+	if a.Dead {
+		m.dlSource, m.deadReason, m.lastError = q.name, a.Reason, a.Error
+	} else {
+		m.dlSource, m.deadReason = "", ""
+	}
+	m.dlq, m.maxDeliv = a.DeadLetterQueue, a.MaxDeliveries
+	m.dedupID, m.deliveries, m.finishedAt, m.firstClaimedAt, m.lockedUntil = "", 0, 0, 0, 0
+	m.fence = 0 // no earlier lease completes it, late or not: claims mint tokens from 1
+	m.visibleAt = now
+	m.queue = s.queueLocked(to)
+	m.state = store.Pending
+	m.queue.counts[store.Pending]++
+	s.lineUpLocked(m, now)
 }
 
 func (s *backend) Purge(ctx context.Context, queue string, ids []int64) (int, error) {
@@ -812,6 +884,7 @@ func (m *message) info() store.Info {
 		LastError: m.lastError, DeadReason: m.deadReason, EnqueuedAt: wall(m.enqueuedAt), VisibleAt: wall(m.visibleAt),
 		LeaseExpires: wall(m.lockedUntil), FinishedAt: wall(m.finishedAt),
 		Attributes: m.attributes, FirstClaimedAt: wall(m.firstClaimedAt),
+		DeadLetterQueue: m.dlq, DeadLetterSource: m.dlSource,
 	}
 }
 

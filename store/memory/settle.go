@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -35,7 +36,7 @@ func (t *settleTx) b() *backend { return (*backend)(t) }
 
 func held(m *message) storecore.Held {
 	return storecore.Held{Lease: store.Lease{MessageID: m.id, FencingToken: m.fence}, Queue: m.queue.name, Key: m.key,
-		Deliveries: m.deliveries, MaxDeliveries: m.maxDeliv}
+		Deliveries: m.deliveries, MaxDeliveries: m.maxDeliv, DeadLetterQueue: m.dlq}
 }
 
 func (t *settleTx) CompleteCurrent(_ context.Context, cs []store.Completion) ([]storecore.Held, error) {
@@ -128,6 +129,22 @@ func (t *settleTx) Kill(_ context.Context, ids []int64, reason store.DeadReason,
 			m.visibleAt = t.settling.now
 		}
 		t.b().finishLocked(m, store.Dead, t.settling.now)
+	}
+	return nil
+}
+
+func (t *settleTx) Movable(_ context.Context, m store.Move) ([]storecore.Transfer, error) {
+	ms := t.b().movableLocked(m, t.settling.now)
+	out := make([]storecore.Transfer, len(ms))
+	for i, msg := range ms {
+		out[i] = storecore.Transfer{ID: msg.id, Key: msg.key, To: cmp.Or(m.To, msg.dlSource)}
+	}
+	return out, nil
+}
+
+func (t *settleTx) Transfer(_ context.Context, ts []storecore.Transfer, a storecore.Arrival) error {
+	for _, tr := range ts {
+		t.b().transferLocked(t.b().byIDLocked(tr.ID), tr.To, a, t.settling.now)
 	}
 	return nil
 }

@@ -523,3 +523,62 @@ func (f planFixture) indexReads(t *testing.T) map[string]indexRead {
 }
 
 type indexRead struct{ scans, tuples int64 }
+
+// TestMovesReadTheirIndexes checks that Move reads the index of the
+// state it moves, a page's worth of it, on a dead-letter queue of 20,000
+// pending and 20,000 dead messages beside 50,000 completed ones,
+// statistics gathered: pending ones through messages_ready in claim
+// order, dead ones through messages_dead, then each moved row through
+// the primary key, and never the table whole.
+func TestMovesReadTheirIndexes(t *testing.T) {
+	ctx := context.Background()
+	f := newPlanFixture(t)
+	s := f.s
+	if _, err := f.setup.Exec(ctx, `INSERT INTO `+f.schema+`.messages
+		(queue, payload, state, deliveries, max_deliveries, fencing_token, enqueued_at, visible_at, locked_until, finished_at)
+		SELECT 'dlq', '\x00', 3, 1, 5, 0, now(), now(), now(), now() FROM generate_series(1, 50000);
+		INSERT INTO `+f.schema+`.messages (queue, key, payload, state, max_deliveries, enqueued_at, visible_at, finished_at, dead_letter_source)
+		SELECT 'dlq', CASE WHEN i % 2 = 0 THEN 'k' || i END, '\x00', CASE WHEN i % 2 = 0 THEN 0 ELSE 4 END, 5,
+			now() - interval '1 hour', now() - interval '1 hour', CASE WHEN i % 2 = 1 THEN now() END, 'src'
+		FROM generate_series(1, 40000) AS i;
+		ANALYZE `+f.schema+`.messages`); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		op    string
+		m     store.Move
+		index string
+	}{
+		{"Move of pending messages back to their source", store.Move{Queue: "dlq", State: store.Pending, Limit: 100}, "messages_ready"},
+		{"Move of pending messages to a queue", store.Move{Queue: "dlq", State: store.Pending, To: "other", Limit: 100}, "messages_ready"},
+		{"Move of dead messages", store.Move{Queue: "dlq", State: store.Dead, To: "other", Limit: 100}, "messages_dead"},
+	} {
+		before := f.indexReads(t)
+		f.unchanged(t, seqScansQuery, "sequential scans", c.op, func() error {
+			n, err := s.Move(ctx, c.m)
+			if err == nil && n != 100 {
+				err = fmt.Errorf("moved %d, want 100", n)
+			}
+			return err
+		})
+		after := f.indexReads(t)
+		for index, n := range after {
+			scans, tuples := n.scans-before[index].scans, n.tuples-before[index].tuples
+			switch {
+			case scans == 0:
+			case index == c.index || index == "messages_pkey" || index == "messages_key_head" || index == "messages_waiting":
+				// The page, each moved row, each moved key's head in its
+				// new queue and the next of a moved head's line: in
+				// proportion to the page.
+				if tuples > 1000 {
+					t.Errorf("%s read %d entries of %s, want about a page's", c.op, tuples, index)
+				}
+			default:
+				t.Errorf("%s read %s (%d scans, %d tuples), want only %s, the primary key and the keys' indexes", c.op, index, scans, tuples, c.index)
+			}
+		}
+		if after[c.index].scans == before[c.index].scans {
+			t.Errorf("%s did not read %s", c.op, c.index)
+		}
+	}
+}

@@ -622,9 +622,12 @@ func (s *backend) insertBulk(ctx context.Context, to batcher, msgs []store.NewMe
 	n := len(msgs)
 	queues, replies, kinds := make([]string, n), make([]*string, n), make([]*string, n)
 	payloads, maxes, delays, priorities := make([][]byte, n), make([]int32, n), make([]int64, n), make([]int16, n)
-	// A nil element is NULL: a message without attributes.
+	// A nil element is NULL: a message without attributes, or without a
+	// dead-letter queue.
 	attributes := make([][]byte, n)
+	dlqs := make([]*string, n)
 	for i, m := range msgs {
+		dlqs[i] = nullable(m.DeadLetterQueue)
 		queues[i], payloads[i], maxes[i], delays[i] = m.Queue, m.Payload, int32(m.MaxDeliveries), micros(m.Delay)
 		attributes[i] = m.Attributes
 		priorities[i] = int16(m.Priority)
@@ -639,7 +642,7 @@ func (s *backend) insertBulk(ctx context.Context, to batcher, msgs []store.NewMe
 		}
 	}
 	b := &pgx.Batch{}
-	b.Queue(s.sql.Text(qInsertBulk), s.now(), queues, replies, payloads, maxes, delays, kinds, priorities, attributes)
+	b.Queue(s.sql.Text(qInsertBulk), s.now(), queues, replies, payloads, maxes, delays, kinds, priorities, attributes, dlqs)
 	woken := distinct(slices.Clone(queues))
 	b.Queue(s.sql.Text(qNotify), s.channel, woken)
 	br := to.SendBatch(ctx, b)
@@ -693,7 +696,8 @@ func (s *backend) insertOne(ctx context.Context, r runner, m *store.NewMessage) 
 	}
 	var id int64
 	err := r.queryRow(ctx, s.sql.Text(qInsertOne), []any{s.now(), m.Queue, nullable(m.Key), nullable(m.DedupID), nullable(m.ReplyTo),
-		payload, int32(m.MaxDeliveries), micros(m.Delay), nullable(m.Kind), int16(m.Priority), nullBytes(m.Attributes)}, &id)
+		payload, int32(m.MaxDeliveries), micros(m.Delay), nullable(m.Kind), int16(m.Priority), nullBytes(m.Attributes),
+		nullable(m.DeadLetterQueue)}, &id)
 	return store.Enqueued{ID: id}, err
 }
 
@@ -723,12 +727,12 @@ func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, e
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Delivery, error) {
 		d := store.Delivery{Queue: c.Queue}
-		var key, reply, dedup, kind *string
+		var key, reply, dedup, kind, source *string
 		var attempt, max int32
 		var priority int16
 		err := r.Scan(&d.MessageID, &key, &d.Payload, &reply, &dedup, &attempt, &max, &d.EnqueuedAt, &d.FencingToken, &d.LeaseExpires, &kind, &priority,
-			&d.Attributes, &d.FirstClaimedAt)
-		d.Key, d.ReplyTo, d.DedupID, d.Kind = deref(key), deref(reply), deref(dedup), deref(kind)
+			&d.Attributes, &d.FirstClaimedAt, &source)
+		d.Key, d.ReplyTo, d.DedupID, d.Kind, d.DeadLetterSource = deref(key), deref(reply), deref(dedup), deref(kind), deref(source)
 		d.Attempt, d.MaxDeliveries, d.Priority = int(attempt), int(max), int(priority)
 		d.EnqueuedAt, d.LeaseExpires, d.FirstClaimedAt = d.EnqueuedAt.UTC(), d.LeaseExpires.UTC(), d.FirstClaimedAt.UTC()
 		return d, err
@@ -1036,12 +1040,12 @@ func (s *backend) BlockedKeys(ctx context.Context, queue, afterKey string, limit
 func scanInfo(r interface{ Scan(...any) error }, leading ...any) (store.Info, error) {
 	var in store.Info
 	var id, fence *int64
-	var queue, key, dedup, worker, lastErr, reason, kind *string
+	var queue, key, dedup, worker, lastErr, reason, kind, dlq, source *string
 	var state, priority *int16
 	var deliveries, max *int32
 	var enq, vis, locked, finished, first *time.Time
 	dst := append(leading, &id, &queue, &state, &key, &dedup, &in.Payload, &deliveries, &max, &fence,
-		&worker, &lastErr, &reason, &enq, &vis, &locked, &finished, &kind, &priority, &in.Attributes, &first)
+		&worker, &lastErr, &reason, &enq, &vis, &locked, &finished, &kind, &priority, &in.Attributes, &first, &dlq, &source)
 	if err := r.Scan(dst...); err != nil {
 		return store.Info{}, err
 	}
@@ -1051,6 +1055,7 @@ func scanInfo(r interface{ Scan(...any) error }, leading ...any) (store.Info, er
 	in.ID, in.Queue, in.State = *id, deref(queue), store.State(*state)
 	in.Key, in.DedupID, in.WorkerID, in.LastError, in.DeadReason = deref(key), deref(dedup), deref(worker), deref(lastErr), store.DeadReason(deref(reason))
 	in.Kind, in.Priority = deref(kind), int(*priority)
+	in.DeadLetterQueue, in.DeadLetterSource = deref(dlq), deref(source)
 	in.Deliveries, in.MaxDeliveries, in.FencingToken = int(*deliveries), int(*max), *fence
 	in.EnqueuedAt, in.VisibleAt = enq.UTC(), vis.UTC()
 	if locked != nil && in.State == store.Processing {

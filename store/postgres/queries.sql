@@ -30,21 +30,23 @@ SELECT current_setting('transaction_isolation')
 -- name: insertBulk
 -- Messages without keys or dedup ids, in one statement, ids drawn in
 -- input order.
-INSERT INTO {s}.messages (queue, reply_to, payload, state, max_deliveries, enqueued_at, visible_at, kind, priority, attributes)
-SELECT q, r, p, {pending}, md, COALESCE($1::timestamptz, now()), COALESCE($1::timestamptz, now()) + d * interval '1 microsecond', k, pr, a
-FROM unnest($2::text[], $3::text[], $4::bytea[], $5::int[], $6::bigint[], $7::text[], $8::smallint[], $9::bytea[])
-	WITH ORDINALITY AS u(q, r, p, md, d, k, pr, a, ord)
+INSERT INTO {s}.messages (queue, reply_to, payload, state, max_deliveries, enqueued_at, visible_at, kind, priority, attributes,
+	dead_letter_queue)
+SELECT q, r, p, {pending}, md, COALESCE($1::timestamptz, now()), COALESCE($1::timestamptz, now()) + d * interval '1 microsecond', k, pr, a, dl
+FROM unnest($2::text[], $3::text[], $4::bytea[], $5::int[], $6::bigint[], $7::text[], $8::smallint[], $9::bytea[], $10::text[])
+	WITH ORDINALITY AS u(q, r, p, md, d, k, pr, a, dl, ord)
 ORDER BY ord
 RETURNING id
 
 -- name: insertOne
 -- One message, waiting behind its key's unfinished head if there is one.
 -- The caller holds the key's lock.
-INSERT INTO {s}.messages (queue, key, dedup_id, reply_to, payload, state, max_deliveries, enqueued_at, visible_at, kind, priority, attributes)
+INSERT INTO {s}.messages (queue, key, dedup_id, reply_to, payload, state, max_deliveries, enqueued_at, visible_at, kind, priority, attributes,
+	dead_letter_queue)
 VALUES ($2, $3, $4, $5, $6,
 	CASE WHEN $3::text IS NOT NULL AND EXISTS (SELECT 1 FROM {s}.messages WHERE queue = $2 AND key = $3 AND state IN ({pending}, {processing}))
 		THEN {waiting} ELSE {pending} END,
-	$7, COALESCE($1::timestamptz, now()), COALESCE($1::timestamptz, now()) + $8 * interval '1 microsecond', $9, $10, $11::bytea)
+	$7, COALESCE($1::timestamptz, now()), COALESCE($1::timestamptz, now()) + $8 * interval '1 microsecond', $9, $10, $11::bytea, $12)
 RETURNING id
 
 -- name: dedupGet
@@ -78,9 +80,9 @@ WITH u AS (
 		LIMIT $3
 		FOR UPDATE SKIP LOCKED))
 	RETURNING m.id, m.key, m.payload, m.reply_to, m.dedup_id, m.deliveries, m.max_deliveries, m.enqueued_at,
-		m.fencing_token, m.locked_until, m.visible_at, m.kind, m.priority, m.attributes, m.first_claimed_at)
+		m.fencing_token, m.locked_until, m.visible_at, m.kind, m.priority, m.attributes, m.first_claimed_at, m.dead_letter_source)
 SELECT id, key, payload, reply_to, dedup_id, deliveries, max_deliveries, enqueued_at, fencing_token, locked_until, kind, priority,
-	attributes, first_claimed_at
+	attributes, first_claimed_at, dead_letter_source
 FROM u ORDER BY priority DESC, visible_at, id
 
 -- name: claimRuns
@@ -120,9 +122,9 @@ u AS (
 		first_claimed_at = COALESCE(m.first_claimed_at, COALESCE($1::timestamptz, now()))
 	WHERE m.id = ANY(ARRAY(SELECT id FROM picked)) AND m.state IN ({pending}, {waiting})
 	RETURNING m.id, m.key, m.payload, m.reply_to, m.dedup_id, m.deliveries, m.max_deliveries, m.enqueued_at,
-		m.fencing_token, m.locked_until, m.kind, m.priority, m.attributes, m.first_claimed_at)
+		m.fencing_token, m.locked_until, m.kind, m.priority, m.attributes, m.first_claimed_at, m.dead_letter_source)
 SELECT u.id, u.key, u.payload, u.reply_to, u.dedup_id, u.deliveries, u.max_deliveries, u.enqueued_at, u.fencing_token, u.locked_until,
-	u.kind, u.priority, u.attributes, u.first_claimed_at
+	u.kind, u.priority, u.attributes, u.first_claimed_at, u.dead_letter_source
 FROM u JOIN picked p ON p.id = u.id ORDER BY p.hn, p.rn
 
 -- name: extend
@@ -250,7 +252,7 @@ WHERE id = ANY($1::bigint[]) AND state + 0 IN ({processing}, {pending})
 -- name: current
 -- The message of one lease ($2, $3) if the lease is current, locked. The
 -- row is found through the primary key ("state + 0": see extend).
-SELECT m.deliveries, m.max_deliveries, m.queue, m.key FROM {s}.messages m
+SELECT m.deliveries, m.max_deliveries, m.queue, m.key, m.dead_letter_queue FROM {s}.messages m
 WHERE m.id = $2 AND m.fencing_token = $3 AND m.state + 0 = {processing} AND m.locked_until > COALESCE($1::timestamptz, now())
 FOR UPDATE
 
@@ -258,7 +260,7 @@ FOR UPDATE
 -- The message of one lease ($1, $2) if no claim has taken it since:
 -- processing under its token, whatever the expiry, or pending under it;
 -- locked, and found through the primary key ("state + 0": see extend).
-SELECT m.deliveries, m.max_deliveries, m.queue, m.key FROM {s}.messages m
+SELECT m.deliveries, m.max_deliveries, m.queue, m.key, m.dead_letter_queue FROM {s}.messages m
 WHERE m.id = $1 AND m.fencing_token = $2 AND m.state + 0 IN ({processing}, {pending})
 FOR UPDATE
 
@@ -291,7 +293,7 @@ SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off
 -- The processing messages whose leases have expired, locked; those that
 -- another transaction holds are passed over, so that reapers running at
 -- once never wait on each other.
-SELECT id, fencing_token, queue, key, deliveries, max_deliveries, COALESCE($1::timestamptz, now()) - locked_until
+SELECT id, fencing_token, queue, key, deliveries, max_deliveries, COALESCE($1::timestamptz, now()) - locked_until, dead_letter_queue
 FROM {s}.messages WHERE state = {processing} AND locked_until <= COALESCE($1::timestamptz, now())
 FOR UPDATE SKIP LOCKED
 
@@ -303,9 +305,55 @@ ORDER BY id FOR UPDATE
 
 -- name: redrive
 -- Brings a dead message back: behind its key's unfinished head, or pending.
-UPDATE {s}.messages m SET deliveries = 0, dead_reason = NULL, finished_at = NULL, visible_at = COALESCE($1::timestamptz, now()),
+-- Its fencing token becomes 0, which the fence sequence never gives, so
+-- that no lease from before it died completes it late.
+UPDATE {s}.messages m SET deliveries = 0, dead_reason = NULL, finished_at = NULL, visible_at = COALESCE($1::timestamptz, now()), fencing_token = 0,
 	state = CASE WHEN m.key IS NOT NULL AND EXISTS (SELECT 1 FROM {s}.messages h
 		WHERE h.queue = m.queue AND h.key = m.key AND h.state IN ({pending}, {processing})) THEN {waiting} ELSE {pending} END
+WHERE m.id = $2
+
+-- name: movablePending
+-- Up to $3 visible pending messages of queue $2 in claim order, read
+-- through messages_ready as claim reads it, unlocked: the caller takes
+-- their keys' locks, then locks them with movableLock. With $4 only
+-- those that have a dead-letter source, passing over the others.
+SELECT id, key, dead_letter_source FROM {s}.messages
+WHERE queue = $2 AND state = {pending} AND visible_at <= COALESCE($1::timestamptz, now())
+	AND (NOT $4 OR dead_letter_source IS NOT NULL)
+ORDER BY priority DESC, visible_at, id LIMIT $3
+
+-- name: movableDead
+-- Up to $3 dead messages of queue $1 by id, through messages_dead,
+-- unlocked; with $2 only those that have a dead-letter source.
+SELECT id, key, dead_letter_source FROM {s}.messages
+WHERE queue = $1 AND state = {dead} AND (NOT $2 OR dead_letter_source IS NOT NULL)
+ORDER BY id LIMIT $3
+
+-- name: movableLock
+-- Locks the messages of $1 that are still of queue $2 in state $3, once
+-- their keys' locks are held, passing over those another transaction
+-- holds; found through the primary key ("state + 0": see extend).
+SELECT id FROM {s}.messages
+WHERE id = ANY($1::bigint[]) AND queue = $2 AND state + 0 = $3
+FOR UPDATE SKIP LOCKED
+
+-- name: transfer
+-- Moves message $2 to queue $3 as a new message of it: behind its key's
+-- unfinished head there, or pending, visible now. With $4 it is a dead
+-- letter: the queue it leaves becomes its source (every right-hand side
+-- reads the row as it was), reason $5 and error $6 are recorded; else
+-- its source and reason are cleared. $7 and $8 are its budget and
+-- dead-letter queue from now on. Its fencing token becomes 0, which the
+-- fence sequence never gives, so that no earlier lease completes it late.
+-- The caller holds the lock of its key in $3.
+UPDATE {s}.messages m SET fencing_token = 0,
+	dead_letter_source = CASE WHEN $4::boolean THEN m.queue END,
+	dead_reason = CASE WHEN $4::boolean THEN $5::text END,
+	last_error = CASE WHEN $4::boolean THEN $6::text ELSE m.last_error END,
+	queue = $3, max_deliveries = $7, dead_letter_queue = $8,
+	dedup_id = NULL, deliveries = 0, finished_at = NULL, first_claimed_at = NULL, visible_at = COALESCE($1::timestamptz, now()),
+	state = CASE WHEN m.key IS NOT NULL AND EXISTS (SELECT 1 FROM {s}.messages h
+		WHERE h.queue = $3 AND h.key = m.key AND h.state IN ({pending}, {processing})) THEN {waiting} ELSE {pending} END
 WHERE m.id = $2
 
 -- name: purge
@@ -623,7 +671,7 @@ ORDER BY q DESC LIMIT $2) AS last ORDER BY q ASC
 -- id: the state's, or the key's.
 SELECT id, queue, state, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
 	worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at, kind, priority,
-	attributes, first_claimed_at
+	attributes, first_claimed_at, dead_letter_queue, dead_letter_source
 FROM {s}.messages
 WHERE queue = ANY(ARRAY[$1::text]) AND state = {state} AND id > $2 AND ($4::bigint IS NULL OR id < $4)
 	AND ($5::text IS NULL OR key = $5) AND ($6::text IS NULL OR kind = $6) AND ($7::text IS NULL OR dead_reason = $7)
@@ -633,7 +681,7 @@ ORDER BY queue, id LIMIT $3
 -- list, newest first: the page before $4, which is set.
 SELECT id, queue, state, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
 	worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at, kind, priority,
-	attributes, first_claimed_at
+	attributes, first_claimed_at, dead_letter_queue, dead_letter_source
 FROM {s}.messages
 WHERE queue = ANY(ARRAY[$1::text]) AND state = {state} AND id > $2 AND ($4::bigint IS NULL OR id < $4)
 	AND ($5::text IS NULL OR key = $5) AND ($6::text IS NULL OR kind = $6) AND ($7::text IS NULL OR dead_reason = $7)
@@ -643,7 +691,7 @@ ORDER BY queue DESC, id DESC LIMIT $3
 -- One message by id, through the primary key.
 SELECT id, queue, state, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
 	worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at, kind, priority,
-	attributes, first_claimed_at
+	attributes, first_claimed_at, dead_letter_queue, dead_letter_source
 FROM {s}.messages WHERE id = $1
 
 -- name: blockedKeys
@@ -661,7 +709,7 @@ WITH RECURSIVE k(key) AS (
 	FROM k WHERE k.key IS NOT NULL)
 SELECT k.key, w.n, h.id, h.queue, h.state, h.key, h.dedup_id, h.payload, h.deliveries, h.max_deliveries, h.fencing_token,
 	h.worker_id, h.last_error, h.dead_reason, h.enqueued_at, h.visible_at, h.locked_until, h.finished_at, h.kind, h.priority,
-	h.attributes, h.first_claimed_at
+	h.attributes, h.first_claimed_at, h.dead_letter_queue, h.dead_letter_source
 FROM (SELECT key FROM k WHERE key IS NOT NULL LIMIT $3) AS k
 CROSS JOIN LATERAL (SELECT count(*) FROM {s}.messages WHERE queue = $1 AND state = {waiting} AND key = k.key) AS w(n)
 LEFT JOIN LATERAL (SELECT * FROM {s}.messages

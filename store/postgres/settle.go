@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -97,15 +98,15 @@ func (t *settleTx) Given(ctx context.Context, l store.Lease) (storecore.Held, bo
 func held(row pgx.Row, l store.Lease) (storecore.Held, bool, error) {
 	h := storecore.Held{Lease: l}
 	var deliveries, max int32
-	var key *string
-	err := row.Scan(&deliveries, &max, &h.Queue, &key)
+	var key, dlq *string
+	err := row.Scan(&deliveries, &max, &h.Queue, &key, &dlq)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return storecore.Held{}, false, nil
 	}
 	if err != nil {
 		return storecore.Held{}, false, err
 	}
-	h.Key, h.Deliveries, h.MaxDeliveries = deref(key), int(deliveries), int(max)
+	h.Key, h.Deliveries, h.MaxDeliveries, h.DeadLetterQueue = deref(key), int(deliveries), int(max), deref(dlq)
 	return h, true, nil
 }
 
@@ -120,10 +121,10 @@ func (t *settleTx) Expired(ctx context.Context) ([]storecore.Held, error) {
 	}
 	var out []storecore.Held
 	var h storecore.Held
-	var key *string
+	var key, dlq *string
 	var deliveries, max int32
-	_, err = pgx.ForEachRow(rows, []any{&h.MessageID, &h.FencingToken, &h.Queue, &key, &deliveries, &max, &h.StuckFor}, func() error {
-		h.Key, h.Deliveries, h.MaxDeliveries = deref(key), int(deliveries), int(max)
+	_, err = pgx.ForEachRow(rows, []any{&h.MessageID, &h.FencingToken, &h.Queue, &key, &deliveries, &max, &h.StuckFor, &dlq}, func() error {
+		h.Key, h.Deliveries, h.MaxDeliveries, h.DeadLetterQueue = deref(key), int(deliveries), int(max), deref(dlq)
 		out = append(out, h)
 		return nil
 	})
@@ -195,6 +196,71 @@ func (t *settleTx) Find(ctx context.Context, ids []int64) ([]storecore.Found, er
 func (t *settleTx) Kill(ctx context.Context, ids []int64, reason store.DeadReason, errText string, visibleNow bool) error {
 	_, err := t.tx.Exec(ctx, t.s.sql.Text(qKill), replan, t.s.now(), ids, string(reason), errText, visibleNow)
 	return err
+}
+
+// Movable reads the candidates unlocked, takes the locks of their keys'
+// lines, where they are and where they go, then locks those that are
+// still candidates: keys before rows, as Find takes them, so that a
+// cancel of the same line never waits on this in the other order.
+func (t *settleTx) Movable(ctx context.Context, m store.Move) ([]storecore.Transfer, error) {
+	toSource := m.To == ""
+	var rows pgx.Rows
+	var err error
+	if m.State == store.Dead {
+		rows, err = t.tx.Query(ctx, t.s.sql.Text(qMovableDead), replan, m.Queue, toSource, m.Limit)
+	} else {
+		rows, err = t.tx.Query(ctx, t.s.sql.Text(qMovablePending), replan, t.s.now(), m.Queue, m.Limit, toSource)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var found []storecore.Transfer
+	var tr storecore.Transfer
+	var key, source *string
+	if _, err := pgx.ForEachRow(rows, []any{&tr.ID, &key, &source}, func() error {
+		tr.Key, tr.To = deref(key), cmp.Or(m.To, deref(source))
+		found = append(found, tr)
+		return nil
+	}); err != nil || len(found) == 0 {
+		return nil, err
+	}
+	var locks []string
+	ids := make([]int64, len(found))
+	for i, f := range found {
+		ids[i] = f.ID
+		if f.Key != "" {
+			locks = append(locks, keyLock(m.Queue, f.Key), keyLock(f.To, f.Key))
+		}
+	}
+	if err := t.s.lockKeys(ctx, t.runner(), locks); err != nil {
+		return nil, err
+	}
+	rows, err = t.tx.Query(ctx, t.s.sql.Text(qMovableLock), replan, ids, m.Queue, int16(m.State))
+	if err != nil {
+		return nil, err
+	}
+	// A message's source changes only when it moves, and one still of
+	// the queue in the state has not moved since it was read: the target
+	// read unlocked still holds.
+	locked := map[int64]bool{}
+	var id int64
+	if _, err := pgx.ForEachRow(rows, []any{&id}, func() error {
+		locked[id] = true
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(found, func(f storecore.Transfer) bool { return !locked[f.ID] }), nil
+}
+
+func (t *settleTx) Transfer(ctx context.Context, ts []storecore.Transfer, a storecore.Arrival) error {
+	for _, tr := range ts {
+		if _, err := t.tx.Exec(ctx, t.s.sql.Text(qTransfer), replan, t.s.now(), tr.ID, tr.To, a.Dead, nullable(string(a.Reason)),
+			a.Error, int32(a.MaxDeliveries), nullable(a.DeadLetterQueue)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (t *settleTx) Retry(ctx context.Context, ids []int64, delay time.Duration, errText string, setError, uncount bool) error {

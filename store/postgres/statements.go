@@ -43,6 +43,10 @@ const (
 	qExpired
 	qDeadRows
 	qRedrive
+	qMovablePending
+	qMovableDead
+	qMovableLock
+	qTransfer
 	qPurge
 	qStats
 	qAllStats
@@ -100,6 +104,10 @@ var queryNames = [nQueries]string{
 	qExpired:            "expired",
 	qDeadRows:           "deadRows",
 	qRedrive:            "redrive",
+	qMovablePending:     "movablePending",
+	qMovableDead:        "movableDead",
+	qMovableLock:        "movableLock",
+	qTransfer:           "transfer",
 	qPurge:              "purge",
 	qStats:              "stats",
 	qAllStats:           "allStats",

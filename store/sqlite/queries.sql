@@ -17,10 +17,11 @@
 
 -- name: insert
 -- One message, waiting behind its key's unfinished head if there is one.
-INSERT INTO leasehold_messages (queue, key, dedup_id, reply_to, payload, state, max_deliveries, enqueued_at, visible_at, kind, priority, attributes)
+INSERT INTO leasehold_messages (queue, key, dedup_id, reply_to, payload, state, max_deliveries, enqueued_at, visible_at, kind, priority, attributes,
+	dead_letter_queue)
 VALUES (?1, ?2, ?3, ?4, ?5,
 	CASE WHEN ?2 IS NOT NULL AND EXISTS (SELECT 1 FROM leasehold_messages WHERE queue = ?1 AND key = ?2 AND state IN ({pending}, {processing})) THEN {waiting} ELSE {pending} END,
-	?6, ?7, ?8, ?9, ?10, ?11)
+	?6, ?7, ?8, ?9, ?10, ?11, ?12)
 
 -- name: dedupGet
 SELECT id, enqueued_at FROM leasehold_messages WHERE queue = ? AND dedup_id = ?
@@ -49,7 +50,7 @@ FROM (SELECT id, row_number() OVER (ORDER BY priority DESC, visible_at, id) AS r
 		ORDER BY priority DESC, visible_at, id LIMIT ?6)) AS c
 WHERE m.id = c.id
 RETURNING id, key, payload, reply_to, dedup_id, deliveries, max_deliveries, enqueued_at, fencing_token, kind, priority,
-	attributes, first_claimed_at
+	attributes, first_claimed_at, dead_letter_source
 
 -- name: claimable
 -- Up to ?3 visible pending messages of queue ?1 at time ?2, in claim
@@ -76,7 +77,7 @@ SET state = {processing}, deliveries = m.deliveries + 1, fencing_token = ?1 + j.
 FROM json_each(?6) AS j
 WHERE m.id = j.value AND m.queue = ?4 AND m.state IN ({pending}, {waiting})
 RETURNING id, key, payload, reply_to, dedup_id, deliveries, max_deliveries, enqueued_at, fencing_token, kind, priority,
-	attributes, first_claimed_at
+	attributes, first_claimed_at, dead_letter_source
 
 -- name: extend
 -- Batches of leases arrive as a JSON array of [id, fencing token] pairs
@@ -112,13 +113,13 @@ JOIN (SELECT value ->> 0 AS id, value ->> 1 AS fence FROM json_each(?1)) AS j ON
 WHERE m.state = {completed}
 
 -- name: current
-SELECT deliveries, max_deliveries, queue, key FROM leasehold_messages
+SELECT deliveries, max_deliveries, queue, key, dead_letter_queue FROM leasehold_messages
 WHERE id = ? AND fencing_token = ? AND state = {processing} AND locked_until > ?
 
 -- name: given
 -- The message of a lease if no claim has taken it since: processing under
 -- its token, whatever the expiry, or pending under it.
-SELECT deliveries, max_deliveries, queue, key FROM leasehold_messages
+SELECT deliveries, max_deliveries, queue, key, dead_letter_queue FROM leasehold_messages
 WHERE id = ? AND fencing_token = ? AND state IN ({processing}, {pending})
 
 -- name: promote
@@ -173,7 +174,7 @@ WHERE id IN (SELECT value FROM json_each(?4))
 
 -- name: expired
 -- The processing messages whose leases expired by ?1.
-SELECT id, fencing_token, queue, key, deliveries, max_deliveries, locked_until FROM leasehold_messages
+SELECT id, fencing_token, queue, key, deliveries, max_deliveries, locked_until, dead_letter_queue FROM leasehold_messages
 WHERE state = {processing} AND locked_until <= ?1
 
 -- name: deadIDs
@@ -186,11 +187,45 @@ SELECT 1 FROM leasehold_messages WHERE id = ? AND queue = ? AND state = {dead}
 
 -- name: redrive
 -- Brings a dead message back: behind its key's unfinished head, or
--- pending.
-UPDATE leasehold_messages SET deliveries = 0, dead_reason = NULL, finished_at = NULL, visible_at = ?1,
+-- pending. Its fencing token becomes 0, which no claim mints, so that no
+-- lease from before it died completes it late.
+UPDATE leasehold_messages SET deliveries = 0, dead_reason = NULL, finished_at = NULL, visible_at = ?1, fencing_token = 0,
 	state = CASE WHEN key IS NOT NULL AND EXISTS (SELECT 1 FROM leasehold_messages h
 		WHERE h.queue = leasehold_messages.queue AND h.key = leasehold_messages.key AND h.state IN ({pending}, {processing})) THEN {waiting} ELSE {pending} END
 WHERE id = ?2 AND state = {dead}
+
+-- name: movablePending
+-- Up to ?3 visible pending messages of queue ?1 at time ?2, in claim
+-- order, read through the ready index as claim reads it; with ?4 only
+-- those that have a dead-letter source, passing over the others.
+SELECT id, key, dead_letter_source FROM leasehold_messages
+WHERE queue = ?1 AND state = {pending} AND visible_at <= ?2 AND (NOT ?4 OR dead_letter_source IS NOT NULL)
+ORDER BY priority DESC, visible_at, id LIMIT ?3
+
+-- name: movableDead
+-- Up to ?3 dead messages of queue ?1 by id, through the dead index; with
+-- ?2 only those that have a dead-letter source.
+SELECT id, key, dead_letter_source FROM leasehold_messages INDEXED BY leasehold_dead
+WHERE queue = ?1 AND state = {dead} AND (NOT ?2 OR dead_letter_source IS NOT NULL)
+ORDER BY id LIMIT ?3
+
+-- name: transfer
+-- Moves message ?1 to queue ?2 at time ?3, as a new message of it:
+-- behind its key's unfinished head there, or pending. With ?4 it is a
+-- dead letter: the queue it leaves becomes its source (every right-hand
+-- side reads the row as it was), reason ?5 and error ?6 are recorded;
+-- else its source and reason are cleared. ?7 and ?8 are its budget and
+-- dead-letter queue from now on. Its fencing token becomes 0, which no
+-- claim mints, so that no earlier lease completes it late.
+UPDATE leasehold_messages SET fencing_token = 0,
+	dead_letter_source = CASE WHEN ?4 THEN queue END,
+	dead_reason = CASE WHEN ?4 THEN ?5 END,
+	last_error = CASE WHEN ?4 THEN ?6 ELSE last_error END,
+	queue = ?2, max_deliveries = ?7, dead_letter_queue = ?8,
+	dedup_id = NULL, deliveries = 0, finished_at = NULL, first_claimed_at = NULL, visible_at = ?3,
+	state = CASE WHEN key IS NOT NULL AND EXISTS (SELECT 1 FROM leasehold_messages h
+		WHERE h.queue = ?2 AND h.key = leasehold_messages.key AND h.state IN ({pending}, {processing})) THEN {waiting} ELSE {pending} END
+WHERE id = ?1
 
 -- name: purge
 -- Deletes a dead message.
@@ -424,14 +459,14 @@ ORDER BY q DESC LIMIT ?2) ORDER BY q ASC
 -- history included.
 SELECT id, queue, state, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
 	worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at, kind, priority,
-	attributes, first_claimed_at
+	attributes, first_claimed_at, dead_letter_queue, dead_letter_source
 FROM leasehold_messages INDEXED BY {index} WHERE queue = ? AND state = {state} AND id > ?
 
 -- name: get
 -- One message by its id, through the primary key.
 SELECT id, queue, state, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
 	worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at, kind, priority,
-	attributes, first_claimed_at
+	attributes, first_claimed_at, dead_letter_queue, dead_letter_source
 FROM leasehold_messages WHERE id = ?
 
 -- name: blockedKeys
@@ -451,7 +486,7 @@ WITH RECURSIVE k(key) AS (
 SELECT k.key, (SELECT count(*) FROM leasehold_messages WHERE queue = ?1 AND state = {waiting} AND key = k.key),
 	h.id, h.queue, h.state, h.key, h.dedup_id, h.payload, h.deliveries, h.max_deliveries, h.fencing_token,
 	h.worker_id, h.last_error, h.dead_reason, h.enqueued_at, h.visible_at, h.locked_until, h.finished_at, h.kind, h.priority,
-	h.attributes, h.first_claimed_at
+	h.attributes, h.first_claimed_at, h.dead_letter_queue, h.dead_letter_source
 FROM k LEFT JOIN leasehold_messages AS h ON h.id = (SELECT min(id) FROM leasehold_messages
 	WHERE queue = ?1 AND key = k.key AND state IN ({pending}, {processing}))
 WHERE k.key IS NOT NULL

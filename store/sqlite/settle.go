@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -103,15 +104,15 @@ func (t settleTx) Given(ctx context.Context, l store.Lease) (storecore.Held, boo
 // found, if it found one.
 func (t settleTx) held(row *sql.Row, l store.Lease) (storecore.Held, bool, error) {
 	h := storecore.Held{Lease: l}
-	var key sql.NullString
-	err := row.Scan(&h.Deliveries, &h.MaxDeliveries, &h.Queue, &key)
+	var key, dlq sql.NullString
+	err := row.Scan(&h.Deliveries, &h.MaxDeliveries, &h.Queue, &key, &dlq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return storecore.Held{}, false, nil
 	}
 	if err != nil {
 		return storecore.Held{}, false, err
 	}
-	h.Key = key.String
+	h.Key, h.DeadLetterQueue = key.String, dlq.String
 	return h, true, nil
 }
 
@@ -123,8 +124,9 @@ func (t settleTx) Expired(ctx context.Context) ([]storecore.Held, error) {
 	return sqlstate.Collect(rows, func(r *sql.Rows) (storecore.Held, error) {
 		var deliveries, max int
 		var lockedUntil int64
-		h, err := scanHeld(r.Scan, &deliveries, &max, &lockedUntil)
-		h.Deliveries, h.MaxDeliveries = deliveries, max
+		var dlq sql.NullString
+		h, err := scanHeld(r.Scan, &deliveries, &max, &lockedUntil, &dlq)
+		h.Deliveries, h.MaxDeliveries, h.DeadLetterQueue = deliveries, max, dlq.String
 		h.StuckFor = time.Duration(t.now-lockedUntil) * time.Microsecond
 		return h, err
 	})
@@ -167,6 +169,37 @@ func (t settleTx) Find(ctx context.Context, ids []int64) ([]storecore.Found, err
 func (t settleTx) Kill(ctx context.Context, ids []int64, reason store.DeadReason, errText string, visibleNow bool) error {
 	_, err := t.tx.ExecContext(ctx, t.s.st.Text(qKill), string(reason), errText, t.now, visibleNow, idsJSON(ids))
 	return err
+}
+
+func (t settleTx) Movable(ctx context.Context, m store.Move) ([]storecore.Transfer, error) {
+	var rows *sql.Rows
+	var err error
+	toSource := m.To == ""
+	if m.State == store.Dead {
+		rows, err = t.tx.QueryContext(ctx, t.s.st.Text(qMovableDead), m.Queue, toSource, m.Limit)
+	} else {
+		rows, err = t.tx.QueryContext(ctx, t.s.st.Text(qMovablePending), m.Queue, t.now, m.Limit, toSource)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return sqlstate.Collect(rows, func(r *sql.Rows) (storecore.Transfer, error) {
+		var tr storecore.Transfer
+		var key, source sql.NullString
+		err := r.Scan(&tr.ID, &key, &source)
+		tr.Key, tr.To = key.String, cmp.Or(m.To, source.String)
+		return tr, err
+	})
+}
+
+func (t settleTx) Transfer(ctx context.Context, ts []storecore.Transfer, a storecore.Arrival) error {
+	for _, tr := range ts {
+		if _, err := t.tx.ExecContext(ctx, t.s.st.Text(qTransfer), tr.ID, tr.To, t.now, a.Dead, nullable(string(a.Reason)),
+			a.Error, a.MaxDeliveries, nullable(a.DeadLetterQueue)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (t settleTx) Retry(ctx context.Context, ids []int64, delay time.Duration, errText string, setError, uncount bool) error {

@@ -657,7 +657,7 @@ func (s *backend) enqueueOne(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, 
 		payload = []byte{}
 	}
 	res, err := insert.ExecContext(ctx, m.Queue, nullable(m.Key), nullable(m.DedupID), nullable(m.ReplyTo), payload,
-		m.MaxDeliveries, now, now+m.Delay.Microseconds(), nullable(m.Kind), m.Priority, nullBytes(m.Attributes))
+		m.MaxDeliveries, now, now+m.Delay.Microseconds(), nullable(m.Kind), m.Priority, nullBytes(m.Attributes), nullable(m.DeadLetterQueue))
 	if err != nil {
 		return store.Enqueued{}, err
 	}
@@ -765,13 +765,13 @@ func (s *backend) claimRows(ctx context.Context, tx *sql.Tx, c store.Claim, unti
 	var out []store.Delivery
 	for rows.Next() {
 		var d store.Delivery
-		var key, reply, dedup, kind sql.NullString
+		var key, reply, dedup, kind, source sql.NullString
 		var enq, first int64
 		if err := rows.Scan(&d.MessageID, &key, &d.Payload, &reply, &dedup, &d.Attempt, &d.MaxDeliveries, &enq, &d.FencingToken, &kind, &d.Priority,
-			&d.Attributes, &first); err != nil {
+			&d.Attributes, &first, &source); err != nil {
 			return nil, err
 		}
-		d.Queue, d.Key, d.ReplyTo, d.DedupID, d.Kind = c.Queue, key.String, reply.String, dedup.String, kind.String
+		d.Queue, d.Key, d.ReplyTo, d.DedupID, d.Kind, d.DeadLetterSource = c.Queue, key.String, reply.String, dedup.String, kind.String, source.String
 		d.EnqueuedAt, d.LeaseExpires, d.FirstClaimedAt = fromMicros(enq), fromMicros(until), fromMicros(first)
 		out = append(out, d)
 	}
@@ -998,9 +998,9 @@ func (s *backend) BlockedKeys(ctx context.Context, queue, afterKey string, limit
 func scanInfo(r interface{ Scan(...any) error }, leading ...any) (store.Info, error) {
 	var in store.Info
 	var id, state, deliveries, max, fence, enq, vis, locked, finished, priority, first sql.NullInt64
-	var queue, key, dedup, worker, lastErr, reason, kind sql.NullString
+	var queue, key, dedup, worker, lastErr, reason, kind, dlq, source sql.NullString
 	dst := append(leading, &id, &queue, &state, &key, &dedup, &in.Payload, &deliveries, &max, &fence,
-		&worker, &lastErr, &reason, &enq, &vis, &locked, &finished, &kind, &priority, &in.Attributes, &first)
+		&worker, &lastErr, &reason, &enq, &vis, &locked, &finished, &kind, &priority, &in.Attributes, &first, &dlq, &source)
 	if err := r.Scan(dst...); err != nil {
 		return store.Info{}, err
 	}
@@ -1010,6 +1010,7 @@ func scanInfo(r interface{ Scan(...any) error }, leading ...any) (store.Info, er
 	in.ID, in.Queue, in.State = id.Int64, queue.String, store.State(state.Int64)
 	in.Key, in.DedupID, in.WorkerID, in.LastError, in.DeadReason = key.String, dedup.String, worker.String, lastErr.String, store.DeadReason(reason.String)
 	in.Kind, in.Priority = kind.String, int(priority.Int64)
+	in.DeadLetterQueue, in.DeadLetterSource = dlq.String, source.String
 	in.Deliveries, in.MaxDeliveries, in.FencingToken = int(deliveries.Int64), int(max.Int64), fence.Int64
 	in.EnqueuedAt, in.VisibleAt = fromMicros(enq.Int64), fromMicros(vis.Int64)
 	if in.State == store.Processing {

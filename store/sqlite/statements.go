@@ -56,6 +56,9 @@ const (
 	qDeadIDs
 	qIsDead
 	qRedrive
+	qMovablePending
+	qMovableDead
+	qTransfer
 	qPurge
 	qStats
 	qAllStats
@@ -113,6 +116,9 @@ var queryNames = [nQueries]string{
 	qDeadIDs:            "deadIDs",
 	qIsDead:             "isDead",
 	qRedrive:            "redrive",
+	qMovablePending:     "movablePending",
+	qMovableDead:        "movableDead",
+	qTransfer:           "transfer",
 	qPurge:              "purge",
 	qStats:              "stats",
 	qAllStats:           "allStats",

@@ -169,3 +169,37 @@ func queryPlan(t *testing.T, s *Store, query string, args ...any) []string {
 	}
 	return plan
 }
+
+// A move reads the index of the state it moves, in its order, without a
+// sort: pending messages as a claim reads them, dead ones by id; and it
+// moves each through the primary key, looking up its key's head in the
+// new queue through the key heads' index.
+func TestMovePlansUseTheirIndexes(t *testing.T) {
+	s, err := Open(context.Background(), Config{Path: filepath.Join(t.TempDir(), "plan.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, c := range []struct {
+		name string
+		plan []string
+		want []string
+	}{
+		{"movablePending", queryPlan(t, s, s.b.st.Text(qMovablePending), "q", 0, 10, true),
+			[]string{"SEARCH leasehold_messages USING INDEX leasehold_ready (queue=?)"}},
+		{"movableDead", queryPlan(t, s, s.b.st.Text(qMovableDead), "q", true, 10),
+			[]string{"SEARCH leasehold_messages USING INDEX leasehold_dead (queue=?)"}},
+		{"transfer", queryPlan(t, s, s.b.st.Text(qTransfer), 1, "q", 0, false, nil, "", 5, nil),
+			[]string{"SEARCH leasehold_messages USING INTEGER PRIMARY KEY (rowid=?)", "SEARCH h USING INDEX leasehold_key_head (queue=? AND key=?)"}},
+	} {
+		joined := strings.Join(c.plan, "\n")
+		for _, w := range c.want {
+			if !strings.Contains(joined, w) {
+				t.Errorf("the %s plan lacks %q:\n%s", c.name, w, joined)
+			}
+		}
+		if strings.Contains(joined, "TEMP B-TREE") || strings.Contains(joined, "SCAN ") {
+			t.Errorf("the %s plan sorts or scans:\n%s", c.name, joined)
+		}
+	}
+}

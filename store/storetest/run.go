@@ -115,6 +115,16 @@ func Run(t *testing.T, f Factory, opts ...Option) {
 		{"ConcurrentReapers", testConcurrentReapers},
 		{"ReaperDeadLettersExhausted", testReaperDeadLettersExhausted},
 
+		// Dead-letter queues and moves between queues
+		// (deadletterqueues.go).
+		{"DeadLetterQueueOnFail", testDeadLetterQueueOnFail},
+		{"DeadLetterQueueOfFailure", testDeadLetterQueueOfFailure},
+		{"DeadLetterQueueOnReap", testDeadLetterQueueOnReap},
+		{"DeadLetterQueueOfARun", testDeadLetterQueueOfARun},
+		{"DeadLetterQueueOfAReapedRun", testDeadLetterQueueOfAReapedRun},
+		{"LateCompletionAfterMove", testLateCompletionAfterMove},
+		{"Move", testMove},
+
 		// Keys: one message of a key at a time, in enqueue order (keys.go);
 		// dedup ids (dedup.go).
 		{"KeyFIFO", testKeyFIFO},
