@@ -262,7 +262,11 @@ type completion struct {
 
 func (cp *completion) Settle(ctx context.Context, tx SettleTx) error {
 	cs, results := cp.cs, cp.results
-	done, err := tx.CompleteCurrent(ctx, cs)
+	asked := cs
+	if slices.ContainsFunc(cs, unminted) {
+		asked = slices.DeleteFunc(slices.Clone(cs), unminted)
+	}
+	done, err := tx.CompleteCurrent(ctx, asked)
 	if err != nil {
 		return err
 	}
@@ -316,6 +320,12 @@ func (cp *completion) Settle(ctx context.Context, tx SettleTx) error {
 	}
 	return cp.after(ctx, tx, distinctLines(lines), replies, nil, transfers{})
 }
+
+// unminted reports a late completion under a token no claim mints (a
+// claim's token is at least 1): it names no handle ever given out, but a
+// message never claimed, or one moved or redriven since, which holds
+// token 0; so it is lost, whatever the message's state.
+func unminted(c store.Completion) bool { return c.Late && c.FencingToken < 1 }
 
 func compareLeases(a, b store.Lease) int {
 	return cmp.Or(cmp.Compare(a.MessageID, b.MessageID), cmp.Compare(a.FencingToken, b.FencingToken))
@@ -377,6 +387,9 @@ type release struct {
 func (rl *release) Settle(ctx context.Context, tx SettleTx) error {
 	find := tx.Current
 	if rl.r.Late {
+		if rl.r.FencingToken < 1 {
+			return store.LeaseLost(rl.r.Lease) // as for a late completion: see unminted
+		}
 		find = tx.Given
 	}
 	h, ok, err := find(ctx, rl.r.Lease)

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -144,6 +145,13 @@ func testLateCompletionRefused(t *testing.T, f Factory) {
 	}
 	wantLost(t, "late Complete of a message waiting behind its key", b.completeLate(store.Completion{Lease: run[1].Lease})[0])
 	b.wantState(k[1], store.Waiting)
+
+	never := b.send("never claimed")
+	wantLost(t, "late Complete of a message never claimed, under token 0", b.completeLate(store.Completion{Lease: store.Lease{MessageID: never}})[0])
+	if err := b.s.Release(b.ctx, store.Release{Lease: store.Lease{MessageID: never}, Late: true}); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("late Release of a message never claimed, under token 0 = %v, want ErrLeaseLost", err)
+	}
+	b.wantState(never, store.Pending)
 }
 
 // A late completion of a key's head that was given back lets the key's
