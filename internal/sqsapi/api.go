@@ -35,7 +35,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -367,8 +366,6 @@ func (a *API) actions() map[string]action {
 	}
 }
 
-// unsupported are SQS actions this API knows of and does not offer.
-var unsupported []string
 
 // ServeHTTP answers one SQS request.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -483,10 +480,7 @@ func (a *API) serve(w http.ResponseWriter, c *call) (any, error) {
 	}
 	act, ok := a.acts[c.action]
 	if !ok {
-		if slices.Contains(unsupported, c.action) {
-			return nil, errUnsupported.f("%s is not supported by leasehold", c.action)
-		}
-		return nil, errInvalidAction.f("the action %q is not valid for this endpoint", c.target)
+		return nil, errInvalidAction.f("The action %s is not valid for this endpoint.", c.target)
 	}
 	c.body = body
 	return act(r.Context(), c)

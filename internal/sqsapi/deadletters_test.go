@@ -403,7 +403,7 @@ func TestMessageMoveTasks(t *testing.T) {
 		f.create("plain", nil)
 
 		_, err := f.c.StartMessageMoveTask(f.ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arn("plain"))})
-		wantAPIError(t, "a task from a queue that is no dead-letter queue", err, "AWS.SimpleQueueService.UnsupportedOperation")
+		wantAPIError(t, "a task from a queue that is no dead-letter queue", err, "InvalidParameterValue")
 		_, err = f.c.StartMessageMoveTask(f.ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arn("missing"))})
 		wantAPIError(t, "a task from a missing queue", err, "ResourceNotFoundException")
 		_, err = f.c.StartMessageMoveTask(f.ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arn("dlq")), DestinationArn: aws.String(arn("missing"))})
@@ -444,7 +444,7 @@ func TestMessageMoveTasks(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = f.c.StartMessageMoveTask(f.ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arn("dlq"))})
-		wantAPIError(t, "a second task of a source", err, "AWS.SimpleQueueService.UnsupportedOperation")
+		wantAPIError(t, "a second task of a source", err, "InvalidParameterValue")
 		running := f.tasks("dlq", 1)[0]
 		wantTask(t, running, "RUNNING", 2, 5)
 		if aws.ToString(running.TaskHandle) != *start.TaskHandle || aws.ToString(running.DestinationArn) != arn("dest") ||

@@ -207,7 +207,7 @@ func (a *API) startMessageMoveTask(ctx context.Context, c *call) (any, error) {
 		return nil, err
 	}
 	if len(sources) == 0 {
-		return nil, errUnsupported.f("the source queue %s is not the dead-letter queue of any queue", src.Queue)
+		return nil, errInvalidParameter.f("Source queue must be configured as a Dead Letter Queue.")
 	}
 	a.movers.starting.Lock()
 	defer a.movers.starting.Unlock()
@@ -220,7 +220,7 @@ func (a *API) startMessageMoveTask(ctx context.Context, c *call) (any, error) {
 	for _, old := range tasks {
 		if old.Status == taskRunning || old.Status == taskCancelling {
 			a.watch(src.Queue, tasks)
-			return nil, errUnsupported.f("the source queue %s has a message move task running already; cancel it or wait for it to end", src.Queue)
+			return nil, errInvalidParameter.f("There is already a task running. Only one active task is allowed for a source queue arn at a given time.")
 		}
 	}
 	st, err := a.st.Stats(ctx, src.Queue)

@@ -286,8 +286,7 @@ func TestQueryAnswers(t *testing.T) {
 	}{
 		{formRequest("/", "Action=GetQueueUrl&QueueName=nope"), 400, "AWS.SimpleQueueService.NonExistentQueue", "Sender", "The specified queue does not exist for this wsdl version."},
 		{formRequest("/", "Version=2012-11-05"), 400, "MissingAction", "Sender", "must contain the parameter Action"},
-		{formRequest("/", "Action=Bogus"), 400, "InvalidAction", "Sender", `"Bogus" is not valid`},
-		{formRequest("/", "Action=ListDeadLetterSourceQueues&QueueUrl=q"), 400, "AWS.SimpleQueueService.UnsupportedOperation", "Sender", "not supported"},
+		{formRequest("/", "Action=FooBar"), 400, "InvalidAction", "Sender", "The action FooBar is not valid for this endpoint."},
 		{formRequest("/000000000000/q", "Action=AddPermission&Label=l&AWSAccountId.1=1&ActionName.1=SendMessage"), 400, "InvalidParameterValue", "Sender", "Value [1] for parameter PrincipalId"},
 		{formRequest("/", "Action=SendMessage&MessageBody=x"), 400, "MissingParameter", "Sender", "QueueUrl"},
 		{httptest.NewRequest(http.MethodPut, "http://h:1/?Action=ListQueues", nil), 400, "InvalidAction", "Sender", "not PUT"},
