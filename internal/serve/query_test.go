@@ -462,7 +462,7 @@ func TestQueueURLsAndRoutes(t *testing.T) {
 		code int
 		has  string
 	}{
-		{"/000000000000/routed", 404, "404 page not found"},
+		{"/000000000000/routed", 404, "<UnknownOperationException"},
 		{"/000000000000/routed?Action=GetQueueAttributes&AttributeName.1=VisibilityTimeout", 200, "<Name>VisibilityTimeout</Name><Value>30</Value>"},
 		{"/?Action=ListQueues&QueueNamePrefix=rout", 200, "<QueueUrl>" + url + "</QueueUrl>"},
 		{"/", 200, "<html"},

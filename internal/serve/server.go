@@ -17,6 +17,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net"
@@ -314,7 +315,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.Handle("GET /{$}", apiOr(api, pages))
 	queuePath := "/" + api.AccountID() + "/{queue}"
 	s.mux.Handle("POST "+queuePath, api)
-	s.mux.Handle("GET "+queuePath, apiOr(api, http.NotFoundHandler()))
+	s.mux.Handle("GET "+queuePath, apiOr(api, http.HandlerFunc(unknownOperation)))
 	s.mux.Handle("/queues/", pages)
 	s.mux.Handle("/api/", pages)
 	s.mux.Handle("GET /static/", pages)
@@ -425,6 +426,14 @@ func apiOr(api, h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// unknownOperation answers a GET of a queue's URL that names no action
+// as Amazon SQS does: not found, with an XML body that says why.
+func unknownOperation(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/xml")
+	w.WriteHeader(http.StatusNotFound)
+	_, _ = io.WriteString(w, `<?xml version="1.0"?><UnknownOperationException/>`)
 }
 
 // Handler is the server's handler, for tests that serve it themselves.
