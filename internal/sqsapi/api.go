@@ -366,7 +366,6 @@ func (a *API) actions() map[string]action {
 	}
 }
 
-
 // ServeHTTP answers one SQS request.
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := a.clk.Monotonic()
