@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -521,6 +522,36 @@ func TestMessageMoveTaskSurvivesARestart(t *testing.T) {
 		}
 		if n := f.depth(dlq); n != "0" {
 			t.Fatalf("dead-letter queue depth %s after the move", n)
+		}
+	})
+}
+
+// A FIFO dead-letter queue holds a group's later messages behind its
+// first; a move task moves them all, not only the first of each group.
+func TestMessageMoveTaskOfAFIFOGroup(t *testing.T) {
+	forEachDurable(t, func(t *testing.T, f *dlqFixture) {
+		fifo := map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"}
+		f.create("dlq.fifo", fifo)
+		attrs := redrive("dlq.fifo", 1)
+		maps.Copy(attrs, fifo)
+		src := f.create("src.fifo", attrs)
+		for _, b := range []string{"g1", "g2", "g3"} {
+			if _, err := f.c.SendMessage(f.ctx, &sqs.SendMessageInput{QueueUrl: aws.String(src), MessageBody: aws.String(b),
+				MessageGroupId: aws.String("g")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := f.receive(src, 10); len(got) != 3 {
+			t.Fatalf("received %d of the group, want 3", len(got))
+		}
+		f.reap()
+		if _, err := f.c.StartMessageMoveTask(f.ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arn("dlq.fifo"))}); err != nil {
+			t.Fatal(err)
+		}
+		f.api.movers.wait()
+		wantTask(t, f.tasks("dlq.fifo", 1)[0], "COMPLETED", 3, 3)
+		if got := f.drain(src); !slices.Equal(got, []string{"g1", "g2", "g3"}) {
+			t.Fatalf("src.fifo got back %v", got)
 		}
 	})
 }

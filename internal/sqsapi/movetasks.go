@@ -228,7 +228,10 @@ func (a *API) startMessageMoveTask(ctx context.Context, c *call) (any, error) {
 		return nil, err
 	}
 	now := a.clk.Now().UnixMilli()
-	t.ToMove, t.Started, t.Beat = st.Pending-st.Delayed, now, now
+	// A FIFO dead-letter queue holds a group's later messages waiting
+	// behind its first: they are moved too, each once the one before it
+	// has gone.
+	t.ToMove, t.Started, t.Beat = st.Pending-st.Delayed+st.Waiting, now, now
 	b, _ := json.Marshal(t)
 	attrs := map[string]string{t.key(): string(b)}
 	// The oldest tasks make room: a source keeps maxTasksKept.
