@@ -436,6 +436,10 @@ func (a *API) serve(w http.ResponseWriter, c *call) (any, error) {
 	if r.Method != http.MethodPost && !(c.query && r.Method == http.MethodGet) {
 		return nil, errInvalidAction.f("SQS requests are POST requests (or, in the query protocol, GET requests), not %s", r.Method)
 	}
+	if a.cfg.Verifier == nil && fromWebPage(r) {
+		closeAfter(w)
+		return nil, authError("AccessDenied", "a request from a web page is refused by a server that checks no signatures: set the server's credentials (LEASEHOLD_ACCESS_KEY_ID, LEASEHOLD_SECRET_ACCESS_KEY) and sign it")
+	}
 	var signed *sigv4.Signed
 	addr := a.authFailures.Client(r)
 	if a.cfg.Verifier != nil {
@@ -490,6 +494,21 @@ func (a *API) serve(w http.ResponseWriter, c *call) (any, error) {
 // client's input.
 func abandoned(r *http.Request, ae *apiError) bool {
 	return r.Context().Err() != nil && (ae.server || ae.status >= 500)
+}
+
+// fromWebPage reports whether a browser sent r on behalf of a web page:
+// it names the page's origin, or says that the request crossed sites.
+// Without signatures, such requests are refused: a query-protocol
+// request (a GET, or a form POST) is one a browser sends from any page
+// without asking the server first, so any page a developer opens could
+// otherwise purge or delete the queues of a server on their machine.
+// The SDKs and command-line clients send neither header.
+func fromWebPage(r *http.Request) bool {
+	if r.Header.Get("Origin") != "" {
+		return true
+	}
+	site := r.Header.Get("Sec-Fetch-Site")
+	return site != "" && site != "none"
 }
 
 // refused is the error of a request whose signature was refused.

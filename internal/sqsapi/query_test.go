@@ -379,3 +379,31 @@ func FuzzQueryAPI(f *testing.F) {
 		}
 	})
 }
+
+// A server that checks no signatures refuses what a web page's browser
+// sends it (a form POST or a GET a page may send anywhere unasked), and
+// changes nothing; the same request from a client is served.
+func TestRequestsFromWebPagesAreRefusedWithoutSignatures(t *testing.T) {
+	b := setup(t, nil)
+	if a := b.query(t, formRequest("/", "Action=CreateQueue&QueueName=victim")); a.status != 200 {
+		t.Fatalf("CreateQueue: %d %s", a.status, a.body)
+	}
+	for name, mark := range map[string]func(r *http.Request){
+		"Origin":                    func(r *http.Request) { r.Header.Set("Origin", "https://elsewhere.example") },
+		"Sec-Fetch-Site cross-site": func(r *http.Request) { r.Header.Set("Sec-Fetch-Site", "cross-site") },
+		"Sec-Fetch-Site same-site":  func(r *http.Request) { r.Header.Set("Sec-Fetch-Site", "same-site") },
+	} {
+		for _, r := range []*http.Request{
+			formRequest("/", "Action=DeleteQueue&QueueUrl=victim"),
+			httptest.NewRequest(http.MethodGet, "http://h:1/000000000000/victim?Action=PurgeQueue", nil),
+		} {
+			mark(r)
+			if a := b.query(t, r); a.status != http.StatusForbidden || a.Error.Code != "AccessDenied" {
+				t.Errorf("%s %s with %s: %d %s, want 403 AccessDenied", r.Method, r.URL, name, a.status, a.body)
+			}
+		}
+	}
+	if a := b.query(t, formRequest("/", "Action=GetQueueUrl&QueueName=victim")); a.status != 200 {
+		t.Fatalf("the queue is gone after refused requests: %d %s", a.status, a.body)
+	}
+}
