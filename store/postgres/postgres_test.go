@@ -3,11 +3,13 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/internal/pgtest"
@@ -252,6 +254,49 @@ func TestCancelRacingPromotion(t *testing.T) {
 		}
 		if _, err := s.Complete(ctx, []store.Completion{{Lease: ds[0].Lease}}); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// A give-back of a run's first message (a retried failure) and the
+// completion of the run's second, at once, lock the same row and key in
+// opposite orders; the server rolls one back as a deadlock's victim, and
+// Settle runs it again: neither caller sees an error.
+func TestRunGiveBackRacingCompletion(t *testing.T) {
+	ctx := context.Background()
+	// Deadlocks are found after deadlock_timeout (1 s by default).
+	pool, err := pgxpool.New(ctx, dsnWith(t, "deadlock_timeout=20ms"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close) // after the schema's cleanup, which needs the pool
+	s, err := postgres.Open(ctx, postgres.Config{Pool: pool, Schema: pgtest.Schema(t, pool)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := range 60 {
+		key := "k" + strconv.Itoa(i)
+		if _, err := s.Enqueue(ctx, []store.NewMessage{{Queue: "q", Key: key}, {Queue: "q", Key: key}}); err != nil {
+			t.Fatal(err)
+		}
+		ds, err := s.Claim(ctx, store.Claim{Queue: "q", WorkerID: "w", Max: 2, LeaseDuration: time.Minute, Runs: true})
+		if err != nil || len(ds) != 2 {
+			t.Fatalf("claim: %v, %v", ds, err)
+		}
+		done := make(chan error, 2)
+		go func() {
+			_, err := s.Fail(ctx, store.Failure{Lease: ds[0].Lease, Error: "boom", RetryDelay: time.Hour})
+			done <- err
+		}()
+		go func() {
+			_, err := s.Complete(ctx, []store.Completion{{Lease: ds[1].Lease}})
+			done <- err
+		}()
+		for range 2 {
+			if err := <-done; err != nil {
+				t.Fatalf("round %d: %v", i, err)
+			}
 		}
 	}
 }
