@@ -174,6 +174,7 @@ func (t *settleTx) Hold(_ context.Context, ids []int64, uncount bool) error {
 		line.waiting = insertByID(line.waiting, m)
 		q.setState(m, store.Waiting)
 		m.lockedUntil = 0
+		m.fence = 0 // its claim's handle, lost now, never completes it late
 		if uncount {
 			m.deliveries--
 		}

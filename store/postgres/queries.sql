@@ -245,8 +245,9 @@ WHERE m.state = {processing}
 -- name: hold
 -- Puts the messages in $1 that are still processing or pending back in
 -- their keys' lines, waiting; with $2, each takes back the delivery its
--- claim counted.
-UPDATE {s}.messages SET state = {waiting}, deliveries = CASE WHEN $2 THEN deliveries - 1 ELSE deliveries END
+-- claim counted. Their tokens go to 0, which no claim mints: the handles
+-- of their claims are lost, and never complete them late.
+UPDATE {s}.messages SET state = {waiting}, fencing_token = 0, deliveries = CASE WHEN $2 THEN deliveries - 1 ELSE deliveries END
 WHERE id = ANY($1::bigint[]) AND state + 0 IN ({processing}, {pending})
 
 -- name: current

@@ -138,8 +138,9 @@ WHERE queue = ?1 AND key = ?2 AND state IN ({pending}, {processing}) AND state =
 -- name: hold
 -- Puts the messages in the JSON array of ids ?2 back in their keys'
 -- lines, waiting; with ?1, each takes back the delivery its claim
--- counted.
-UPDATE leasehold_messages SET state = {waiting}, deliveries = CASE WHEN ?1 THEN deliveries - 1 ELSE deliveries END WHERE id IN (SELECT value FROM json_each(?2))
+-- counted. Their tokens go to 0, which no claim mints: the handles of
+-- their claims are lost, and never complete them late.
+UPDATE leasehold_messages SET state = {waiting}, fencing_token = 0, deliveries = CASE WHEN ?1 THEN deliveries - 1 ELSE deliveries END WHERE id IN (SELECT value FROM json_each(?2))
 
 -- name: cancelledOf
 -- Of a batch of leases (?1, a JSON array of [id, fencing token] pairs),

@@ -125,6 +125,19 @@ func testRunFailBringsRestBack(t *testing.T, f Factory) {
 	b.wantState(k[1], store.Pending)
 	b.wantState(k[2], store.Waiting)
 	sameIDs(t, "the run from its head", ids(b.claimRuns(10)), k[1:])
+
+	// The lease of a message brought back stays lost when the message
+	// becomes its key's head, before any claim: no late completion goes
+	// through under it.
+	j := b.enqueue(keyed("J", 2)...)
+	run := b.claimRuns(2)
+	if _, err := b.s.Fail(b.ctx, store.Failure{Lease: run[0].Lease, Error: "boom"}); err != nil {
+		t.Fatal(err)
+	}
+	b.mustCompleteLate(run[0].Lease)
+	b.wantState(j[1], store.Pending)
+	wantLost(t, "late Complete of a message brought back, now its key's head", b.completeLate(store.Completion{Lease: run[1].Lease})[0])
+	b.wantState(j[1], store.Pending)
 }
 
 // An uncounted release of a run's message brings the rest back as a
