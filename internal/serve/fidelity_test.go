@@ -574,93 +574,86 @@ func TestErrorTextsAreAmazons(t *testing.T) {
 	for i := range entries {
 		entries[i] = types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String("m")}
 	}
-	call := func(fn func() error) error { return fn() }
-	var deletedHandle string
+	if _, err := f.c.SendMessage(f.ctx, &sqs.SendMessageInput{QueueUrl: url, MessageBody: aws.String("gone")}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := f.c.ReceiveMessage(f.ctx, &sqs.ReceiveMessageInput{QueueUrl: url})
+	if err != nil || len(out.Messages) != 1 {
+		t.Fatalf("receive: %v, %v", out, err)
+	}
+	deleted := out.Messages[0].ReceiptHandle
+	if _, err := f.c.DeleteMessage(f.ctx, &sqs.DeleteMessageInput{QueueUrl: url, ReceiptHandle: deleted}); err != nil {
+		t.Fatal(err)
+	}
+	_, changeErr := f.c.ChangeMessageVisibility(f.ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: url, ReceiptHandle: deleted, VisibilityTimeout: 5})
 	for _, tc := range []struct {
 		what, code, text string
 		err              error
 	}{
 		{"MaxNumberOfMessages 11", "InvalidParameterValue", "Value 11 for parameter MaxNumberOfMessages is invalid. Reason: Must be between 1 and 10, if provided.",
-			call(func() error {
+			func() error {
 				_, err := f.c.ReceiveMessage(f.ctx, &sqs.ReceiveMessageInput{QueueUrl: url, MaxNumberOfMessages: 11})
 				return err
-			})},
+			}()},
 		{"WaitTimeSeconds 21", "InvalidParameterValue", "Value 21 for parameter WaitTimeSeconds is invalid. Reason: Must be >= 0 and <= 20, if provided.",
-			call(func() error {
+			func() error {
 				_, err := f.c.ReceiveMessage(f.ctx, &sqs.ReceiveMessageInput{QueueUrl: url, WaitTimeSeconds: 21})
 				return err
-			})},
+			}()},
 		{"twenty entries", "AWS.SimpleQueueService.TooManyEntriesInBatchRequest", "Maximum number of entries per request are 10. You have sent 20.",
-			call(func() error {
+			func() error {
 				_, err := f.c.SendMessageBatch(f.ctx, &sqs.SendMessageBatchInput{QueueUrl: url, Entries: entries})
 				return err
-			})},
+			}()},
 		{"a bad entry id", "AWS.SimpleQueueService.InvalidBatchEntryId", "A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long.",
-			call(func() error {
+			func() error {
 				_, err := f.c.SendMessageBatch(f.ctx, &sqs.SendMessageBatchInput{QueueUrl: url,
 					Entries: []types.SendMessageBatchRequestEntry{{Id: aws.String("message:x"), MessageBody: aws.String("m")}}})
 				return err
-			})},
+			}()},
 		{"a missing queue", "AWS.SimpleQueueService.NonExistentQueue", "The specified queue does not exist.",
-			call(func() error {
+			func() error {
 				_, err := f.c.GetQueueUrl(f.ctx, &sqs.GetQueueUrlInput{QueueName: aws.String("nope")})
 				return err
-			})},
+			}()},
 		{"a garbage handle", "ReceiptHandleIsInvalid", `The input receipt handle "garbage" is not a valid receipt handle.`,
-			call(func() error {
+			func() error {
 				_, err := f.c.DeleteMessage(f.ctx, &sqs.DeleteMessageInput{QueueUrl: url, ReceiptHandle: aws.String("garbage")})
 				return err
-			})},
+			}()},
 		{"a FIFO send without a group", "MissingParameter", "The request must contain the parameter MessageGroupId.",
-			call(func() error {
+			func() error {
 				_, err := f.c.SendMessage(f.ctx, &sqs.SendMessageInput{QueueUrl: fifo, MessageBody: aws.String("m"), MessageDeduplicationId: aws.String("d")})
 				return err
-			})},
+			}()},
 		{"a FIFO send without a deduplication id", "InvalidParameterValue", "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly",
-			call(func() error {
+			func() error {
 				_, err := f.c.SendMessage(f.ctx, &sqs.SendMessageInput{QueueUrl: fifo, MessageBody: aws.String("m"), MessageGroupId: aws.String("g")})
 				return err
-			})},
+			}()},
 		{"a FIFO batch entry without a group", "InvalidParameterValue", "The request must contain the parameter MessageGroupId.",
-			call(func() error {
+			func() error {
 				_, err := f.c.SendMessageBatch(f.ctx, &sqs.SendMessageBatchInput{QueueUrl: fifo, Entries: []types.SendMessageBatchRequestEntry{
 					{Id: aws.String("a"), MessageBody: aws.String("m"), MessageGroupId: aws.String("g"), MessageDeduplicationId: aws.String("1")},
 					{Id: aws.String("b"), MessageBody: aws.String("m"), MessageDeduplicationId: aws.String("2")}}})
 				return err
-			})},
-		{"a visibility change after the delete", "InvalidParameterValue", "",
-			call(func() error {
-				if _, err := f.c.SendMessage(f.ctx, &sqs.SendMessageInput{QueueUrl: url, MessageBody: aws.String("gone")}); err != nil {
-					return err
-				}
-				out, err := f.c.ReceiveMessage(f.ctx, &sqs.ReceiveMessageInput{QueueUrl: url})
-				if err != nil || len(out.Messages) != 1 {
-					t.Fatalf("receive: %v, %v", out, err)
-				}
-				h := out.Messages[0].ReceiptHandle
-				if _, err := f.c.DeleteMessage(f.ctx, &sqs.DeleteMessageInput{QueueUrl: url, ReceiptHandle: h}); err != nil {
-					return err
-				}
-				_, err = f.c.ChangeMessageVisibility(f.ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: url, ReceiptHandle: h, VisibilityTimeout: 5})
-				deletedHandle = *h
-				return err
-			})},
+			}()},
+		{"a visibility change after the delete", "InvalidParameterValue",
+			"Value " + *deleted + " for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.",
+			changeErr},
 		{"a body too long", "InvalidParameterValue", "One or more parameters are invalid. Reason: Message must be shorter than 1048576 bytes.",
-			call(func() error {
+			func() error {
 				_, err := f.c.SendMessage(f.ctx, &sqs.SendMessageInput{QueueUrl: url, MessageBody: aws.String(strings.Repeat("x", 1<<20+1))})
 				return err
-			})},
+			}()},
 		{"an empty attribute", "InvalidParameterValue", "Message (user) attribute 'ErrorDetails' must contain a non-empty value of type 'String'.",
-			call(func() error {
+			func() error {
 				_, err := f.c.SendMessage(f.ctx, &sqs.SendMessageInput{QueueUrl: url, MessageBody: aws.String("m"),
 					MessageAttributes: map[string]types.MessageAttributeValue{"ErrorDetails": {DataType: aws.String("String"), StringValue: aws.String("")}}})
 				return err
-			})},
+			}()},
 	} {
 		wantCode(t, tc.what, tc.err, tc.code)
-		if tc.text == "" {
-			tc.text = "Value " + deletedHandle + " for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change."
-		}
 		var ae smithy.APIError
 		if errors.As(tc.err, &ae); ae.ErrorMessage() != tc.text {
 			t.Errorf("%s: message %q, want %q", tc.what, ae.ErrorMessage(), tc.text)
