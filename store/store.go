@@ -116,6 +116,23 @@ type NewMessage struct {
 	// Key orders messages: among messages of one queue with the same
 	// non-empty key, one runs at a time, in enqueue order. Empty: unordered.
 	Key string
+	// FairGroup, on a message without a Key, names the tenant it is sent
+	// for, so that one tenant's backlog cannot starve the others: the
+	// messages of a group still run concurrently, in no set order, but
+	// each takes its place in the claim order right behind its group's
+	// last message that is ready and unclaimed, or behind the queue's
+	// first ready message when the group has none, and never later than
+	// the moment it is enqueued. So a group whose messages wait in a
+	// backlog gets one turn among the others' new messages rather than
+	// holding them up, and two backlogged groups take turns. Placement is
+	// among messages of the message's priority; it applies to messages
+	// ready at once (a delayed one is placed at its time, as others are)
+	// and lasts until the message's first claim. Empty: placed at its
+	// time, as others are. Placement is to the microsecond: messages
+	// placed at one instant (one transaction's batch) go in enqueue
+	// order. At most MaxNameLength bytes of UTF-8 without NUL, and only
+	// without a Key, which orders its messages itself.
+	FairGroup string
 	// DedupID, when set, makes a second message with the same id in the same
 	// queue within the dedup window a duplicate: it is not enqueued and the
 	// existing message's id is returned.

@@ -104,6 +104,31 @@ func TestStandardQueueGroupsAreNotOrdered(t *testing.T) {
 	})
 }
 
+// On a standard queue groups take turns: a quiet group's messages are
+// received among the first, however long a noisy group's backlog.
+func TestStandardQueueGroupsTakeTurns(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		f := setup(t, b, options{})
+		url := f.createQueue("fair", nil)
+		for i := range 30 {
+			f.send(url, "noisy"+strconv.Itoa(i), "noisy")
+			// Placement is by time, to the microsecond: sends in one
+			// instant keep their order among themselves.
+			f.clk.Advance(time.Millisecond)
+		}
+		f.send(url, "quiet1", "quiet")
+		f.send(url, "quiet2", "quiet")
+		var bodies []string
+		for _, m := range f.receive(url, 4, 30) {
+			bodies = append(bodies, m.body)
+		}
+		slices.Sort(bodies)
+		if want := []string{"noisy0", "noisy1", "quiet1", "quiet2"}; !slices.Equal(bodies, want) {
+			t.Fatalf("the first receive of 4 got %q, want %q: the noisy group's first two and the quiet group's two", bodies, want)
+		}
+	})
+}
+
 // The rules of queue attributes that Amazon SQS applies: booleans in any
 // case, FIFO queues only by FifoQueue and a .fifo name together, FIFO
 // attributes refused on standard queues, a queue's type fixed, and the

@@ -124,10 +124,11 @@ func prepare(q *queue, e *sendEntry, from origin) (store.NewMessage, sent, int, 
 	}
 	// On a FIFO queue the group is the store's key: one message of a
 	// group in flight, in order. On a standard queue a group orders
-	// nothing, as in SQS: it is kept with the message and given back.
-	key := e.MessageGroupId
+	// nothing, as in SQS: it is the tenant of a fair queue (the store's
+	// fairness group), kept with the message and given back.
+	key, fair := e.MessageGroupId, ""
 	if !q.fifo {
-		kept.Group, key = key, ""
+		kept.Group, fair, key = key, key, ""
 	}
 	// Deduplication within each group: the store, which deduplicates
 	// within the queue, gets an id of the group and the message's.
@@ -135,7 +136,7 @@ func prepare(q *queue, e *sendEntry, from origin) (store.NewMessage, sent, int, 
 		sum := sha256.Sum256([]byte(key + "\x00" + dedup))
 		kept.Dedup, dedup = dedup, "g:"+hex.EncodeToString(sum[:])
 	}
-	msg := store.NewMessage{Queue: q.name(), Payload: []byte(body), Key: key, DedupID: dedup, Delay: delay,
+	msg := store.NewMessage{Queue: q.name(), Payload: []byte(body), Key: key, FairGroup: fair, DedupID: dedup, Delay: delay,
 		MaxDeliveries: q.maxDeliveries(), Attributes: kept.encode(), DeadLetterQueue: q.deadLetterQueue}
 	out := sent{Id: e.Id, MD5OfMessageBody: bodyMD5(body), MD5OfMessageAttributes: attrsMD5(e.MessageAttributes),
 		MD5OfMessageSystemAttributes: attrsMD5(e.MessageSystemAttributes)}

@@ -97,6 +97,12 @@ func checkNewMessage(m store.NewMessage, o store.Options) error {
 	if err := checkName("key", m.Key); err != nil {
 		return err
 	}
+	if err := checkName("fair group", m.FairGroup); err != nil {
+		return err
+	}
+	if m.FairGroup != "" && m.Key != "" {
+		return invalid("fair group %q is given with key %q: a keyed message is ordered by its key, not placed by a group", m.FairGroup, m.Key)
+	}
 	if err := checkName("dedup id", m.DedupID); err != nil {
 		return err
 	}

@@ -91,6 +91,8 @@ type message struct {
 	// dlq is the queue the message moves to when it dies, empty for
 	// none; dlSource the queue it was dead-lettered from, empty for none.
 	dlq, dlSource string
+	// fairGroup is the fairness group it was enqueued for, empty for none.
+	fairGroup string
 	// heapIndex is the message's place in its queue's delayed or ready
 	// heap (inReady says which); -1 when in neither.
 	heapIndex int
@@ -422,6 +424,10 @@ func (s *backend) enqueueLocked(nm *store.NewMessage, now int64) store.Enqueued 
 		visibleAt:  now + int64(nm.Delay),
 		heapIndex:  -1,
 		state:      store.Pending,
+		fairGroup:  nm.FairGroup,
+	}
+	if m.fairGroup != "" && nm.Delay == 0 {
+		m.visibleAt = q.placeFair(m, now)
 	}
 	if m.payload == nil {
 		m.payload = []byte{}
@@ -942,6 +948,25 @@ func (q *queue) pushPending(m *message, now int64) {
 	} else {
 		heap.Push(&q.delayed, m)
 	}
+}
+
+// placeFair gives the visibility that places m, a message of a fairness
+// group ready at now, in the claim order: a microsecond after its group's
+// last ready message, or at the queue's first ready message of its
+// priority when that is later, and never after now. It reads every ready
+// message of the queue: only messages with fairness groups pay for it.
+func (q *queue) placeFair(m *message, now int64) int64 {
+	q.makeVisible(now)
+	first, last := now, int64(math.MinInt64)
+	for _, r := range q.ready.ms {
+		if r.priority == m.priority {
+			first = min(first, r.visibleAt)
+		}
+		if r.fairGroup == m.fairGroup {
+			last = max(last, r.visibleAt+int64(time.Microsecond))
+		}
+	}
+	return min(now, max(first, last))
 }
 
 // removePending takes a message out of line, if it is in.

@@ -116,6 +116,50 @@ func TestRunsFollowTableGrowth(t *testing.T) {
 	})
 }
 
+// TestFairGroupsFollowTableGrowth does what TestPlansFollowTableGrowth
+// does for messages of fairness groups, whose placement looks up the
+// queue's first ready message and the group's last, in both statements
+// that place them.
+func TestFairGroupsFollowTableGrowth(t *testing.T) {
+	ctx := context.Background()
+	f := newPlanFixture(t)
+	s := f.s
+	n := 0
+	cycle := func() {
+		t.Helper()
+		n++
+		// One statement places the first batch; a dedup id takes the
+		// second through the one-by-one insert, under locks.
+		batches := [][]store.NewMessage{
+			{{Queue: "q", FairGroup: "a"}, {Queue: "q", FairGroup: "b"}, {Queue: "q", FairGroup: "a"}},
+			{{Queue: "q", FairGroup: "a", DedupID: fmt.Sprint(n)}},
+		}
+		for _, msgs := range batches {
+			if _, err := s.Enqueue(ctx, msgs); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := completeAll(s, claimN(t, s, 4, time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.setup.Exec(ctx, `VACUUM `+f.schema+`.messages`); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		cycle()
+	}
+	if _, err := f.setup.Exec(ctx, `INSERT INTO `+f.schema+`.messages
+		(queue, fair_group, payload, state, deliveries, max_deliveries, fencing_token, enqueued_at, visible_at, locked_until, finished_at)
+		SELECT 'q', 'a', '\x00', 3, 1, 5, 0, now(), now(), now(), now() FROM generate_series(1, 50000)`); err != nil {
+		t.Fatal(err)
+	}
+	f.unchanged(t, seqScansQuery, "sequential scans", "fairness groups' messages placed on a table of 50,000 rows", func() error {
+		cycle()
+		return nil
+	})
+}
+
 // TestLeaseChecksUseThePrimaryKey checks that statements naming leases find
 // their rows through the primary key, never through messages_processing:
 // that index keeps an entry for every lease taken since the last VACUUM, so

@@ -491,6 +491,10 @@ func needsLocks(msgs []store.NewMessage) bool {
 	return slices.ContainsFunc(msgs, func(m store.NewMessage) bool { return m.Key != "" || m.DedupID != "" })
 }
 
+// placed reports whether m is placed in the claim order by a fairness
+// group, which takes index lookups (see insertPlaced).
+func placed(m store.NewMessage) bool { return m.FairGroup != "" }
+
 func dedupLock(queue, id string) string { return "d\x1f" + queue + "\x1f" + id }
 
 // notify wakes receivers of the queues in other processes once tx commits,
@@ -526,6 +530,9 @@ func (s *backend) Enqueue(ctx context.Context, msgs []store.NewMessage) ([]store
 		// Without keys or dedup ids nothing needs a lock: the insert and
 		// its notification go in one round trip, as one implicit
 		// transaction, where BEGIN and COMMIT would take two more.
+		if slices.ContainsFunc(msgs, placed) {
+			return s.insertPlaced(ctx, s.pool, msgs, nil)
+		}
 		return s.insertBulk(ctx, s.pool, msgs, nil)
 	}
 	var out []store.Enqueued
@@ -592,6 +599,9 @@ func (s *backend) enqueueIn(ctx context.Context, r runner, msgs []store.NewMessa
 
 func (s *backend) enqueueTx(ctx context.Context, r runner, msgs []store.NewMessage, wake *[]string) ([]store.Enqueued, error) {
 	if tx := r.pgx(); tx != nil && !needsLocks(msgs) {
+		if slices.ContainsFunc(msgs, placed) {
+			return s.insertPlaced(ctx, tx, msgs, wake)
+		}
 		return s.insertBulk(ctx, tx, msgs, wake)
 	}
 	if err := s.lockKeys(ctx, r, enqueueLocks(nil, msgs)); err != nil {
@@ -615,10 +625,49 @@ type batcher interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-// insertBulk inserts messages without keys or dedup ids in one statement and
-// sends the notification of their queues in the same round trip; it adds
-// the queues to wake as notify does.
+// insertBulk inserts messages without keys, dedup ids or fairness groups
+// in one statement and sends the notification of their queues in the
+// same round trip; it adds the queues to wake as notify does. The
+// statements are prepared once, as a batch's are: the insert reads no
+// index.
 func (s *backend) insertBulk(ctx context.Context, to batcher, msgs []store.NewMessage, wake *[]string) ([]store.Enqueued, error) {
+	b := &pgx.Batch{}
+	b.Queue(s.sql.Text(qInsertBulk), append([]any{s.now()}, bulkColumns(msgs)...)...)
+	woken := queuesOf(msgs)
+	b.Queue(s.sql.Text(qNotify), s.channel, woken)
+	br := to.SendBatch(ctx, b)
+	var ids []int64
+	rows, err := br.Query()
+	if err == nil {
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return inserted(ids, err, len(msgs), woken, wake)
+}
+
+// insertPlaced inserts messages without keys or dedup ids, some of them
+// of fairness groups, with the notification of their queues, in one
+// statement planned at its execution (see replan), as the placement
+// reads indexes; it adds the queues to wake as notify does.
+func (s *backend) insertPlaced(ctx context.Context, q interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}, msgs []store.NewMessage, wake *[]string) ([]store.Enqueued, error) {
+	groups := make([]*string, len(msgs))
+	for i := range msgs {
+		groups[i] = nullable(msgs[i].FairGroup)
+	}
+	args := append([]any{replan, s.now()}, bulkColumns(msgs)...)
+	var ids []int64
+	var notified int64
+	err := q.QueryRow(ctx, s.sql.Text(qInsertPlaced), append(args, groups, s.channel)...).Scan(&ids, &notified)
+	return inserted(ids, err, len(msgs), queuesOf(msgs), wake)
+}
+
+// bulkColumns gives the columns insertBulk and insertPlaced take, one
+// array each, from the queue to the dead-letter queue.
+func bulkColumns(msgs []store.NewMessage) []any {
 	n := len(msgs)
 	queues, replies, kinds := make([]string, n), make([]*string, n), make([]*string, n)
 	payloads, maxes, delays, priorities := make([][]byte, n), make([]int32, n), make([]int64, n), make([]int16, n)
@@ -634,26 +683,23 @@ func (s *backend) insertBulk(ctx context.Context, to batcher, msgs []store.NewMe
 		if payloads[i] == nil {
 			payloads[i] = []byte{}
 		}
-		if m.ReplyTo != "" {
-			replies[i] = &msgs[i].ReplyTo
-		}
-		if m.Kind != "" {
-			kinds[i] = &msgs[i].Kind
-		}
+		replies[i], kinds[i] = nullable(m.ReplyTo), nullable(m.Kind)
 	}
-	b := &pgx.Batch{}
-	b.Queue(s.sql.Text(qInsertBulk), s.now(), queues, replies, payloads, maxes, delays, kinds, priorities, attributes, dlqs)
-	woken := distinct(slices.Clone(queues))
-	b.Queue(s.sql.Text(qNotify), s.channel, woken)
-	br := to.SendBatch(ctx, b)
-	var ids []int64
-	rows, err := br.Query()
-	if err == nil {
-		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+	return []any{queues, replies, payloads, maxes, delays, kinds, priorities, attributes, dlqs}
+}
+
+// queuesOf gives the queues of msgs, sorted, each once.
+func queuesOf(msgs []store.NewMessage) []string {
+	queues := make([]string, len(msgs))
+	for i, m := range msgs {
+		queues[i] = m.Queue
 	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
+	return distinct(queues)
+}
+
+// inserted gives the outcome of a statement that inserted n messages as
+// ids, and adds the queues it notified, woken, to wake.
+func inserted(ids []int64, err error, n int, woken []string, wake *[]string) ([]store.Enqueued, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -697,7 +743,7 @@ func (s *backend) insertOne(ctx context.Context, r runner, m *store.NewMessage) 
 	var id int64
 	err := r.queryRow(ctx, s.sql.Text(qInsertOne), []any{s.now(), m.Queue, nullable(m.Key), nullable(m.DedupID), nullable(m.ReplyTo),
 		payload, int32(m.MaxDeliveries), micros(m.Delay), nullable(m.Kind), int16(m.Priority), nullBytes(m.Attributes),
-		nullable(m.DeadLetterQueue)}, &id)
+		nullable(m.DeadLetterQueue), nullable(m.FairGroup)}, &id)
 	return store.Enqueued{ID: id}, err
 }
 

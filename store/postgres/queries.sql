@@ -40,14 +40,57 @@ RETURNING id
 
 -- name: insertOne
 -- One message, waiting behind its key's unfinished head if there is one.
--- The caller holds the key's lock.
+-- The caller holds the key's lock. A message of a fairness group ($13)
+-- is placed as insertPlaced places it.
 INSERT INTO {s}.messages (queue, key, dedup_id, reply_to, payload, state, max_deliveries, enqueued_at, visible_at, kind, priority, attributes,
-	dead_letter_queue)
+	dead_letter_queue, fair_group)
 VALUES ($2, $3, $4, $5, $6,
 	CASE WHEN $3::text IS NOT NULL AND EXISTS (SELECT 1 FROM {s}.messages WHERE queue = $2 AND key = $3 AND state IN ({pending}, {processing}))
 		THEN {waiting} ELSE {pending} END,
-	$7, COALESCE($1::timestamptz, now()), COALESCE($1::timestamptz, now()) + $8 * interval '1 microsecond', $9, $10, $11::bytea, $12)
+	$7, COALESCE($1::timestamptz, now()),
+	CASE WHEN $13::text IS NULL OR $8::bigint > 0 THEN COALESCE($1::timestamptz, now()) + $8 * interval '1 microsecond'
+	ELSE LEAST(COALESCE($1::timestamptz, now()), GREATEST(
+		(SELECT min(visible_at) FROM {s}.messages
+			WHERE queue = $2 AND state = {pending} AND priority = $10 AND visible_at <= COALESCE($1::timestamptz, now())),
+		(SELECT max(visible_at) FROM {s}.messages
+			WHERE queue = $2 AND fair_group = $13 AND state = {pending} AND visible_at <= COALESCE($1::timestamptz, now()))
+			+ interval '1 microsecond'))
+	END,
+	$9, $10, $11::bytea, $12, $13)
 RETURNING id
+
+-- name: insertPlaced
+-- Messages without keys, some of fairness groups ($11), in one
+-- statement, ids drawn in input order, with the notification of their
+-- queues ($12): one round trip, planned at each execution as the
+-- placement reads indexes. A message of a group that is ready at once
+-- (no delay) is placed right behind its group's last ready message, a
+-- microsecond after it, or at the queue's first ready message of its
+-- priority when that is later, and never after now (GREATEST and LEAST
+-- skip NULLs: with no ready message, now): two index lookups, and no
+-- lock, as placement is fairness, not order. The statement's rows do not
+-- see each other, so a batch's messages of one group are placed as if
+-- one by one: the nth a microsecond after the (n-1)th.
+WITH ins AS (
+	INSERT INTO {s}.messages (queue, reply_to, payload, state, max_deliveries, enqueued_at, visible_at, kind, priority, attributes,
+		dead_letter_queue, fair_group)
+	SELECT q, r, p, {pending}, md, COALESCE($1::timestamptz, now()),
+		CASE WHEN g IS NULL OR d > 0 THEN COALESCE($1::timestamptz, now()) + d * interval '1 microsecond'
+		ELSE LEAST(COALESCE($1::timestamptz, now()), GREATEST(
+			(SELECT min(visible_at) FROM {s}.messages
+				WHERE queue = q AND state = {pending} AND priority = pr AND visible_at <= COALESCE($1::timestamptz, now())),
+			(SELECT max(visible_at) FROM {s}.messages
+				WHERE queue = q AND fair_group = g AND state = {pending} AND visible_at <= COALESCE($1::timestamptz, now()))
+				+ interval '1 microsecond') + (gn - 1) * interval '1 microsecond')
+		END,
+		k, pr, a, dl, g
+	FROM (SELECT *, row_number() OVER (PARTITION BY q, g ORDER BY ord) AS gn
+		FROM unnest($2::text[], $3::text[], $4::bytea[], $5::int[], $6::bigint[], $7::text[], $8::smallint[], $9::bytea[], $10::text[], $11::text[])
+			WITH ORDINALITY AS u(q, r, p, md, d, k, pr, a, dl, g, ord)) AS u
+	ORDER BY ord
+	RETURNING id, queue)
+SELECT (SELECT array_agg(id ORDER BY id) FROM ins),
+	(SELECT count(pg_notify($12, q)) FROM (SELECT DISTINCT queue AS q FROM ins) AS w)
 
 -- name: dedupGet
 -- The message holding a dedup id, and whether it is inside the window ($4).

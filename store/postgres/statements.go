@@ -21,6 +21,7 @@ const (
 	qIsolation
 	qInsertBulk
 	qInsertOne
+	qInsertPlaced
 	qDedupGet
 	qDedupClear
 	qClaim
@@ -82,6 +83,7 @@ var queryNames = [nQueries]string{
 	qIsolation:          "isolation",
 	qInsertBulk:         "insertBulk",
 	qInsertOne:          "insertOne",
+	qInsertPlaced:       "insertPlaced",
 	qDedupGet:           "dedupGet",
 	qDedupClear:         "dedupClear",
 	qClaim:              "claim",

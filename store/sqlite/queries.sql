@@ -17,11 +17,20 @@
 
 -- name: insert
 -- One message, waiting behind its key's unfinished head if there is one.
+-- A message of a fairness group (?13) that is ready at once (?8 is ?7,
+-- now) is placed right behind its group's last ready message, a
+-- microsecond after it, or at the queue's first ready message of its
+-- priority when that is later, and never after now: two index lookups.
 INSERT INTO leasehold_messages (queue, key, dedup_id, reply_to, payload, state, max_deliveries, enqueued_at, visible_at, kind, priority, attributes,
-	dead_letter_queue)
+	dead_letter_queue, fair_group)
 VALUES (?1, ?2, ?3, ?4, ?5,
 	CASE WHEN ?2 IS NOT NULL AND EXISTS (SELECT 1 FROM leasehold_messages WHERE queue = ?1 AND key = ?2 AND state IN ({pending}, {processing})) THEN {waiting} ELSE {pending} END,
-	?6, ?7, ?8, ?9, ?10, ?11, ?12)
+	?6, ?7,
+	CASE WHEN ?13 IS NULL OR ?8 > ?7 THEN ?8 ELSE min(?7, max(
+		coalesce((SELECT min(visible_at) FROM leasehold_messages WHERE queue = ?1 AND state = {pending} AND priority = ?10 AND visible_at <= ?7), ?7),
+		coalesce((SELECT max(visible_at) FROM leasehold_messages WHERE queue = ?1 AND fair_group = ?13 AND state = {pending} AND visible_at <= ?7) + 1, 0)))
+	END,
+	?9, ?10, ?11, ?12, ?13)
 
 -- name: dedupGet
 SELECT id, enqueued_at FROM leasehold_messages WHERE queue = ? AND dedup_id = ?

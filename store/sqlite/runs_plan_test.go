@@ -8,9 +8,10 @@ import (
 	"testing"
 )
 
-// The statements of runs and late completions find their rows through
-// an index of live messages of the queue or key, or through the primary
-// key: none reads the table, history included.
+// The statements of runs and late completions, and the placement of a
+// fairness group's message, find their rows through an index of live
+// messages of the queue, key or group, or through the primary key: none
+// reads the table, history included.
 func TestRunPlansSearch(t *testing.T) {
 	s, err := Open(context.Background(), Config{Path: filepath.Join(t.TempDir(), "plan.db")})
 	if err != nil {
@@ -29,6 +30,7 @@ func TestRunPlansSearch(t *testing.T) {
 		{"hold", queryPlan(t, s, s.b.st.Text(qHold), true, "[1,2]")},
 		{"completeLate", queryPlan(t, s, s.b.st.Text(qCompleteLate), 0, "[[1,2,true]]")},
 		{"completedUnder", queryPlan(t, s, s.b.st.Text(qCompletedUnder), "[[1,2]]")},
+		{"insert of a fairness group", queryPlan(t, s, s.b.st.Text(qInsert), "q", nil, nil, nil, []byte{}, 5, 0, 0, nil, 0, nil, nil, "g")},
 	}
 	for _, p := range plans {
 		t.Logf("%s: %q", p.op, p.plan)

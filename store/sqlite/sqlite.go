@@ -657,7 +657,8 @@ func (s *backend) enqueueOne(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, 
 		payload = []byte{}
 	}
 	res, err := insert.ExecContext(ctx, m.Queue, nullable(m.Key), nullable(m.DedupID), nullable(m.ReplyTo), payload,
-		m.MaxDeliveries, now, now+m.Delay.Microseconds(), nullable(m.Kind), m.Priority, nullBytes(m.Attributes), nullable(m.DeadLetterQueue))
+		m.MaxDeliveries, now, now+m.Delay.Microseconds(), nullable(m.Kind), m.Priority, nullBytes(m.Attributes), nullable(m.DeadLetterQueue),
+		nullable(m.FairGroup))
 	if err != nil {
 		return store.Enqueued{}, err
 	}

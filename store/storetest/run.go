@@ -142,6 +142,9 @@ func Run(t *testing.T, f Factory, opts ...Option) {
 		{"RunDeadOrCancelledGoesOn", testRunDeadOrCancelledGoesOn},
 		{"RunBlockedKeys", testRunBlockedKeys},
 
+		// Fairness groups: a tenant's backlog takes turns (fairgroups.go).
+		{"FairGroups", testFairGroups},
+
 		// Retention: pruning finished messages (retention.go).
 		{"Retention", testRetention},
 		{"PruneDeadAndCancelled", testPruneDeadAndCancelled},
