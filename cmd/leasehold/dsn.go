@@ -28,6 +28,28 @@ type dsn struct {
 	// synchronous is the SQLite synchronous setting; empty for the
 	// default, full.
 	synchronous string
+	// schema is the PostgreSQL schema of leasehold's tables.
+	schema string
+}
+
+// schemaOf checks the schema a command was given (--schema or
+// LEASEHOLD_SCHEMA; empty for none) for the database d names, and gives
+// the schema to use: PostgreSQL's default when none is given. Only a
+// PostgreSQL database has schemas.
+func schemaOf(d dsn, schema string) (string, error) {
+	if d.postgres == "" {
+		if schema != "" {
+			return "", fmt.Errorf("--schema %q: only a PostgreSQL database has schemas, and --db names the %s", schema, d)
+		}
+		return "", nil
+	}
+	if schema == "" {
+		return postgres.DefaultSchema, nil
+	}
+	if err := postgres.CheckSchema(schema); err != nil {
+		return "", fmt.Errorf("--schema: %w", err)
+	}
+	return schema, nil
 }
 
 func (d dsn) String() string {
@@ -124,7 +146,7 @@ func openStore(ctx context.Context, d dsn, mode openMode) (store.Store, error) {
 		return memory.New(memory.Config{})
 	}
 	if d.postgres != "" {
-		return postgres.Open(ctx, postgres.Config{DSN: d.postgres})
+		return postgres.Open(ctx, postgres.Config{DSN: d.postgres, Schema: d.schema})
 	}
 	return sqlite.Open(ctx, sqlite.Config{Path: d.path, Synchronous: d.synchronous,
 		ReadOnly: mode == openReadOnly, NoCreate: mode == openExisting})

@@ -23,6 +23,8 @@ import (
 
 	"github.com/leasehold/leasehold/internal/pgtest"
 	"github.com/leasehold/leasehold/internal/testproc"
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/postgres"
 )
 
 // binDir holds the leasehold binary these tests run, built by the first
@@ -69,11 +71,18 @@ type result struct {
 // runBin runs the binary with args in dir, stdin as its input.
 func runBin(t *testing.T, dir, stdin string, args ...string) result {
 	t.Helper()
+	return runBinEnv(t, dir, stdin, nil, args...)
+}
+
+// runBinEnv runs the binary as runBin does, with env added to its
+// environment.
+func runBinEnv(t *testing.T, dir, stdin string, env []string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, leaseholdBin(t), args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "LEASEHOLD_DB=")
+	cmd.Env = append(append(os.Environ(), "LEASEHOLD_DB=", "LEASEHOLD_SCHEMA="), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -276,6 +285,47 @@ func TestEnqueueWorkStatsPostgres(t *testing.T) {
 	}
 	runBin(t, t.TempDir(), "", "--db", db, "migrate").must(t)
 	testEnqueueWorkStats(t, db)
+}
+
+// An application that keeps leasehold's tables in a schema of its own
+// names it with --schema or LEASEHOLD_SCHEMA, and every command sees its
+// queues there; a schema on SQLite, or a malformed one, is refused.
+func TestSchemaFlag(t *testing.T) {
+	t.Parallel()
+	db := freshDatabase(t)
+	dir := t.TempDir()
+	ctx := context.Background()
+	if out := runBin(t, dir, "", "--db", db, "--schema", "app_jobs", "migrate").must(t).stdout; !strings.Contains(out, "app_jobs") {
+		t.Fatalf("migrate --schema app_jobs said %q", out)
+	}
+	st, err := postgres.Open(ctx, postgres.Config{DSN: db, Schema: "app_jobs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Enqueue(ctx, []store.NewMessage{{Queue: "orders", Payload: []byte("from the app")}}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	runBin(t, dir, "", "--db", db, "--schema", "app_jobs", "enqueue", "--queue", "orders", "from the CLI").must(t)
+	stats := runBinEnv(t, dir, "", []string{"LEASEHOLD_SCHEMA=app_jobs"}, "--db", db, "stats", "--queue", "orders", "--json").must(t).stdout
+	if !strings.Contains(stats, `"pending":2`) {
+		t.Fatalf("stats of the app's schema: %s, want 2 pending", stats)
+	}
+	if r := runBin(t, dir, "", "--db", db, "stats"); r.code != 1 || !strings.Contains(r.stderr, "migrate") {
+		t.Fatalf("stats of the default schema, never migrated: exit %d, stderr %q; want status 1 naming migrate", r.code, r.stderr)
+	}
+	for _, args := range [][]string{
+		{"--db", db, "--schema", "App-Jobs", "stats"},
+		{"--db", filepath.Join(dir, "app.db"), "--schema", "app_jobs", "stats"},
+	} {
+		r := runBin(t, dir, "", args...)
+		if r.code != 2 || !strings.Contains(r.stderr, "--schema") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Fatalf("leasehold %q: exit %d, stderr %q; want status 2 and one line naming --schema", args, r.code, r.stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "app.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused command made the SQLite file: %v", err)
+	}
 }
 
 // freshDatabase creates an empty PostgreSQL database for one test and

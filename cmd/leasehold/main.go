@@ -59,6 +59,7 @@ type app struct {
 	logLevel       string
 	logFormat      string
 	dsn            dsn
+	schemaFlag     string
 	log            *slog.Logger
 	// memoryOK allows --db memory: (bench).
 	memoryOK bool
@@ -119,6 +120,7 @@ database without them, says so and changes nothing.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.dbFlag, "db", "", "database: a SQLite file path or sqlite:PATH, optionally with ?synchronous=normal, a postgres:// URL or a libpq 'host=... dbname=...' string (env LEASEHOLD_DB; default leasehold.db)")
+	pf.StringVar(&a.schemaFlag, "schema", "", "PostgreSQL only: the schema holding leasehold's tables, as the application's postgres.Config.Schema names it (env LEASEHOLD_SCHEMA; default leasehold)")
 	pf.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	pf.StringVar(&a.logFormat, "log-format", "text", "log format: text or json")
 	root.AddCommand(a.migrateCommand(), a.enqueueCommand(), a.workCommand(), a.statsCommand(),
@@ -169,6 +171,13 @@ func (a *app) setup(cmd *cobra.Command, _ []string) error {
 	}
 	d, err := parseDSN(raw)
 	if err != nil {
+		return usageError{err}
+	}
+	schema := a.schemaFlag
+	if !cmd.Flags().Changed("schema") {
+		schema = os.Getenv("LEASEHOLD_SCHEMA")
+	}
+	if d.schema, err = schemaOf(d, schema); err != nil {
 		return usageError{err}
 	}
 	a.dsn = d

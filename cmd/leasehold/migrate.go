@@ -10,7 +10,6 @@ import (
 )
 
 func (a *app) migrateCommand() *cobra.Command {
-	const schema = postgres.DefaultSchema
 	cmd := &cobra.Command{
 		Use:   "migrate",
 		Short: "Create or upgrade the database schema",
@@ -22,7 +21,8 @@ application's own SQLite file, say) it says so and changes nothing, its
 journal mode included. The commands that only read (stats, list, dead
 list) change no database at all.`,
 		Example: `  leasehold migrate
-  leasehold --db postgres://localhost/app migrate`,
+  leasehold --db postgres://localhost/app migrate
+  leasehold --db postgres://localhost/app --schema jobs migrate`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -43,10 +43,10 @@ list) change no database at all.`,
 				return err
 			}
 			defer pool.Close()
-			if err := postgres.Migrate(ctx, pool, schema); err != nil {
+			if err := postgres.Migrate(ctx, pool, a.dsn.schema); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "migrated schema %s of the %s\n", schema, a.dsn)
+			fmt.Fprintf(a.stdout, "migrated schema %s of the %s\n", a.dsn.schema, a.dsn)
 			return nil
 		},
 	}
