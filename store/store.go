@@ -52,6 +52,13 @@ const (
 // States is the number of states: each is below it.
 const States = int(Cancelled) + 1
 
+// DefaultUniqueStates are the states in which a message makes another of
+// its unique key a duplicate, unless NewMessage.UniqueStates says
+// otherwise: every state but dead and cancelled, so that a message that
+// ran is not enqueued again, and one that failed for good or was
+// cancelled does not stop its key.
+var DefaultUniqueStates = []State{Pending, Waiting, Processing, Completed}
+
 var stateNames = [States]string{"pending", "waiting", "processing", "completed", "dead", "cancelled"}
 
 func (s State) String() string {
@@ -133,6 +140,21 @@ type NewMessage struct {
 	// order. At most MaxNameLength bytes of UTF-8 without NUL, and only
 	// without a Key, which orders its messages itself.
 	FairGroup string
+	// UniqueKey, when set, makes the message unique: while a message with
+	// the same UniqueKey, in any queue, is in one of UniqueStates, the
+	// enqueue adds nothing and returns that message's id as a duplicate.
+	// Two enqueues of one key at once, from any processes, give one
+	// message. The key is the caller's to make (of the queue, the kind,
+	// the arguments, a period, as it wants); the check is made at enqueue
+	// only, so a message that later returns to one of the states (a
+	// redrive, a retry) may stand beside another of its key. At most
+	// MaxNameLength bytes of UTF-8 without NUL. A completed or dead
+	// message counts until it is pruned.
+	UniqueKey string
+	// UniqueStates are the states in which a message of the same
+	// UniqueKey makes this one a duplicate. Empty: DefaultUniqueStates.
+	// Only with a UniqueKey.
+	UniqueStates []State
 	// DedupID, when set, makes a second message with the same id in the same
 	// queue within the dedup window a duplicate: it is not enqueued and the
 	// existing message's id is returned.

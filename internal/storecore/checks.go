@@ -77,6 +77,9 @@ func CheckNewMessages(msgs []store.NewMessage, o store.Options) ([]store.NewMess
 		if len(m.Attributes) == 0 {
 			m.Attributes = nil // none, stored as none
 		}
+		if m.UniqueKey != "" && len(m.UniqueStates) == 0 {
+			m.UniqueStates = store.DefaultUniqueStates
+		}
 		out[i] = m
 	}
 	return out, nil
@@ -102,6 +105,17 @@ func checkNewMessage(m store.NewMessage, o store.Options) error {
 	}
 	if m.FairGroup != "" && m.Key != "" {
 		return invalid("fair group %q is given with key %q: a keyed message is ordered by its key, not placed by a group", m.FairGroup, m.Key)
+	}
+	if err := checkName("unique key", m.UniqueKey); err != nil {
+		return err
+	}
+	if len(m.UniqueStates) > 0 && m.UniqueKey == "" {
+		return invalid("unique states are given without a unique key")
+	}
+	for _, st := range m.UniqueStates {
+		if st < 0 || int(st) >= store.States {
+			return invalid("unique state %d is not a state", int(st))
+		}
 	}
 	if err := checkName("dedup id", m.DedupID); err != nil {
 		return err
@@ -512,4 +526,14 @@ func DecodeQueueAttributes(text string) (map[string]string, error) {
 		return nil, fmt.Errorf("decode queue attributes: %w", err)
 	}
 	return attrs, nil
+}
+
+// StateMask gives states as a bit mask, bit n for state n: how the SQL
+// backends pass a set of states as one argument.
+func StateMask(states []store.State) int {
+	mask := 0
+	for _, st := range states {
+		mask |= 1 << st
+	}
+	return mask
 }

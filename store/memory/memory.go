@@ -51,7 +51,9 @@ type backend struct {
 	queues  map[string]*queue
 	paused  map[string]bool
 	records map[string]*record
-	maint   store.Maintainer
+	// unique holds the messages of each unique key, in id order.
+	unique map[string][]*message
+	maint  store.Maintainer
 	// secrets are the server secrets by name.
 	secrets map[string][]byte
 	// settling is the state of the settling step that holds mu.
@@ -93,6 +95,8 @@ type message struct {
 	dlq, dlSource string
 	// fairGroup is the fairness group it was enqueued for, empty for none.
 	fairGroup string
+	// uniqueKey is its unique key, empty for none.
+	uniqueKey string
 	// heapIndex is the message's place in its queue's delayed or ready
 	// heap (inReady says which); -1 when in neither.
 	heapIndex int
@@ -153,6 +157,7 @@ func New(cfg Config) (*Store, error) {
 		firstID: 1,
 		queues:  make(map[string]*queue),
 		paused:  make(map[string]bool),
+		unique:  make(map[string][]*message),
 		records: make(map[string]*record),
 	}
 	s := &Store{storecore.New(storecore.Config{Name: "memory store", Options: b.opts, Wakeups: b.wake}, b)}
@@ -199,16 +204,16 @@ func (s *backend) PurgeQueue(ctx context.Context, queue string) (int, error) {
 }
 
 // purgeLocked deletes every message of the queue, and with them its
-// counts, keys and dedup ids, and returns how many.
+// counts, keys, dedup ids and unique keys, and returns how many.
 func (s *backend) purgeLocked(queue string) int {
 	q, ok := s.queues[queue]
 	if !ok {
 		return 0
 	}
 	n := 0
-	for i, m := range s.msgs {
+	for _, m := range s.msgs {
 		if m != nil && m.queue == q {
-			s.msgs[i] = nil
+			s.deleteLocked(m)
 			n++
 		}
 	}
@@ -403,6 +408,13 @@ func (s *backend) Enqueue(ctx context.Context, msgs []store.NewMessage) ([]store
 
 func (s *backend) enqueueLocked(nm *store.NewMessage, now int64) store.Enqueued {
 	q := s.queueLocked(nm.Queue)
+	if nm.UniqueKey != "" {
+		for _, prev := range s.unique[nm.UniqueKey] {
+			if slices.Contains(nm.UniqueStates, prev.state) {
+				return store.Enqueued{ID: prev.id, Duplicate: true}
+			}
+		}
+	}
 	if nm.DedupID != "" {
 		if prev, ok := q.dedup[nm.DedupID]; ok && now < prev.enqueuedAt+int64(s.opts.DedupWindow) {
 			return store.Enqueued{ID: prev.id, Duplicate: true}
@@ -436,6 +448,10 @@ func (s *backend) enqueueLocked(nm *store.NewMessage, now int64) store.Enqueued 
 	q.counts[store.Pending]++
 	if m.dedupID != "" {
 		q.dedup[m.dedupID] = m
+	}
+	if nm.UniqueKey != "" {
+		m.uniqueKey = nm.UniqueKey
+		s.unique[m.uniqueKey] = append(s.unique[m.uniqueKey], m)
 	}
 	s.lineUpLocked(m, now)
 	return store.Enqueued{ID: m.id}
@@ -782,6 +798,13 @@ func (s *backend) deleteLocked(m *message) {
 	q.counts[m.state]--
 	if m.dedupID != "" && q.dedup[m.dedupID] == m {
 		delete(q.dedup, m.dedupID)
+	}
+	if m.uniqueKey != "" {
+		if kept := removeMessage(s.unique[m.uniqueKey], m); len(kept) > 0 {
+			s.unique[m.uniqueKey] = kept
+		} else {
+			delete(s.unique, m.uniqueKey)
+		}
 	}
 }
 

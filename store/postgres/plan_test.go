@@ -116,11 +116,11 @@ func TestRunsFollowTableGrowth(t *testing.T) {
 	})
 }
 
-// TestFairGroupsFollowTableGrowth does what TestPlansFollowTableGrowth
-// does for messages of fairness groups, whose placement looks up the
-// queue's first ready message and the group's last, in both statements
-// that place them.
-func TestFairGroupsFollowTableGrowth(t *testing.T) {
+// TestEnqueueLookupsFollowTableGrowth does what TestPlansFollowTableGrowth
+// does for the lookups an enqueue makes: of fairness groups, whose
+// placement looks up the queue's first ready message and the group's
+// last, in both statements that place them, and of unique keys.
+func TestEnqueueLookupsFollowTableGrowth(t *testing.T) {
 	ctx := context.Background()
 	f := newPlanFixture(t)
 	s := f.s
@@ -132,7 +132,7 @@ func TestFairGroupsFollowTableGrowth(t *testing.T) {
 		// second through the one-by-one insert, under locks.
 		batches := [][]store.NewMessage{
 			{{Queue: "q", FairGroup: "a"}, {Queue: "q", FairGroup: "b"}, {Queue: "q", FairGroup: "a"}},
-			{{Queue: "q", FairGroup: "a", DedupID: fmt.Sprint(n)}},
+			{{Queue: "q", FairGroup: "a", DedupID: fmt.Sprint(n), UniqueKey: fmt.Sprint(n)}},
 		}
 		for _, msgs := range batches {
 			if _, err := s.Enqueue(ctx, msgs); err != nil {
@@ -150,11 +150,11 @@ func TestFairGroupsFollowTableGrowth(t *testing.T) {
 		cycle()
 	}
 	if _, err := f.setup.Exec(ctx, `INSERT INTO `+f.schema+`.messages
-		(queue, fair_group, payload, state, deliveries, max_deliveries, fencing_token, enqueued_at, visible_at, locked_until, finished_at)
-		SELECT 'q', 'a', '\x00', 3, 1, 5, 0, now(), now(), now(), now() FROM generate_series(1, 50000)`); err != nil {
+		(queue, fair_group, unique_key, payload, state, deliveries, max_deliveries, fencing_token, enqueued_at, visible_at, locked_until, finished_at)
+		SELECT 'q', 'a', 'old' || i, '\x00', 3, 1, 5, 0, now(), now(), now(), now() FROM generate_series(1, 50000) AS i`); err != nil {
 		t.Fatal(err)
 	}
-	f.unchanged(t, seqScansQuery, "sequential scans", "fairness groups' messages placed on a table of 50,000 rows", func() error {
+	f.unchanged(t, seqScansQuery, "sequential scans", "fairness groups' and unique keys' messages enqueued on a table of 50,000 rows", func() error {
 		cycle()
 		return nil
 	})

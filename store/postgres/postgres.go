@@ -481,14 +481,17 @@ func enqueueLocks(names []string, msgs []store.NewMessage) []string {
 		if m.DedupID != "" {
 			names = append(names, dedupLock(m.Queue, m.DedupID))
 		}
+		if m.UniqueKey != "" {
+			names = append(names, "u\x1f"+m.UniqueKey)
+		}
 	}
 	return names
 }
 
 // needsLocks reports whether enqueueing msgs takes locks: whether any
-// message has a key or a dedup id.
+// message has a key, a dedup id or a unique key.
 func needsLocks(msgs []store.NewMessage) bool {
-	return slices.ContainsFunc(msgs, func(m store.NewMessage) bool { return m.Key != "" || m.DedupID != "" })
+	return slices.ContainsFunc(msgs, func(m store.NewMessage) bool { return m.Key != "" || m.DedupID != "" || m.UniqueKey != "" })
 }
 
 // placed reports whether m is placed in the claim order by a fairness
@@ -719,8 +722,18 @@ func inserted(ids []int64, err error, n int, woken []string, wake *[]string) ([]
 }
 
 // insertOne inserts one message, lining it up behind its key and checking
-// its dedup id. The caller holds the key's and dedup id's locks.
+// its unique key and dedup id. The caller holds their locks.
 func (s *backend) insertOne(ctx context.Context, r runner, m *store.NewMessage) (store.Enqueued, error) {
+	if m.UniqueKey != "" {
+		var id int64
+		err := r.queryRow(ctx, s.sql.Text(qUniqueGet), []any{m.UniqueKey, storecore.StateMask(m.UniqueStates)}, &id)
+		switch {
+		case err == nil:
+			return store.Enqueued{ID: id, Duplicate: true}, nil
+		case !errors.Is(err, pgx.ErrNoRows):
+			return store.Enqueued{}, err
+		}
+	}
 	if m.DedupID != "" {
 		var id int64
 		var fresh bool
@@ -743,7 +756,7 @@ func (s *backend) insertOne(ctx context.Context, r runner, m *store.NewMessage) 
 	var id int64
 	err := r.queryRow(ctx, s.sql.Text(qInsertOne), []any{s.now(), m.Queue, nullable(m.Key), nullable(m.DedupID), nullable(m.ReplyTo),
 		payload, int32(m.MaxDeliveries), micros(m.Delay), nullable(m.Kind), int16(m.Priority), nullBytes(m.Attributes),
-		nullable(m.DeadLetterQueue), nullable(m.FairGroup)}, &id)
+		nullable(m.DeadLetterQueue), nullable(m.FairGroup), nullable(m.UniqueKey)}, &id)
 	return store.Enqueued{ID: id}, err
 }
 

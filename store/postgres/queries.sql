@@ -43,7 +43,7 @@ RETURNING id
 -- The caller holds the key's lock. A message of a fairness group ($13)
 -- is placed as insertPlaced places it.
 INSERT INTO {s}.messages (queue, key, dedup_id, reply_to, payload, state, max_deliveries, enqueued_at, visible_at, kind, priority, attributes,
-	dead_letter_queue, fair_group)
+	dead_letter_queue, fair_group, unique_key)
 VALUES ($2, $3, $4, $5, $6,
 	CASE WHEN $3::text IS NOT NULL AND EXISTS (SELECT 1 FROM {s}.messages WHERE queue = $2 AND key = $3 AND state IN ({pending}, {processing}))
 		THEN {waiting} ELSE {pending} END,
@@ -56,7 +56,7 @@ VALUES ($2, $3, $4, $5, $6,
 			WHERE queue = $2 AND fair_group = $13 AND state = {pending} AND visible_at <= COALESCE($1::timestamptz, now()))
 			+ interval '1 microsecond'))
 	END,
-	$9, $10, $11::bytea, $12, $13)
+	$9, $10, $11::bytea, $12, $13, $14)
 RETURNING id
 
 -- name: insertPlaced
@@ -96,6 +96,12 @@ SELECT (SELECT array_agg(id ORDER BY id) FROM ins),
 -- The message holding a dedup id, and whether it is inside the window ($4).
 SELECT id, enqueued_at > COALESCE($1::timestamptz, now()) - $4 * interval '1 microsecond'
 FROM {s}.messages WHERE queue = $2 AND dedup_id = $3
+
+-- name: uniqueGet
+-- The first message of a unique key ($1) whose state is one of a set,
+-- given as a bit mask ($2, bit n for state n). The caller holds the
+-- key's lock.
+SELECT id FROM {s}.messages WHERE unique_key = $1 AND ($2::int >> state) & 1 = 1 ORDER BY id LIMIT 1
 
 -- name: dedupClear
 UPDATE {s}.messages SET dedup_id = NULL WHERE id = $1

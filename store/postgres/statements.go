@@ -22,6 +22,7 @@ const (
 	qInsertBulk
 	qInsertOne
 	qInsertPlaced
+	qUniqueGet
 	qDedupGet
 	qDedupClear
 	qClaim
@@ -84,6 +85,7 @@ var queryNames = [nQueries]string{
 	qInsertBulk:         "insertBulk",
 	qInsertOne:          "insertOne",
 	qInsertPlaced:       "insertPlaced",
+	qUniqueGet:          "uniqueGet",
 	qDedupGet:           "dedupGet",
 	qDedupClear:         "dedupClear",
 	qClaim:              "claim",

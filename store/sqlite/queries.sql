@@ -22,7 +22,7 @@
 -- microsecond after it, or at the queue's first ready message of its
 -- priority when that is later, and never after now: two index lookups.
 INSERT INTO leasehold_messages (queue, key, dedup_id, reply_to, payload, state, max_deliveries, enqueued_at, visible_at, kind, priority, attributes,
-	dead_letter_queue, fair_group)
+	dead_letter_queue, fair_group, unique_key)
 VALUES (?1, ?2, ?3, ?4, ?5,
 	CASE WHEN ?2 IS NOT NULL AND EXISTS (SELECT 1 FROM leasehold_messages WHERE queue = ?1 AND key = ?2 AND state IN ({pending}, {processing})) THEN {waiting} ELSE {pending} END,
 	?6, ?7,
@@ -30,10 +30,15 @@ VALUES (?1, ?2, ?3, ?4, ?5,
 		coalesce((SELECT min(visible_at) FROM leasehold_messages WHERE queue = ?1 AND state = {pending} AND priority = ?10 AND visible_at <= ?7), ?7),
 		coalesce((SELECT max(visible_at) FROM leasehold_messages WHERE queue = ?1 AND fair_group = ?13 AND state = {pending} AND visible_at <= ?7) + 1, 0)))
 	END,
-	?9, ?10, ?11, ?12, ?13)
+	?9, ?10, ?11, ?12, ?13, ?14)
 
 -- name: dedupGet
 SELECT id, enqueued_at FROM leasehold_messages WHERE queue = ? AND dedup_id = ?
+
+-- name: uniqueGet
+-- The first message of a unique key (?1) whose state is one of a set,
+-- given as a bit mask (?2, bit n for state n).
+SELECT id FROM leasehold_messages WHERE unique_key = ?1 AND (?2 >> state) & 1 = 1 ORDER BY id LIMIT 1
 
 -- name: dedupClear
 UPDATE leasehold_messages SET dedup_id = NULL WHERE id = ?

@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// The statements of runs and late completions, and the placement of a
-// fairness group's message, find their rows through an index of live
+// The statements of runs and late completions, the placement of a
+// fairness group's message and the lookup of a unique key find their rows through an index of live
 // messages of the queue, key or group, or through the primary key: none
 // reads the table, history included.
 func TestRunPlansSearch(t *testing.T) {
@@ -30,7 +30,8 @@ func TestRunPlansSearch(t *testing.T) {
 		{"hold", queryPlan(t, s, s.b.st.Text(qHold), true, "[1,2]")},
 		{"completeLate", queryPlan(t, s, s.b.st.Text(qCompleteLate), 0, "[[1,2,true]]")},
 		{"completedUnder", queryPlan(t, s, s.b.st.Text(qCompletedUnder), "[[1,2]]")},
-		{"insert of a fairness group", queryPlan(t, s, s.b.st.Text(qInsert), "q", nil, nil, nil, []byte{}, 5, 0, 0, nil, 0, nil, nil, "g")},
+		{"uniqueGet", queryPlan(t, s, s.b.st.Text(qUniqueGet), "k", 1)},
+		{"insert of a fairness group", queryPlan(t, s, s.b.st.Text(qInsert), "q", nil, nil, nil, []byte{}, 5, 0, 0, nil, 0, nil, nil, "g", nil)},
 	}
 	for _, p := range plans {
 		t.Logf("%s: %q", p.op, p.plan)

@@ -638,6 +638,16 @@ func (s *backend) enqueueTx(ctx context.Context, tx *sql.Tx, msgs []store.NewMes
 }
 
 func (s *backend) enqueueOne(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, m *store.NewMessage, now int64) (store.Enqueued, error) {
+	if m.UniqueKey != "" {
+		var id int64
+		err := tx.StmtContext(ctx, s.st.prepared[qUniqueGet]).QueryRowContext(ctx, m.UniqueKey, storecore.StateMask(m.UniqueStates)).Scan(&id)
+		switch {
+		case err == nil:
+			return store.Enqueued{ID: id, Duplicate: true}, nil
+		case !errors.Is(err, sql.ErrNoRows):
+			return store.Enqueued{}, err
+		}
+	}
 	if m.DedupID != "" {
 		var id, at int64
 		err := tx.StmtContext(ctx, s.st.prepared[qDedupGet]).QueryRowContext(ctx, m.Queue, m.DedupID).Scan(&id, &at)
@@ -658,7 +668,7 @@ func (s *backend) enqueueOne(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, 
 	}
 	res, err := insert.ExecContext(ctx, m.Queue, nullable(m.Key), nullable(m.DedupID), nullable(m.ReplyTo), payload,
 		m.MaxDeliveries, now, now+m.Delay.Microseconds(), nullable(m.Kind), m.Priority, nullBytes(m.Attributes), nullable(m.DeadLetterQueue),
-		nullable(m.FairGroup))
+		nullable(m.FairGroup), nullable(m.UniqueKey))
 	if err != nil {
 		return store.Enqueued{}, err
 	}

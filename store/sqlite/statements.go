@@ -27,6 +27,7 @@ const (
 	qInsert query = iota
 	qDedupGet
 	qDedupClear
+	qUniqueGet
 	qFenceGet
 	qFenceAdd
 	qClaim
@@ -92,6 +93,7 @@ var queryNames = [nQueries]string{
 	qInsert:             "insert",
 	qDedupGet:           "dedupGet",
 	qDedupClear:         "dedupClear",
+	qUniqueGet:          "uniqueGet",
 	qFenceGet:           "fenceGet",
 	qFenceAdd:           "fenceAdd",
 	qClaim:              "claim",

@@ -132,6 +132,8 @@ func Run(t *testing.T, f Factory, opts ...Option) {
 		{"KeyDeadHeadUnblocks", testKeyDeadHeadUnblocks},
 		{"KeyRedriveWaitsBehindHead", testKeyRedriveWaitsBehindHead},
 		{"Dedup", testDedup},
+		{"UniqueKeys", testUniqueKeys},
+		{"UniqueKeysConcurrently", testUniqueKeysConcurrently},
 
 		// Runs: a claim that takes a key's next messages along (runs.go).
 		{"RunClaim", testRunClaim},
