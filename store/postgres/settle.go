@@ -118,7 +118,7 @@ func held(row pgx.Row, l store.Lease) (storecore.Held, bool, error) {
 	h := storecore.Held{Lease: l}
 	var deliveries, max int32
 	var key, dlq *string
-	err := row.Scan(&deliveries, &max, &h.Queue, &key, &dlq)
+	err := row.Scan(&deliveries, &max, &h.Queue, &key, &dlq, &h.Arrival)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return storecore.Held{}, false, nil
 	}
@@ -142,7 +142,7 @@ func (t *settleTx) Expired(ctx context.Context) ([]storecore.Held, error) {
 	var h storecore.Held
 	var key, dlq *string
 	var deliveries, max int32
-	_, err = pgx.ForEachRow(rows, []any{&h.MessageID, &h.FencingToken, &h.Queue, &key, &deliveries, &max, &h.StuckFor, &dlq}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&h.MessageID, &h.FencingToken, &h.Queue, &key, &deliveries, &max, &h.StuckFor, &dlq, &h.Arrival}, func() error {
 		h.Key, h.Deliveries, h.MaxDeliveries, h.DeadLetterQueue = deref(key), int(deliveries), int(max), deref(dlq)
 		out = append(out, h)
 		return nil
@@ -166,7 +166,7 @@ func (t *settleTx) Running(ctx context.Context, lines []storecore.Line) ([]store
 	var out []storecore.Held
 	var h storecore.Held
 	var key *string
-	_, err = pgx.ForEachRow(rows, []any{&h.MessageID, &h.FencingToken, &h.Queue, &key}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&h.MessageID, &h.FencingToken, &h.Queue, &key, &h.Arrival}, func() error {
 		h.Key = deref(key)
 		out = append(out, h)
 		return nil
@@ -270,6 +270,14 @@ func (t *settleTx) Movable(ctx context.Context, m store.Move) ([]storecore.Trans
 		return nil, err
 	}
 	return slices.DeleteFunc(found, func(f storecore.Transfer) bool { return !locked[f.ID] }), nil
+}
+
+func (t *settleTx) Recorded(ctx context.Context, queues []string) ([]string, error) {
+	rows, err := t.tx.Query(ctx, t.s.sql.Text(qRecorded), replan, queues)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
 func (t *settleTx) Transfer(ctx context.Context, ts []storecore.Transfer, a storecore.Arrival) error {

@@ -47,6 +47,7 @@ const (
 	qMovableDead
 	qMovableLock
 	qTransfer
+	qRecorded
 	qPurge
 	qStats
 	qAllStats
@@ -108,6 +109,7 @@ var queryNames = [nQueries]string{
 	qMovableDead:        "movableDead",
 	qMovableLock:        "movableLock",
 	qTransfer:           "transfer",
+	qRecorded:           "recorded",
 	qPurge:              "purge",
 	qStats:              "stats",
 	qAllStats:           "allStats",

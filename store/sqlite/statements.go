@@ -59,6 +59,8 @@ const (
 	qMovablePending
 	qMovableDead
 	qTransfer
+	qArrivals
+	qRecorded
 	qPurge
 	qStats
 	qAllStats
@@ -119,6 +121,8 @@ var queryNames = [nQueries]string{
 	qMovablePending:     "movablePending",
 	qMovableDead:        "movableDead",
 	qTransfer:           "transfer",
+	qArrivals:           "arrivals",
+	qRecorded:           "recorded",
 	qPurge:              "purge",
 	qStats:              "stats",
 	qAllStats:           "allStats",
