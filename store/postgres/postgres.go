@@ -217,10 +217,12 @@ func (s *Store) Listening() <-chan struct{} { return s.b.listening }
 
 // DeleteQueue deletes the queue, then once more what a move that held its
 // record committed into it meanwhile (see deleteQueue in queries.sql), in
-// one transaction.
+// one transaction. A reap that holds a message of the queue and moves a
+// dead letter into it waits for the record while this waits for the
+// message: the server rolls one back, and it runs again.
 func (s *backend) DeleteQueue(ctx context.Context, queue string) (int, error) {
 	var n, late int
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.inTxAgain(ctx, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, s.sql.Text(qDeleteQueue), replan, queue).Scan(&n); err != nil {
 			return err
 		}

@@ -13,33 +13,40 @@ import (
 	"github.com/leasehold/leasehold/store"
 )
 
-// settleAttempts bounds how often Settle runs a settlement that the
-// server chose as a deadlock's victim.
-const settleAttempts = 3
+// deadlockAttempts bounds how often a transaction that the server chose
+// as a deadlock's victim runs.
+const deadlockAttempts = 3
 
 // deadlockDetected is PostgreSQL's SQLSTATE for a transaction rolled
 // back to end a deadlock.
 const deadlockDetected = "40P01"
 
+// inTxAgain runs fn in one READ COMMITTED transaction, and again, up to
+// deadlockAttempts in all, while the server rolls it back to end a
+// deadlock: such a transaction changed nothing.
+func (s *backend) inTxAgain(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		err := s.inTx(ctx, fn)
+		var pe *pgconn.PgError
+		if attempt == deadlockAttempts || !errors.As(err, &pe) || pe.Code != deadlockDetected {
+			return err
+		}
+	}
+}
+
 // Settle runs fn in one READ COMMITTED transaction. A settlement locks
 // rows and keys in the order its rule meets them, so two settlements of
 // one key (a completion of a run's later message, and a give-back of an
 // earlier one that brings it back) can wait on each other; the server
-// then rolls one back, which changed nothing, and it runs again.
+// then rolls one back, and it runs again.
 func (s *backend) Settle(ctx context.Context, st storecore.Settlement) error {
-	for attempt := 1; ; attempt++ {
-		err := s.inTx(ctx, func(tx pgx.Tx) error {
-			t := &settleTx{s: s, tx: tx}
-			if err := st.Settle(ctx, t); err != nil {
-				return err
-			}
-			return t.countCompleted(ctx)
-		})
-		var pe *pgconn.PgError
-		if attempt == settleAttempts || !errors.As(err, &pe) || pe.Code != deadlockDetected {
+	return s.inTxAgain(ctx, func(tx pgx.Tx) error {
+		t := &settleTx{s: s, tx: tx}
+		if err := st.Settle(ctx, t); err != nil {
 			return err
 		}
-	}
+		return t.countCompleted(ctx)
+	})
 }
 
 // settleTx is one settling transaction.
