@@ -108,6 +108,17 @@ func (l Lease) String() string {
 // current: it wraps ErrLeaseLost and names the lease.
 func LeaseLost(l Lease) error { return fmt.Errorf("%s: %w", l, ErrLeaseLost) }
 
+// NoRecordError is the error for a queue that has no record (see
+// Store.CreateQueue) where one is needed: QueueInfo's, and Move's for a
+// queue it would move messages to. It wraps ErrNotFound.
+type NoRecordError struct{ Queue string }
+
+func (e *NoRecordError) Error() string {
+	return fmt.Sprintf("%v: queue %q has no record (it was never created, or was deleted)", ErrNotFound, e.Queue)
+}
+
+func (e *NoRecordError) Unwrap() error { return ErrNotFound }
+
 // NewMessage is a message to enqueue.
 type NewMessage struct {
 	// Queue is required: 1 to MaxNameLength bytes.
@@ -187,7 +198,11 @@ type NewMessage struct {
 	// its user's to apply (the SQS API applies them at receive). Its dead
 	// reason and last error are recorded, and the queue it left is its
 	// DeadLetterSource. Empty: dead in its own queue. It must name
-	// another queue.
+	// another queue. The queue must have a record (see CreateQueue) when
+	// the message dies: one deleted since (or never created) takes
+	// nothing, and the message dies in its own queue, its last error
+	// naming the missing queue, so that a deleted queue never comes back
+	// with messages in it.
 	DeadLetterQueue string
 }
 
@@ -592,7 +607,8 @@ type Store interface {
 	// Move moves up to m.Limit messages of a queue in one state to another
 	// queue, in one transaction, and returns how many it moved. Each
 	// arrives as a new message would: pending and visible at once, or
-	// waiting behind an unfinished message of its key in its new queue;
+	// waiting in its new queue behind every message of its key there
+	// (though its id, which it keeps, is older than theirs);
 	// with a fresh delivery count and m's budget and dead-letter queue;
 	// without its dedup id or dead reason; keeping its id, payload,
 	// attributes, key, kind, priority, enqueue time and last error. It
@@ -602,7 +618,9 @@ type Store interface {
 	// message, not even a late completion (see Completion.Late): its next
 	// claim mints its next fencing token. A backend
 	// may pass over a message another operation holds locked (as Claim
-	// does).
+	// does). Every queue the batch would go to must have a record (see
+	// CreateQueue): else nothing moves, and the error is a
+	// *NoRecordError naming one that has none.
 	Move(ctx context.Context, m Move) (int, error)
 	// Purge deletes dead messages: the given ids, or all of the queue's when
 	// ids is empty. It returns how many it deleted.

@@ -15,7 +15,8 @@ import (
 // store (store.NewMessage.DeadLetterQueue), so that the store moves it
 // there when it dies, whatever kills it: the reaper, a release on its last
 // receive, or the receive-time check of a policy set or lowered after it
-// was sent; and ListDeadLetterSourceQueues.
+// was sent (a queue deleted since takes nothing: the message stays dead
+// where it is); and ListDeadLetterSourceQueues.
 
 // errResourceNotFound is the error of the message move task actions for
 // a queue or task that does not exist.

@@ -526,15 +526,22 @@ func TestMessageMoveTaskSurvivesARestart(t *testing.T) {
 	})
 }
 
+// fifoPair creates the FIFO queues dlq.fifo and src.fifo, whose messages
+// move to dlq.fifo after one receive, and returns src.fifo's URL.
+func (f *dlqFixture) fifoPair() string {
+	f.t.Helper()
+	fifo := map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"}
+	f.create("dlq.fifo", fifo)
+	attrs := redrive("dlq.fifo", 1)
+	maps.Copy(attrs, fifo)
+	return f.create("src.fifo", attrs)
+}
+
 // A FIFO dead-letter queue holds a group's later messages behind its
 // first; a move task moves them all, not only the first of each group.
 func TestMessageMoveTaskOfAFIFOGroup(t *testing.T) {
 	forEachDurable(t, func(t *testing.T, f *dlqFixture) {
-		fifo := map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"}
-		f.create("dlq.fifo", fifo)
-		attrs := redrive("dlq.fifo", 1)
-		maps.Copy(attrs, fifo)
-		src := f.create("src.fifo", attrs)
+		src := f.fifoPair()
 		for _, b := range []string{"g1", "g2", "g3"} {
 			if _, err := f.c.SendMessage(f.ctx, &sqs.SendMessageInput{QueueUrl: aws.String(src), MessageBody: aws.String(b),
 				MessageGroupId: aws.String("g")}); err != nil {
@@ -552,6 +559,146 @@ func TestMessageMoveTaskOfAFIFOGroup(t *testing.T) {
 		wantTask(t, f.tasks("dlq.fifo", 1)[0], "COMPLETED", 3, 3)
 		if got := f.drain(src); !slices.Equal(got, []string{"g1", "g2", "g3"}) {
 			t.Fatalf("src.fifo got back %v", got)
+		}
+	})
+}
+
+// A message redriven into a FIFO queue goes after the messages of its
+// group already there, as a message sent then would, and keeps its
+// MessageId.
+func TestRedrivenMessageJoinsTheEndOfItsGroup(t *testing.T) {
+	forEachDurable(t, func(t *testing.T, f *dlqFixture) {
+		src := f.fifoPair()
+		sendTo := func(bodies ...string) {
+			t.Helper()
+			for _, b := range bodies {
+				if _, err := f.c.SendMessage(f.ctx, &sqs.SendMessageInput{QueueUrl: aws.String(src), MessageBody: aws.String(b),
+					MessageGroupId: aws.String("g")}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		sendTo("g1")
+		first := f.receive(src, 10)
+		if len(first) != 1 {
+			t.Fatalf("received %d, want g1", len(first))
+		}
+		f.reap()
+		// g2 is received (its group held), g3 waits behind it; then g1
+		// comes back from the dead-letter queue.
+		sendTo("g2", "g3")
+		held := f.receive(src, 1)
+		if len(held) != 1 || *held[0].Body != "g2" {
+			t.Fatalf("received %v, want g2", held)
+		}
+		if _, err := f.c.StartMessageMoveTask(f.ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arn("dlq.fifo"))}); err != nil {
+			t.Fatal(err)
+		}
+		f.api.movers.wait()
+		wantTask(t, f.tasks("dlq.fifo", 1)[0], "COMPLETED", 1, 1)
+		if _, err := f.c.DeleteMessage(f.ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(src), ReceiptHandle: held[0].ReceiptHandle}); err != nil {
+			t.Fatal(err)
+		}
+		ms := f.receive(src, 10)
+		var got []string
+		for _, m := range ms {
+			got = append(got, *m.Body)
+		}
+		if !slices.Equal(got, []string{"g3", "g1"}) {
+			t.Fatalf("the group gives %v, want g3 (sent before g1 came back), then g1", got)
+		}
+		if *ms[1].MessageId != *first[0].MessageId {
+			t.Fatalf("g1 came back as %s, sent as %s", *ms[1].MessageId, *first[0].MessageId)
+		}
+	})
+}
+
+// A dead-letter queue deleted after messages were sent takes none of
+// them: a message past its maxReceiveCount stays dead in its own queue,
+// for `leasehold dead list` and `dead redrive`, its last error naming the
+// missing queue, and the deleted queue stays deleted; once a queue of the
+// name is created again, it takes dead letters again. A move task whose
+// destination, or a message's source, was deleted fails, with a
+// FailureReason, and leaves the messages where they are.
+func TestDeletedDeadLetterQueue(t *testing.T) {
+	forEachDurable(t, func(t *testing.T, f *dlqFixture) {
+		dlq := f.create("dlq", nil)
+		src := f.create("src", redrive("dlq", 1))
+		f.send(src, "orphan")
+		if _, err := f.c.DeleteQueue(f.ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(dlq)}); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.receive(src, 10); len(got) != 1 {
+			t.Fatalf("received %d, want the message", len(got))
+		}
+		f.reap()
+		_, err := f.c.GetQueueUrl(f.ctx, &sqs.GetQueueUrlInput{QueueName: aws.String("dlq")})
+		wantAPIError(t, "GetQueueUrl of the deleted dead-letter queue", err, "AWS.SimpleQueueService.NonExistentQueue")
+		dead, err := f.st.List(f.ctx, store.ListFilter{Queue: "src", State: store.Dead, Limit: 10})
+		if err != nil || len(dead) != 1 || string(dead[0].Payload) != "orphan" || dead[0].DeadReason != store.ReasonLeaseExpired ||
+			dead[0].LastError != "lease expired; not moved to its dead-letter queue dlq, which does not exist" {
+			t.Fatalf("dead in src: %+v, %v; want the message, its error naming dlq", dead, err)
+		}
+		if st, err := f.st.Stats(f.ctx, "dlq"); err != nil || st.Pending+st.Waiting+st.Dead != 0 {
+			t.Fatalf("the deleted queue: %+v, %v", st, err)
+		}
+
+		// Created again, the queue takes dead letters again. (The source
+		// sets its policy again, so that the new queue lists it among
+		// its sources, which the move tasks below need.)
+		dlq = f.create("dlq", nil)
+		if _, err := f.c.SetQueueAttributes(f.ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(src), Attributes: redrive("dlq", 1)}); err != nil {
+			t.Fatal(err)
+		}
+		f.deadLetters(src, "again")
+		if got := f.drain(dlq); !slices.Equal(got, []string{"again"}) {
+			t.Fatalf("the new dead-letter queue got %v", got)
+		}
+
+		// Back to a source deleted since its messages died: the task
+		// fails, and the messages stay.
+		gone := f.create("gone", redrive("dlq", 1))
+		f.deadLetters(gone, "g1")
+		if _, err := f.c.DeleteQueue(f.ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(gone)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.c.StartMessageMoveTask(f.ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arn("dlq"))}); err != nil {
+			t.Fatal(err)
+		}
+		f.api.movers.wait()
+		task := f.tasks("dlq", 1)[0]
+		wantTask(t, task, "FAILED", 0, 1)
+		if want := "the queue gone that messages were dead-lettered from no longer exists; they stay in dlq"; aws.ToString(task.FailureReason) != want {
+			t.Fatalf("FailureReason %q, want %q", aws.ToString(task.FailureReason), want)
+		}
+		if n := f.depth(dlq); n != "1" {
+			t.Fatalf("dead-letter queue depth %s, want 1", n)
+		}
+		f.drain(dlq)
+
+		// To a destination deleted while the task runs: the batch after
+		// the delete fails the task, and stays.
+		dest := f.create("dest", nil)
+		f.deadLetters(src, "m1", "m2")
+		if _, err := f.c.StartMessageMoveTask(f.ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arn("dlq")),
+			DestinationArn: aws.String(arn("dest")), MaxNumberOfMessagesPerSecond: aws.Int32(1)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.clk.BlockUntil(f.ctx, 1); err != nil { // one moved; the runner waits
+			t.Fatal(err)
+		}
+		if _, err := f.c.DeleteQueue(f.ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(dest)}); err != nil {
+			t.Fatal(err)
+		}
+		f.clk.Advance(time.Second)
+		f.api.movers.wait()
+		task = f.tasks("dlq", 1)[0]
+		wantTask(t, task, "FAILED", 1, 2)
+		if want := "the destination queue dest no longer exists"; aws.ToString(task.FailureReason) != want {
+			t.Fatalf("FailureReason %q, want %q", aws.ToString(task.FailureReason), want)
+		}
+		if n := f.depth(dlq); n != "1" {
+			t.Fatalf("dead-letter queue depth %s, want the second message", n)
 		}
 	})
 }

@@ -548,7 +548,18 @@ func (a *API) moveSome(ctx context.Context, source string, t *moveTask) (int, er
 			m.DeadLetterQueue = ""
 		}
 	}
-	return a.st.Move(ctx, m)
+	// The store moves nothing into a queue without a record, checked in
+	// the batch's transaction: a destination deleted since the check
+	// above, or a message's source deleted since it died. The batch stays
+	// where it is, and the task fails.
+	n, err := a.st.Move(ctx, m)
+	if missing, ok := errors.AsType[*store.NoRecordError](err); ok {
+		if t.Destination != "" {
+			return 0, errResourceNotFound.f("the destination queue %s no longer exists", t.Destination)
+		}
+		return 0, errResourceNotFound.f("the queue %s that messages were dead-lettered from no longer exists; they stay in %s", missing.Queue, source)
+	}
+	return n, err
 }
 
 // moveFailed logs a store error of a task's step, which is tried again

@@ -498,9 +498,7 @@ func MergeEncoded(queue string, old, changes map[string]string) (map[string]stri
 
 // NoQueue is the error for a queue without a record (see
 // store.Store.CreateQueue).
-func NoQueue(queue string) error {
-	return fmt.Errorf("%w: queue %q has no record (it was never created, or was deleted)", store.ErrNotFound, queue)
-}
+func NoQueue(queue string) error { return &store.NoRecordError{Queue: queue} }
 
 // EncodeQueueAttributes encodes a record's attributes for a SQL backend:
 // a JSON object of strings, "{}" for none.

@@ -3,6 +3,7 @@ package storecore
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -42,6 +43,12 @@ type Held struct {
 	// DeadLetterQueue is where the message moves when it dies; empty for
 	// none (see store.NewMessage). Set by Current and Expired.
 	DeadLetterQueue string
+	// Arrival is the message's place in its key's line: the number drawn
+	// when it arrived in its queue (its id, or a later number from the
+	// same sequence when it was moved there), so that a moved message
+	// goes after every message of its key already there. Set by
+	// Current, Given, Expired and Running.
+	Arrival int64
 }
 
 // Transfer is a message that a settling transaction moves to another
@@ -120,11 +127,17 @@ type SettleTx interface {
 	// a backend that locks keys takes the locks of their lines, in their
 	// queue and in the one they go to, before it locks them.
 	Movable(ctx context.Context, m store.Move) ([]Transfer, error)
+	// Recorded returns those of the queues that have a record (see
+	// store.Store.CreateQueue), in any order, and keeps those records
+	// from being deleted until the transaction ends, so that no message
+	// moves into a queue that DeleteQueue is deleting.
+	Recorded(ctx context.Context, queues []string) ([]string, error)
 	// Transfer moves messages to other queues as a arrives: each is
 	// visible now, pending, or waiting when its new queue has an
-	// unfinished message of its key; its deliveries, dedup id, finish
-	// time and first claim are cleared. Lock has taken the locks of
-	// their lines in their new queues.
+	// unfinished message of its key, and draws a new arrival (see
+	// Held.Arrival), after every message there; its deliveries, dedup
+	// id, finish time and first claim are cleared. Lock has taken the
+	// locks of their lines in their new queues.
 	Transfer(ctx context.Context, ts []Transfer, a Arrival) error
 	// Retry makes messages pending again, visible after delay. When
 	// setError, errText becomes their last error; else it is kept. With
@@ -356,10 +369,12 @@ func (fl *failure) Settle(ctx context.Context, tx SettleTx) error {
 	}
 	// A message with a dead-letter queue moves there, in after, once
 	// the locks of its line there are taken; any other dies here.
-	var moves transfers
+	moves := deadLetters(f.Reason, f.Error)
 	if to := deadLetterQueue(h, f.DeadLetterQueue); to != "" {
-		moves = deadLetters(f.Reason, f.Error)
 		moves.ts = []Transfer{{ID: h.MessageID, Key: h.Key, To: to}}
+		if moves, _, err = toRecorded(ctx, tx, moves, false); err != nil {
+			return err
+		}
 	} else if err := tx.Kill(ctx, []int64{h.MessageID}, f.Reason, f.Error, false); err != nil {
 		return err
 	}
@@ -418,17 +433,17 @@ func (rl *release) Settle(ctx context.Context, tx SettleTx) error {
 // (in after, as dead letters): still processing, they count as finished.
 func giveBack(ctx context.Context, tx SettleTx, hs []Held, delay time.Duration, errText string, setError, uncount bool, leaving map[int64]bool) error {
 	var lines []Line
-	first := map[Line]int64{} // each key's first message that goes back
+	first := map[Line]Held{} // each key's first message that goes back, by its place in the line
 	for _, h := range hs {
 		if h.Key == "" {
 			continue
 		}
 		l := Line{h.Queue, h.Key}
-		if f, ok := first[l]; !ok || h.MessageID < f {
+		if f, ok := first[l]; !ok || h.Arrival < f.Arrival {
 			if !ok {
 				lines = append(lines, l)
 			}
-			first[l] = h.MessageID
+			first[l] = h
 		}
 	}
 	var pending, waiting, brought []int64
@@ -442,10 +457,10 @@ func giveBack(ctx context.Context, tx SettleTx, hs []Held, delay time.Duration, 
 			l := Line{r.Queue, r.Key}
 			f, ok := first[l]
 			switch {
-			case !ok, leaving[r.MessageID]:
-			case r.MessageID < f:
+			case !ok, leaving[r.MessageID], r.MessageID == f.MessageID:
+			case r.Arrival < f.Arrival:
 				busy[l] = true // an earlier message of the run is still processing
-			case r.MessageID > f:
+			default:
 				brought = append(brought, r.MessageID)
 			}
 		}
@@ -455,7 +470,7 @@ func giveBack(ctx context.Context, tx SettleTx, hs []Held, delay time.Duration, 
 		switch {
 		case h.Key == "":
 			pending = append(pending, h.MessageID)
-		case first[l] != h.MessageID:
+		case first[l].MessageID != h.MessageID:
 			// Brought back by its key's first, which Running found
 			// processing with it.
 		case busy[l]:
@@ -498,7 +513,9 @@ func (rp *reaping) Settle(ctx context.Context, tx SettleTx) error {
 	if err != nil || len(expired) == 0 {
 		return err
 	}
-	slices.SortFunc(expired, func(a, b Held) int { return cmp.Compare(a.MessageID, b.MessageID) })
+	// In their lines' order, so that a key's first expired message is
+	// the one that may die and the rest go back with it.
+	slices.SortFunc(expired, func(a, b Held) int { return cmp.Compare(a.Arrival, b.Arrival) })
 	out := make([]store.Recovered, len(expired))
 	var back []Held
 	var dead []int64
@@ -527,6 +544,15 @@ func (rp *reaping) Settle(ctx context.Context, tx SettleTx) error {
 		}
 		out[i] = r
 		queues = append(queues, h.Queue)
+	}
+	moves, stayed, err := toRecorded(ctx, tx, moves, true)
+	if err != nil {
+		return err
+	}
+	for i := range out {
+		if stayed[out[i].ID] {
+			out[i].MovedTo = ""
+		}
 	}
 	// The dead first, so that giveBack finds them finished; those that
 	// move, which after moves once it holds the locks of their lines in
@@ -616,6 +642,20 @@ func (mv *moving) Settle(ctx context.Context, tx SettleTx) error {
 	if err != nil || len(ts) == 0 {
 		return err
 	}
+	// Every queue the batch goes to must have a record, or none of it
+	// moves: a deleted queue never comes back with messages in it.
+	targets := targetsOf(ts)
+	recorded, err := tx.Recorded(ctx, targets)
+	if err != nil {
+		return err
+	}
+	if len(recorded) < len(targets) {
+		for _, q := range targets {
+			if !slices.Contains(recorded, q) {
+				return NoQueue(q)
+			}
+		}
+	}
 	var lines []Line
 	if mv.m.State == store.Pending {
 		// A pending message with a key heads its line.
@@ -628,6 +668,61 @@ func (mv *moving) Settle(ctx context.Context, tx SettleTx) error {
 	mv.moved = len(ts)
 	moves := transfers{ts: ts, as: Arrival{MaxDeliveries: mv.m.MaxDeliveries, DeadLetterQueue: mv.m.DeadLetterQueue}}
 	return mv.after(ctx, tx, distinctLines(lines), nil, nil, moves)
+}
+
+// targetsOf lists, sorted, the queues that transfers go to, each once.
+func targetsOf(ts []Transfer) []string {
+	to := make([]string, len(ts))
+	for i, t := range ts {
+		to[i] = t.To
+	}
+	return distinct(to)
+}
+
+// toRecorded keeps the dead letters of moves whose dead-letter queues
+// have a record; the others, whose queue was deleted (or never
+// created), die in their own queues instead, with their reason and an
+// error that names the missing queue, visible now with visibleNow (see
+// Kill). So no message is lost, and a deleted queue never comes back
+// with messages in it. It returns the moves that go ahead and the ids of
+// the messages that stayed.
+func toRecorded(ctx context.Context, tx SettleTx, moves transfers, visibleNow bool) (transfers, map[int64]bool, error) {
+	if len(moves.ts) == 0 {
+		return moves, nil, nil
+	}
+	targets := targetsOf(moves.ts)
+	recorded, err := tx.Recorded(ctx, targets)
+	if err != nil || len(recorded) == len(targets) {
+		return moves, nil, err
+	}
+	stayed := map[int64]bool{}
+	kept := make([]Transfer, 0, len(moves.ts))
+	for _, q := range targets {
+		if slices.Contains(recorded, q) {
+			continue
+		}
+		var ids []int64
+		for _, t := range moves.ts {
+			if t.To == q {
+				ids = append(ids, t.ID)
+				stayed[t.ID] = true
+			}
+		}
+		errText := fmt.Sprintf("not moved to its dead-letter queue %s, which does not exist", q)
+		if moves.as.Error != "" {
+			errText = moves.as.Error + "; " + errText
+		}
+		if err := tx.Kill(ctx, ids, moves.as.Reason, errText, visibleNow); err != nil {
+			return moves, nil, err
+		}
+	}
+	for _, t := range moves.ts {
+		if !stayed[t.ID] {
+			kept = append(kept, t)
+		}
+	}
+	moves.ts = kept
+	return moves, stayed, nil
 }
 
 // distinct sorts names and drops repeats, in place.

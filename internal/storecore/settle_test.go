@@ -1,6 +1,7 @@
 package storecore_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +25,8 @@ type recorder struct {
 	held    map[store.Lease]storecore.Held
 	found   []storecore.Found
 	movable []storecore.Transfer
+	// deleted names queues without a record; every other has one.
+	deleted []string
 	calls   []string
 }
 
@@ -52,20 +55,27 @@ func (t recorderTx) CompleteCurrent(_ context.Context, cs []store.Completion) ([
 	return out, nil
 }
 
+// arrived gives a held message without an arrival its id as one, as a
+// message never moved has.
+func arrived(h storecore.Held) storecore.Held {
+	h.Arrival = cmp.Or(h.Arrival, h.MessageID)
+	return h
+}
+
 func (t recorderTx) Current(_ context.Context, l store.Lease) (storecore.Held, bool, error) {
 	h, ok := t.r.held[l]
-	return h, ok, nil
+	return arrived(h), ok, nil
 }
 
 func (t recorderTx) Given(_ context.Context, l store.Lease) (storecore.Held, bool, error) {
 	h, ok := t.r.held[l]
-	return h, ok, nil
+	return arrived(h), ok, nil
 }
 
 func (t recorderTx) Expired(context.Context) ([]storecore.Held, error) {
 	var out []storecore.Held
 	for _, h := range t.r.held {
-		out = append(out, h)
+		out = append(out, arrived(h))
 	}
 	slices.SortFunc(out, func(a, b storecore.Held) int { return int(a.MessageID - b.MessageID) })
 	return out, nil
@@ -88,6 +98,11 @@ func (t recorderTx) Movable(_ context.Context, m store.Move) ([]storecore.Transf
 	return t.r.movable, nil
 }
 
+func (t recorderTx) Recorded(_ context.Context, queues []string) ([]string, error) {
+	t.call("recorded %v", queues)
+	return slices.DeleteFunc(slices.Clone(queues), func(q string) bool { return slices.Contains(t.r.deleted, q) }), nil
+}
+
 func (t recorderTx) Transfer(_ context.Context, ts []storecore.Transfer, a storecore.Arrival) error {
 	t.call("transfer %v %+v", ts, a)
 	return nil
@@ -105,7 +120,7 @@ func (t recorderTx) Running(_ context.Context, lines []storecore.Line) ([]storec
 	var out []storecore.Held
 	for _, h := range t.r.held {
 		if slices.Contains(lines, storecore.Line{Queue: h.Queue, Key: h.Key}) {
-			out = append(out, h)
+			out = append(out, arrived(h))
 		}
 	}
 	return out, nil
@@ -309,8 +324,8 @@ func TestSettleDeadLetterQueue(t *testing.T) {
 	}
 	arrival := "{Dead:true Reason:%s Error:%s MaxDeliveries:2147483647 DeadLetterQueue:}"
 	checkCalls(t, r,
-		"lock [{q k} {dlq k}] 0", "transfer [{1 k dlq}] "+fmt.Sprintf(arrival, "max_deliveries", "boom"), "promote [{q k}]", "notify [dlq q]",
-		"transfer [{2  other}] "+fmt.Sprintf(arrival, "permanent_error", "over"), "notify [other]")
+		"recorded [dlq]", "lock [{q k} {dlq k}] 0", "transfer [{1 k dlq}] "+fmt.Sprintf(arrival, "max_deliveries", "boom"), "promote [{q k}]", "notify [dlq q]",
+		"recorded [other]", "transfer [{2  other}] "+fmt.Sprintf(arrival, "permanent_error", "over"), "notify [other]")
 
 	own := unkeyed
 	own.DeadLetterQueue = "q"
@@ -319,6 +334,17 @@ func TestSettleDeadLetterQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkCalls(t, r, `kill [2] max_deliveries "boom" false`)
+
+	// A dead-letter queue without a record (deleted since the message
+	// was sent) takes nothing: the message dies where it is, and its
+	// error says why it stayed.
+	s, r = newRecorder(t, withDLQ)
+	r.deleted = []string{"dlq"}
+	if dead, err := s.Fail(ctx, store.Failure{Lease: withDLQ.Lease, Error: "boom"}); !dead || err != nil {
+		t.Fatalf("Fail on the last delivery = %v, %v; want dead", dead, err)
+	}
+	checkCalls(t, r, "recorded [dlq]", `kill [1] max_deliveries "boom; not moved to its dead-letter queue dlq, which does not exist" false`,
+		"lock [{q k}] 0", "promote [{q k}]", "notify [q]")
 }
 
 // A reap moves the dead letters that have a dead-letter queue and kills
@@ -334,7 +360,7 @@ func TestSettleReapDeadLetterQueue(t *testing.T) {
 	if len(got) != 2 || got[0].MovedTo != "dlq" || !got[0].Dead || got[1].MovedTo != "" || !got[1].Dead {
 		t.Errorf("Reap = %+v, want 1 moved to dlq and 2 dead", got)
 	}
-	checkCalls(t, r, `kill [2] lease_expired "lease expired" true`, "lock [{q k} {dlq k}] 0",
+	checkCalls(t, r, "recorded [dlq]", `kill [2] lease_expired "lease expired" true`, "lock [{q k} {dlq k}] 0",
 		"transfer [{1 k dlq}] {Dead:true Reason:lease_expired Error:lease expired MaxDeliveries:2147483647 DeadLetterQueue:}",
 		"promote [{q k}]", "notify [dlq q]")
 
@@ -350,9 +376,36 @@ func TestSettleReapDeadLetterQueue(t *testing.T) {
 	if got, err := s.Reap(t.Context()); err != nil || len(got) != 3 || got[0].MovedTo != "dlq" || got[1].Dead || got[2].Dead {
 		t.Fatalf("Reap = %+v, %v; want 1 moved to dlq, 2 and 3 back", got, err)
 	}
-	checkCalls(t, r, "running [{q k}]", `retry [2] 0s "" false false`, "hold [3] true", "lock [{q k} {dlq k}] 0",
+	checkCalls(t, r, "recorded [dlq]", "running [{q k}]", `retry [2] 0s "" false false`, "hold [3] true", "lock [{q k} {dlq k}] 0",
 		"transfer [{1 k dlq}] {Dead:true Reason:lease_expired Error:lease expired MaxDeliveries:2147483647 DeadLetterQueue:}",
 		"promote [{q k}]", "notify [dlq q]")
+
+	// A deleted dead-letter queue: the message dies where it is, and is
+	// reported so.
+	s, r = newRecorder(t, withDLQ)
+	r.deleted = []string{"dlq"}
+	if got, err := s.Reap(t.Context()); err != nil || len(got) != 1 || !got[0].Dead || got[0].MovedTo != "" {
+		t.Fatalf("Reap = %+v, %v; want 1 dead where it was", got, err)
+	}
+	checkCalls(t, r, "recorded [dlq]", `kill [1] lease_expired "lease expired; not moved to its dead-letter queue dlq, which does not exist" true`,
+		"lock [{q k}] 0", "promote [{q k}]", "notify [q]")
+}
+
+// A run's order is its messages' arrivals, not their ids: a message
+// moved into the queue has an older id than those that arrived before
+// it. When the run's second message goes back, the third (the moved
+// one, of the smallest id) goes back with it, and the first stays.
+func TestSettleRunOrderIsArrival(t *testing.T) {
+	run := []storecore.Held{
+		{Lease: store.Lease{MessageID: 5, FencingToken: 10}, Queue: "q", Key: "k", Deliveries: 1, MaxDeliveries: 3, Arrival: 5},
+		{Lease: store.Lease{MessageID: 8, FencingToken: 11}, Queue: "q", Key: "k", Deliveries: 1, MaxDeliveries: 3, Arrival: 8},
+		{Lease: store.Lease{MessageID: 2, FencingToken: 12}, Queue: "q", Key: "k", Deliveries: 1, MaxDeliveries: 3, Arrival: 9},
+	}
+	s, r := newRecorder(t, run...)
+	if dead, err := s.Fail(t.Context(), store.Failure{Lease: run[1].Lease, Error: "boom"}); dead || err != nil {
+		t.Fatalf("Fail = %v, %v; want a retry", dead, err)
+	}
+	checkCalls(t, r, "running [{q k}]", `retry [8] 0s "boom" true false`, "hold [8] false", "hold [2] true", "notify [q]")
 }
 
 // A move of pending messages lets the next message of each moved head's
@@ -364,8 +417,15 @@ func TestSettleMove(t *testing.T) {
 	if err != nil || n != 2 {
 		t.Fatalf("Move = %d, %v; want 2", n, err)
 	}
-	checkCalls(t, r, `movable dlq pending "" 5`, "lock [{dlq k} {src k}] 0",
+	checkCalls(t, r, `movable dlq pending "" 5`, "recorded [src]", "lock [{dlq k} {src k}] 0",
 		"transfer [{1 k src} {2  src}] {Dead:false Reason: Error: MaxDeliveries:7 DeadLetterQueue:}", "promote [{dlq k}]", "notify [dlq src]")
+
+	// A batch that would go to a queue without a record moves nothing.
+	r.calls, r.deleted = nil, []string{"src"}
+	if n, err := s.Move(t.Context(), store.Move{Queue: "dlq", State: store.Pending, Limit: 5}); !errors.Is(err, store.ErrNotFound) || n != 0 {
+		t.Fatalf("Move to a deleted queue = %d, %v; want 0, ErrNotFound", n, err)
+	}
+	checkCalls(t, r, `movable dlq pending "" 5`, "recorded [src]")
 	for _, bad := range []store.Move{
 		{Queue: "dlq", State: store.Processing, Limit: 1},
 		{Queue: "dlq", State: store.Pending, To: "dlq", Limit: 1},

@@ -48,9 +48,12 @@ type backend struct {
 	// trimmed.
 	msgs    []*message
 	firstID int64
-	queues  map[string]*queue
-	paused  map[string]bool
-	records map[string]*record
+	// arrivals counts the messages that arrived in a queue, enqueued or
+	// moved there: each message's arrival is its place in its key's line.
+	arrivals int64
+	queues   map[string]*queue
+	paused   map[string]bool
+	records  map[string]*record
 	// unique holds the messages of each unique key, in id order.
 	unique map[string][]*message
 	maint  store.Maintainer
@@ -97,6 +100,10 @@ type message struct {
 	fairGroup string
 	// uniqueKey is its unique key, empty for none.
 	uniqueKey string
+	// arrival is the message's place in its key's line: the arrivals
+	// count when it was enqueued or last moved to another queue, so
+	// that a moved message goes after every message of its key there.
+	arrival int64
 	// heapIndex is the message's place in its queue's delayed or ready
 	// heap (inReady says which); -1 when in neither.
 	heapIndex int
@@ -123,7 +130,7 @@ type record struct {
 	createdAt, updatedAt time.Time
 }
 
-// keyLine holds a key's unfinished messages, each list by id: those
+// keyLine holds a key's unfinished messages, each list by arrival: those
 // that run (the head, pending or processing, and the rest of its run,
 // processing) and the ones waiting behind them.
 type keyLine struct {
@@ -131,9 +138,9 @@ type keyLine struct {
 	waiting []*message
 }
 
-// insertByID adds m to ms, kept in id order.
-func insertByID(ms []*message, m *message) []*message {
-	i, _ := slices.BinarySearchFunc(ms, m.id, func(w *message, id int64) int { return cmp.Compare(w.id, id) })
+// insertByArrival adds m to ms, kept in order of arrival.
+func insertByArrival(ms []*message, m *message) []*message {
+	i, _ := slices.BinarySearchFunc(ms, m.arrival, func(w *message, a int64) int { return cmp.Compare(w.arrival, a) })
 	return slices.Insert(ms, i, m)
 }
 
@@ -444,6 +451,8 @@ func (s *backend) enqueueLocked(nm *store.NewMessage, now int64) store.Enqueued 
 	if m.payload == nil {
 		m.payload = []byte{}
 	}
+	s.arrivals++
+	m.arrival = s.arrivals
 	s.msgs = append(s.msgs, m)
 	q.counts[store.Pending]++
 	if m.dedupID != "" {
@@ -466,7 +475,7 @@ func (s *backend) lineUpLocked(m *message, now int64) {
 		if !ok {
 			q.keys[m.key] = &keyLine{running: []*message{m}}
 		} else {
-			line.waiting = insertByID(line.waiting, m)
+			line.waiting = insertByArrival(line.waiting, m)
 			q.setState(m, store.Waiting)
 			return
 		}
@@ -563,7 +572,7 @@ func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, e
 		for len(out) < c.Max && len(line.waiting) > 0 && line.waiting[0].visibleAt <= now {
 			next := line.waiting[0]
 			line.waiting = line.waiting[1:]
-			line.running = insertByID(line.running, next)
+			line.running = insertByArrival(line.running, next)
 			claim(next)
 		}
 	}
@@ -761,6 +770,8 @@ func (s *backend) transferLocked(m *message, to string, a storecore.Arrival, now
 	m.dedupID, m.deliveries, m.finishedAt, m.firstClaimedAt, m.lockedUntil = "", 0, 0, 0, 0
 	m.fence = 0 // no earlier lease completes it, late or not: claims mint tokens from 1
 	m.visibleAt = now
+	s.arrivals++
+	m.arrival = s.arrivals
 	m.queue = s.queueLocked(to)
 	m.state = store.Pending
 	m.queue.counts[store.Pending]++

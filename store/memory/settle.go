@@ -36,7 +36,7 @@ func (t *settleTx) b() *backend { return (*backend)(t) }
 
 func held(m *message) storecore.Held {
 	return storecore.Held{Lease: store.Lease{MessageID: m.id, FencingToken: m.fence}, Queue: m.queue.name, Key: m.key,
-		Deliveries: m.deliveries, MaxDeliveries: m.maxDeliv, DeadLetterQueue: m.dlq}
+		Deliveries: m.deliveries, MaxDeliveries: m.maxDeliv, DeadLetterQueue: m.dlq, Arrival: m.arrival}
 }
 
 func (t *settleTx) CompleteCurrent(_ context.Context, cs []store.Completion) ([]storecore.Held, error) {
@@ -142,6 +142,16 @@ func (t *settleTx) Movable(_ context.Context, m store.Move) ([]storecore.Transfe
 	return out, nil
 }
 
+func (t *settleTx) Recorded(_ context.Context, queues []string) ([]string, error) {
+	var out []string
+	for _, q := range queues {
+		if t.records[q] != nil {
+			out = append(out, q)
+		}
+	}
+	return out, nil
+}
+
 func (t *settleTx) Transfer(_ context.Context, ts []storecore.Transfer, a storecore.Arrival) error {
 	for _, tr := range ts {
 		t.b().transferLocked(t.b().byIDLocked(tr.ID), tr.To, a, t.settling.now)
@@ -171,7 +181,7 @@ func (t *settleTx) Hold(_ context.Context, ids []int64, uncount bool) error {
 		q.removePending(m)
 		line := q.keys[m.key]
 		line.running = removeMessage(line.running, m)
-		line.waiting = insertByID(line.waiting, m)
+		line.waiting = insertByArrival(line.waiting, m)
 		q.setState(m, store.Waiting)
 		m.lockedUntil = 0
 		m.fence = 0 // its claim's handle, lost now, never completes it late

@@ -573,11 +573,17 @@ type indexRead struct{ scans, tuples int64 }
 // pending and 20,000 dead messages beside 50,000 completed ones,
 // statistics gathered: pending ones through messages_ready in claim
 // order, dead ones through messages_dead, then each moved row through
-// the primary key, and never the table whole.
+// the primary key (and the records of the queues they go to through
+// theirs), and never the table whole.
 func TestMovesReadTheirIndexes(t *testing.T) {
 	ctx := context.Background()
 	f := newPlanFixture(t)
 	s := f.s
+	for _, q := range []string{"src", "other"} {
+		if _, _, err := s.CreateQueue(ctx, q, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := f.setup.Exec(ctx, `INSERT INTO `+f.schema+`.messages
 		(queue, payload, state, deliveries, max_deliveries, fencing_token, enqueued_at, visible_at, locked_until, finished_at)
 		SELECT 'dlq', '\x00', 3, 1, 5, 0, now(), now(), now(), now() FROM generate_series(1, 50000);
@@ -610,7 +616,7 @@ func TestMovesReadTheirIndexes(t *testing.T) {
 			scans, tuples := n.scans-before[index].scans, n.tuples-before[index].tuples
 			switch {
 			case scans == 0:
-			case index == c.index || index == "messages_pkey" || index == "messages_key_head" || index == "messages_waiting":
+			case index == c.index || index == "messages_pkey" || index == "messages_key_head" || index == "messages_waiting" || index == "queues_pkey":
 				// The page, each moved row, each moved key's head in its
 				// new queue and the next of a moved head's line: in
 				// proportion to the page.
@@ -624,5 +630,77 @@ func TestMovesReadTheirIndexes(t *testing.T) {
 		if after[c.index].scans == before[c.index].scans {
 			t.Errorf("%s did not read %s", c.op, c.index)
 		}
+	}
+}
+
+// TestWaitingLineReadsInOrder checks that a key's waiting messages are
+// read from messages_waiting in their line's order, a few entries for a
+// claim with runs or the promotion of the next, however many wait: on a
+// key with 20,000 waiting messages, one of them moved in (whose line
+// order is not its id's), statistics gathered. A sort would read them
+// all.
+func TestWaitingLineReadsInOrder(t *testing.T) {
+	ctx := context.Background()
+	f := newPlanFixture(t)
+	s := f.s
+	if _, _, err := s.CreateQueue(ctx, "q", nil); err != nil {
+		t.Fatal(err)
+	}
+	moved, err := s.Enqueue(ctx, []store.NewMessage{{Queue: "src", Key: "k", Payload: []byte("moved")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Enqueue(ctx, []store.NewMessage{{Queue: "q", Key: "k", Payload: []byte("head")}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.setup.Exec(ctx, `INSERT INTO `+f.schema+`.messages (queue, key, payload, state, max_deliveries, enqueued_at, visible_at)
+		SELECT 'q', 'k', '\x00', 1, 5, now(), now() FROM generate_series(1, 20000)`); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Move(ctx, store.Move{Queue: "src", State: store.Pending, To: "q", Limit: 1}); err != nil || n != 1 {
+		t.Fatalf("Move = %d, %v; want 1", n, err)
+	}
+	if _, err := f.setup.Exec(ctx, `ANALYZE `+f.schema+`.messages`); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		op string
+		fn func() error
+	}{
+		{"a claim with runs", func() error {
+			ds, err := s.Claim(ctx, store.Claim{Queue: "q", WorkerID: "w", Max: 10, LeaseDuration: time.Minute, Runs: true})
+			if err == nil && len(ds) != 10 {
+				err = fmt.Errorf("claimed %d, want a run of 10", len(ds))
+			}
+			if err == nil && slices.ContainsFunc(ds, func(d store.Delivery) bool { return d.MessageID == moved[0].ID }) {
+				err = fmt.Errorf("the run took the moved message ahead of those that waited before it")
+			}
+			if err == nil {
+				_, err = s.Fail(ctx, store.Failure{Lease: ds[0].Lease, Error: "boom"})
+			}
+			return err
+		}},
+	} {
+		before := f.indexReads(t)
+		if err := c.fn(); err != nil {
+			t.Fatalf("%s: %v", c.op, err)
+		}
+		after := f.indexReads(t)
+		if got := after["messages_waiting"].tuples - before["messages_waiting"].tuples; got > 100 || after["messages_waiting"].scans == before["messages_waiting"].scans {
+			t.Errorf("%s read %d entries of messages_waiting in %d scans, want a run's worth", c.op, got, after["messages_waiting"].scans-before["messages_waiting"].scans)
+		}
+	}
+	// The head, pending again, completes; its promotion reads the next.
+	ds, err := s.Claim(ctx, store.Claim{Queue: "q", WorkerID: "w", Max: 1, LeaseDuration: time.Minute})
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("Claim = %d, %v", len(ds), err)
+	}
+	before := f.indexReads(t)
+	if res, err := s.Complete(ctx, []store.Completion{{Lease: ds[0].Lease}}); err != nil || res[0] != nil {
+		t.Fatalf("Complete = %v, %v", res, err)
+	}
+	after := f.indexReads(t)
+	if got := after["messages_waiting"].tuples - before["messages_waiting"].tuples; got > 100 {
+		t.Errorf("a promotion read %d entries of messages_waiting, want a few", got)
 	}
 }

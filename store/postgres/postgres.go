@@ -215,12 +215,23 @@ func (s *Store) Pool() *pgxpool.Pool { return s.b.pool }
 // enqueues. With PollOnly it is never closed.
 func (s *Store) Listening() <-chan struct{} { return s.b.listening }
 
+// DeleteQueue deletes the queue, then once more what a move that held its
+// record committed into it meanwhile (see deleteQueue in queries.sql), in
+// one transaction. A reap that holds a message of the queue and moves a
+// dead letter into it waits for the record while this waits for the
+// message: the server rolls one back, and it runs again.
 func (s *backend) DeleteQueue(ctx context.Context, queue string) (int, error) {
-	var n int
-	if err := s.pool.QueryRow(ctx, s.sql.Text(qDeleteQueue), replan, queue).Scan(&n); err != nil {
+	var n, late int
+	err := s.inTxAgain(ctx, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, s.sql.Text(qDeleteQueue), replan, queue).Scan(&n); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, s.sql.Text(qPurgeQueue), replan, queue).Scan(&late)
+	})
+	if err != nil {
 		return 0, err
 	}
-	return n, nil
+	return n + late, nil
 }
 
 func (s *backend) PurgeQueue(ctx context.Context, queue string) (int, error) {

@@ -300,3 +300,73 @@ func TestRunGiveBackRacingCompletion(t *testing.T) {
 		}
 	}
 }
+
+// A DeleteQueue that meets a transaction moving a message into the queue
+// (which holds the queue's record, as a transfer does) waits for it, then
+// deletes what it moved too: the deleted queue keeps no message. The
+// move's transaction is written here by hand, so that it can stay open
+// while DeleteQueue waits.
+func TestDeleteQueueWaitsForAMoveIntoIt(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	schema := pgtest.Schema(t, pool)
+	s, err := postgres.Open(ctx, postgres.Config{Pool: pool, Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, _, err := s.CreateQueue(ctx, "dlq", nil); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Enqueue(ctx, []store.NewMessage{{Queue: "src", Payload: []byte("x")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	quoted := pgx.Identifier{schema}.Sanitize()
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM `+quoted+`.queues WHERE queue = 'dlq' FOR KEY SHARE`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE `+quoted+`.messages SET queue = 'dlq' WHERE id = $1`, res[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	type deleted struct {
+		n   int
+		err error
+	}
+	done := make(chan deleted, 1)
+	go func() {
+		n, err := s.DeleteQueue(ctx, "dlq")
+		done <- deleted{n, err}
+	}()
+	// Until DeleteQueue waits for the move's lock.
+	for {
+		var waiting bool
+		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%DELETE%')`, quoted).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		select {
+		case d := <-done:
+			t.Fatalf("DeleteQueue = %d, %v before the move committed; want it to wait", d.n, d.err)
+		default:
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := <-done; d.err != nil || d.n != 1 {
+		t.Fatalf("DeleteQueue = %d, %v; want the moved message deleted", d.n, d.err)
+	}
+	st, err := s.Stats(ctx, "dlq")
+	if err != nil || st.Pending != 0 {
+		t.Fatalf("the deleted queue's stats: %+v, %v; want no message", st, err)
+	}
+}

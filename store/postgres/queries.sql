@@ -139,8 +139,9 @@ FROM u ORDER BY priority DESC, visible_at, id
 -- the next waiting messages of its key, in order, up to the first that is
 -- not visible; up to $3 messages in all, in claim order with each key's
 -- run after its head. The heads are locked as claim locks them; their
--- keys' waiting messages are read through messages_waiting, at most $3
--- of each, without a lock: a message that changed meanwhile (a cancel)
+-- keys' waiting messages are read through messages_waiting in their
+-- lines' order (see arrival in the migrations), at most $3 of each,
+-- without a lock: a message that changed meanwhile (a cancel)
 -- fails the update's second test of its state and is left out. The
 -- batch comes back in its order.
 WITH heads AS (
@@ -156,10 +157,10 @@ members AS (
 	SELECT f.id, hn.hn, f.rn, f.hidden
 	FROM (SELECT id, key, row_number() OVER (ORDER BY priority DESC, visible_at, id) AS hn FROM heads) AS hn
 	CROSS JOIN LATERAL (
-		SELECT w.id, row_number() OVER (ORDER BY w.id) AS rn,
-			count(*) FILTER (WHERE w.visible_at > COALESCE($1::timestamptz, now())) OVER (ORDER BY w.id) AS hidden
-		FROM (SELECT id, visible_at FROM {s}.messages
-			WHERE queue = $2 AND key = hn.key AND state = {waiting} ORDER BY id LIMIT $3 - 1) AS w) AS f
+		SELECT w.id, row_number() OVER (ORDER BY w.arrival) AS rn,
+			count(*) FILTER (WHERE w.visible_at > COALESCE($1::timestamptz, now())) OVER (ORDER BY w.arrival) AS hidden
+		FROM (SELECT id, visible_at, COALESCE(arrival, id) AS arrival FROM {s}.messages
+			WHERE queue = $2 AND key = hn.key AND state = {waiting} ORDER BY COALESCE(arrival, id) LIMIT $3 - 1) AS w) AS f
 	WHERE hn.key IS NOT NULL),
 picked AS (
 	SELECT id, hn, rn FROM (SELECT id, hn, rn, row_number() OVER (ORDER BY hn, rn) AS n FROM members WHERE hidden = 0) AS m
@@ -273,12 +274,13 @@ UPDATE {s}.messages SET state = {cancelled}, finished_at = COALESCE($1::timestam
 WHERE id = ANY($2::bigint[]) AND state IN ({pending}, {waiting}, {processing})
 
 -- name: promote
--- Lets the next waiting message of a key go, if none of the key's
--- messages is pending or processing (a run's other messages may be). The
+-- Lets the next waiting message of a key go, in its line's order, if
+-- none of the key's messages is pending or processing (a run's other
+-- messages may be). The
 -- caller holds the key's lock, as does every change that makes a
 -- message of a key wait.
 UPDATE {s}.messages SET state = {pending} WHERE id = (
-	SELECT id FROM {s}.messages WHERE queue = $1 AND key = $2 AND state = {waiting} ORDER BY id LIMIT 1)
+	SELECT id FROM {s}.messages WHERE queue = $1 AND key = $2 AND state = {waiting} ORDER BY COALESCE(arrival, id) LIMIT 1)
 	AND NOT EXISTS (SELECT 1 FROM {s}.messages WHERE queue = $1 AND key = $2 AND state IN ({pending}, {processing}))
 
 -- name: running
@@ -287,7 +289,7 @@ UPDATE {s}.messages SET state = {pending} WHERE id = (
 -- locks; the rows are not locked, so that a completion of one of them
 -- that waits for a key's lock holds no row this waits for. hold tests
 -- their state again.
-SELECT m.id, m.fencing_token, m.queue, m.key FROM unnest($1::text[], $2::text[]) AS l(queue, key)
+SELECT m.id, m.fencing_token, m.queue, m.key, COALESCE(m.arrival, m.id) FROM unnest($1::text[], $2::text[]) AS l(queue, key)
 JOIN {s}.messages m ON m.queue = l.queue AND m.key = l.key AND m.state IN ({pending}, {processing})
 WHERE m.state = {processing}
 
@@ -302,7 +304,7 @@ WHERE id = ANY($1::bigint[]) AND state + 0 IN ({processing}, {pending})
 -- name: current
 -- The message of one lease ($2, $3) if the lease is current, locked. The
 -- row is found through the primary key ("state + 0": see extend).
-SELECT m.deliveries, m.max_deliveries, m.queue, m.key, m.dead_letter_queue FROM {s}.messages m
+SELECT m.deliveries, m.max_deliveries, m.queue, m.key, m.dead_letter_queue, COALESCE(m.arrival, m.id) FROM {s}.messages m
 WHERE m.id = $2 AND m.fencing_token = $3 AND m.state + 0 = {processing} AND m.locked_until > COALESCE($1::timestamptz, now())
 FOR UPDATE
 
@@ -310,7 +312,7 @@ FOR UPDATE
 -- The message of one lease ($1, $2) if no claim has taken it since:
 -- processing under its token, whatever the expiry, or pending under it;
 -- locked, and found through the primary key ("state + 0": see extend).
-SELECT m.deliveries, m.max_deliveries, m.queue, m.key, m.dead_letter_queue FROM {s}.messages m
+SELECT m.deliveries, m.max_deliveries, m.queue, m.key, m.dead_letter_queue, COALESCE(m.arrival, m.id) FROM {s}.messages m
 WHERE m.id = $1 AND m.fencing_token = $2 AND m.state + 0 IN ({processing}, {pending})
 FOR UPDATE
 
@@ -343,7 +345,8 @@ SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off
 -- The processing messages whose leases have expired, locked; those that
 -- another transaction holds are passed over, so that reapers running at
 -- once never wait on each other.
-SELECT id, fencing_token, queue, key, deliveries, max_deliveries, COALESCE($1::timestamptz, now()) - locked_until, dead_letter_queue
+SELECT id, fencing_token, queue, key, deliveries, max_deliveries, COALESCE($1::timestamptz, now()) - locked_until, dead_letter_queue,
+	COALESCE(arrival, id)
 FROM {s}.messages WHERE state = {processing} AND locked_until <= COALESCE($1::timestamptz, now())
 FOR UPDATE SKIP LOCKED
 
@@ -395,8 +398,10 @@ FOR UPDATE SKIP LOCKED
 -- its source and reason are cleared. $7 and $8 are its budget and
 -- dead-letter queue from now on. Its fencing token becomes 0, which the
 -- fence sequence never gives, so that no earlier lease completes it late.
--- The caller holds the lock of its key in $3.
-UPDATE {s}.messages m SET fencing_token = 0,
+-- Its arrival is drawn from the ids' sequence, so that it goes after
+-- every message of its key in $3 and before every later one. The caller
+-- holds the lock of its key in $3.
+UPDATE {s}.messages m SET fencing_token = 0, arrival = nextval(pg_get_serial_sequence('{s}.messages', 'id')),
 	dead_letter_source = CASE WHEN $4::boolean THEN m.queue END,
 	dead_reason = CASE WHEN $4::boolean THEN $5::text END,
 	last_error = CASE WHEN $4::boolean THEN $6::text ELSE m.last_error END,
@@ -405,6 +410,14 @@ UPDATE {s}.messages m SET fencing_token = 0,
 	state = CASE WHEN m.key IS NOT NULL AND EXISTS (SELECT 1 FROM {s}.messages h
 		WHERE h.queue = $3 AND h.key = m.key AND h.state IN ({pending}, {processing})) THEN {waiting} ELSE {pending} END
 WHERE m.id = $2
+
+-- name: recorded
+-- Those of the queues in $1 that have a record, their rows locked FOR
+-- KEY SHARE until the transaction ends: a DeleteQueue of one waits (and
+-- then deletes what this moved there), while a change of its attributes
+-- does not.
+SELECT queue FROM {s}.queues WHERE queue = ANY($1::text[]) AND created_at IS NOT NULL
+ORDER BY queue FOR KEY SHARE
 
 -- name: purge
 DELETE FROM {s}.messages WHERE id = ANY($1::bigint[])
@@ -504,7 +517,10 @@ SELECT count(*) FROM gone
 -- Every message of a queue and its settings: its pause and its record.
 -- The completed ones are taken off the queue's count as purgeQueue takes
 -- them, and for the same reason: a stray count would list the deleted
--- queue in queues.
+-- queue in queues. A transaction that moves messages into the queue
+-- holds its record (see recorded), so the record's deletion may wait for
+-- it to commit, after this statement's snapshot: purgeQueue runs next in
+-- the same transaction, with a new snapshot, and deletes what it moved.
 WITH gone AS (DELETE FROM {s}.messages WHERE queue = $1 RETURNING state),
 counted AS (
 	INSERT INTO {s}.completed_counts AS c (queue, shard, n)
@@ -750,8 +766,8 @@ FROM {s}.messages WHERE id = $1
 -- each (a loose index scan, as in queues), and the recursion runs only as
 -- far as the LIMIT reads it, so the cost is in proportion to the keys
 -- listed and their waiting messages. The head is the key's first entry in
--- messages_key_head (a run has several), its columns NULL when there is
--- none.
+-- messages_key_head in its line's order (a run has several), its columns
+-- NULL when there is none.
 WITH RECURSIVE k(key) AS (
 	SELECT (SELECT key FROM {s}.messages WHERE queue = $1 AND state = {waiting} AND key > $2 ORDER BY key LIMIT 1)
 	UNION ALL
@@ -763,5 +779,5 @@ SELECT k.key, w.n, h.id, h.queue, h.state, h.key, h.dedup_id, h.payload, h.deliv
 FROM (SELECT key FROM k WHERE key IS NOT NULL LIMIT $3) AS k
 CROSS JOIN LATERAL (SELECT count(*) FROM {s}.messages WHERE queue = $1 AND state = {waiting} AND key = k.key) AS w(n)
 LEFT JOIN LATERAL (SELECT * FROM {s}.messages
-	WHERE queue = $1 AND key = k.key AND state IN ({pending}, {processing}) ORDER BY id LIMIT 1) AS h ON true
+	WHERE queue = $1 AND key = k.key AND state IN ({pending}, {processing}) ORDER BY COALESCE(arrival, id) LIMIT 1) AS h ON true
 ORDER BY k.key

@@ -13,33 +13,40 @@ import (
 	"github.com/leasehold/leasehold/store"
 )
 
-// settleAttempts bounds how often Settle runs a settlement that the
-// server chose as a deadlock's victim.
-const settleAttempts = 3
+// deadlockAttempts bounds how often a transaction that the server chose
+// as a deadlock's victim runs.
+const deadlockAttempts = 3
 
 // deadlockDetected is PostgreSQL's SQLSTATE for a transaction rolled
 // back to end a deadlock.
 const deadlockDetected = "40P01"
 
+// inTxAgain runs fn in one READ COMMITTED transaction, and again, up to
+// deadlockAttempts in all, while the server rolls it back to end a
+// deadlock: such a transaction changed nothing.
+func (s *backend) inTxAgain(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		err := s.inTx(ctx, fn)
+		var pe *pgconn.PgError
+		if attempt == deadlockAttempts || !errors.As(err, &pe) || pe.Code != deadlockDetected {
+			return err
+		}
+	}
+}
+
 // Settle runs fn in one READ COMMITTED transaction. A settlement locks
 // rows and keys in the order its rule meets them, so two settlements of
 // one key (a completion of a run's later message, and a give-back of an
 // earlier one that brings it back) can wait on each other; the server
-// then rolls one back, which changed nothing, and it runs again.
+// then rolls one back, and it runs again.
 func (s *backend) Settle(ctx context.Context, st storecore.Settlement) error {
-	for attempt := 1; ; attempt++ {
-		err := s.inTx(ctx, func(tx pgx.Tx) error {
-			t := &settleTx{s: s, tx: tx}
-			if err := st.Settle(ctx, t); err != nil {
-				return err
-			}
-			return t.countCompleted(ctx)
-		})
-		var pe *pgconn.PgError
-		if attempt == settleAttempts || !errors.As(err, &pe) || pe.Code != deadlockDetected {
+	return s.inTxAgain(ctx, func(tx pgx.Tx) error {
+		t := &settleTx{s: s, tx: tx}
+		if err := st.Settle(ctx, t); err != nil {
 			return err
 		}
-	}
+		return t.countCompleted(ctx)
+	})
 }
 
 // settleTx is one settling transaction.
@@ -118,7 +125,7 @@ func held(row pgx.Row, l store.Lease) (storecore.Held, bool, error) {
 	h := storecore.Held{Lease: l}
 	var deliveries, max int32
 	var key, dlq *string
-	err := row.Scan(&deliveries, &max, &h.Queue, &key, &dlq)
+	err := row.Scan(&deliveries, &max, &h.Queue, &key, &dlq, &h.Arrival)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return storecore.Held{}, false, nil
 	}
@@ -142,7 +149,7 @@ func (t *settleTx) Expired(ctx context.Context) ([]storecore.Held, error) {
 	var h storecore.Held
 	var key, dlq *string
 	var deliveries, max int32
-	_, err = pgx.ForEachRow(rows, []any{&h.MessageID, &h.FencingToken, &h.Queue, &key, &deliveries, &max, &h.StuckFor, &dlq}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&h.MessageID, &h.FencingToken, &h.Queue, &key, &deliveries, &max, &h.StuckFor, &dlq, &h.Arrival}, func() error {
 		h.Key, h.Deliveries, h.MaxDeliveries, h.DeadLetterQueue = deref(key), int(deliveries), int(max), deref(dlq)
 		out = append(out, h)
 		return nil
@@ -166,7 +173,7 @@ func (t *settleTx) Running(ctx context.Context, lines []storecore.Line) ([]store
 	var out []storecore.Held
 	var h storecore.Held
 	var key *string
-	_, err = pgx.ForEachRow(rows, []any{&h.MessageID, &h.FencingToken, &h.Queue, &key}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&h.MessageID, &h.FencingToken, &h.Queue, &key, &h.Arrival}, func() error {
 		h.Key = deref(key)
 		out = append(out, h)
 		return nil
@@ -270,6 +277,14 @@ func (t *settleTx) Movable(ctx context.Context, m store.Move) ([]storecore.Trans
 		return nil, err
 	}
 	return slices.DeleteFunc(found, func(f storecore.Transfer) bool { return !locked[f.ID] }), nil
+}
+
+func (t *settleTx) Recorded(ctx context.Context, queues []string) ([]string, error) {
+	rows, err := t.tx.Query(ctx, t.s.sql.Text(qRecorded), replan, queues)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
 func (t *settleTx) Transfer(ctx context.Context, ts []storecore.Transfer, a storecore.Arrival) error {

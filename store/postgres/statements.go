@@ -49,6 +49,7 @@ const (
 	qMovableDead
 	qMovableLock
 	qTransfer
+	qRecorded
 	qPurge
 	qStats
 	qAllStats
@@ -112,6 +113,7 @@ var queryNames = [nQueries]string{
 	qMovableDead:        "movableDead",
 	qMovableLock:        "movableLock",
 	qTransfer:           "transfer",
+	qRecorded:           "recorded",
 	qPurge:              "purge",
 	qStats:              "stats",
 	qAllStats:           "allStats",

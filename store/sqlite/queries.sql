@@ -76,10 +76,10 @@ WHERE queue = ?1 AND state = {pending} AND visible_at <= ?2
 ORDER BY priority DESC, visible_at, id LIMIT ?3
 
 -- name: runNext
--- The next ?3 waiting messages of key ?2 of queue ?1, in order, with
--- their visible times: the rest of a run, which the claim cuts at the
--- first that is not visible.
-SELECT id, visible_at FROM leasehold_messages WHERE queue = ?1 AND key = ?2 AND state = {waiting} ORDER BY id LIMIT ?3
+-- The next ?3 waiting messages of key ?2 of queue ?1, in their line's
+-- order (see arrival in the migrations), with their visible times: the
+-- rest of a run, which the claim cuts at the first that is not visible.
+SELECT id, visible_at FROM leasehold_messages WHERE queue = ?1 AND key = ?2 AND state = {waiting} ORDER BY COALESCE(arrival, id) LIMIT ?3
 
 -- name: claimRun
 -- Claims the pending and waiting messages in the JSON array of ids ?6 as
@@ -127,26 +127,27 @@ JOIN (SELECT value ->> 0 AS id, value ->> 1 AS fence FROM json_each(?1)) AS j ON
 WHERE m.state = {completed}
 
 -- name: current
-SELECT deliveries, max_deliveries, queue, key, dead_letter_queue FROM leasehold_messages
+SELECT deliveries, max_deliveries, queue, key, dead_letter_queue, COALESCE(arrival, id) FROM leasehold_messages
 WHERE id = ? AND fencing_token = ? AND state = {processing} AND locked_until > ?
 
 -- name: given
 -- The message of a lease if no claim has taken it since: processing under
 -- its token, whatever the expiry, or pending under it.
-SELECT deliveries, max_deliveries, queue, key, dead_letter_queue FROM leasehold_messages
+SELECT deliveries, max_deliveries, queue, key, dead_letter_queue, COALESCE(arrival, id) FROM leasehold_messages
 WHERE id = ? AND fencing_token = ? AND state IN ({processing}, {pending})
 
 -- name: promote
--- Lets the next waiting message of key ?2 go, if none of the key's
--- messages is pending or processing (a run's other messages may be).
+-- Lets the next waiting message of key ?2 go, in its line's order, if
+-- none of the key's messages is pending or processing (a run's other
+-- messages may be).
 UPDATE leasehold_messages SET state = {pending} WHERE id = (
-	SELECT id FROM leasehold_messages WHERE queue = ?1 AND key = ?2 AND state = {waiting} ORDER BY id LIMIT 1)
+	SELECT id FROM leasehold_messages WHERE queue = ?1 AND key = ?2 AND state = {waiting} ORDER BY COALESCE(arrival, id) LIMIT 1)
 	AND NOT EXISTS (SELECT 1 FROM leasehold_messages WHERE queue = ?1 AND key = ?2 AND state IN ({pending}, {processing}))
 
 -- name: running
 -- The processing messages of key ?2 of queue ?1, read from
 -- leasehold_key_head, whose WHERE term the first test repeats.
-SELECT id, fencing_token, queue, key FROM leasehold_messages
+SELECT id, fencing_token, queue, key, COALESCE(arrival, id) FROM leasehold_messages
 WHERE queue = ?1 AND key = ?2 AND state IN ({pending}, {processing}) AND state = {processing}
 
 -- name: hold
@@ -189,7 +190,7 @@ WHERE id IN (SELECT value FROM json_each(?4))
 
 -- name: expired
 -- The processing messages whose leases expired by ?1.
-SELECT id, fencing_token, queue, key, deliveries, max_deliveries, locked_until, dead_letter_queue FROM leasehold_messages
+SELECT id, fencing_token, queue, key, deliveries, max_deliveries, locked_until, dead_letter_queue, COALESCE(arrival, id) FROM leasehold_messages
 WHERE state = {processing} AND locked_until <= ?1
 
 -- name: deadIDs
@@ -231,8 +232,9 @@ ORDER BY id LIMIT ?3
 -- side reads the row as it was), reason ?5 and error ?6 are recorded;
 -- else its source and reason are cleared. ?7 and ?8 are its budget and
 -- dead-letter queue from now on. Its fencing token becomes 0, which no
--- claim mints, so that no earlier lease completes it late.
-UPDATE leasehold_messages SET fencing_token = 0,
+-- claim mints, so that no earlier lease completes it late. ?9 is its
+-- arrival, drawn by arrivals.
+UPDATE leasehold_messages SET fencing_token = 0, arrival = ?9,
 	dead_letter_source = CASE WHEN ?4 THEN queue END,
 	dead_reason = CASE WHEN ?4 THEN ?5 END,
 	last_error = CASE WHEN ?4 THEN ?6 ELSE last_error END,
@@ -241,6 +243,17 @@ UPDATE leasehold_messages SET fencing_token = 0,
 	state = CASE WHEN key IS NOT NULL AND EXISTS (SELECT 1 FROM leasehold_messages h
 		WHERE h.queue = ?2 AND h.key = leasehold_messages.key AND h.state IN ({pending}, {processing})) THEN {waiting} ELSE {pending} END
 WHERE id = ?1
+
+-- name: arrivals
+-- Draws ?1 numbers from the ids' sequence and returns the last: the
+-- arrivals of messages moved into other queues, after every id given so
+-- far and before every later one, as an insert would draw them.
+UPDATE sqlite_sequence SET seq = seq + ?1 WHERE name = 'leasehold_messages' RETURNING seq
+
+-- name: recorded
+-- Whether queue ?1 has a record. The transaction holds the database's
+-- write lock, so no DeleteQueue runs until it ends.
+SELECT 1 FROM leasehold_queues WHERE queue = ?1 AND created_at IS NOT NULL
 
 -- name: purge
 -- Deletes a dead message.
@@ -489,8 +502,8 @@ FROM leasehold_messages WHERE id = ?
 -- how many and their head. The keys come from leasehold_waiting one probe
 -- each (a loose index scan: the next key is the first entry past the last
 -- one), so the cost is in proportion to the keys listed and their waiting
--- messages; the head is the key's first entry in leasehold_key_head (a
--- run has several), NULL when there is none. The recursion's LIMIT ends it: its last row, once the
+-- messages; the head is the key's first entry in leasehold_key_head in
+-- its line's order (a run has several), NULL when there is none. The recursion's LIMIT ends it: its last row, once the
 -- keys run out, is a NULL.
 WITH RECURSIVE k(key) AS (
 	SELECT (SELECT key FROM leasehold_messages WHERE queue = ?1 AND state = {waiting} AND key > ?2 ORDER BY key LIMIT 1)
@@ -502,7 +515,7 @@ SELECT k.key, (SELECT count(*) FROM leasehold_messages WHERE queue = ?1 AND stat
 	h.id, h.queue, h.state, h.key, h.dedup_id, h.payload, h.deliveries, h.max_deliveries, h.fencing_token,
 	h.worker_id, h.last_error, h.dead_reason, h.enqueued_at, h.visible_at, h.locked_until, h.finished_at, h.kind, h.priority,
 	h.attributes, h.first_claimed_at, h.dead_letter_queue, h.dead_letter_source
-FROM k LEFT JOIN leasehold_messages AS h ON h.id = (SELECT min(id) FROM leasehold_messages
-	WHERE queue = ?1 AND key = k.key AND state IN ({pending}, {processing}))
+FROM k LEFT JOIN leasehold_messages AS h ON h.id = (SELECT id FROM leasehold_messages
+	WHERE queue = ?1 AND key = k.key AND state IN ({pending}, {processing}) ORDER BY COALESCE(arrival, id) LIMIT 1)
 WHERE k.key IS NOT NULL
 ORDER BY k.key

@@ -9,9 +9,11 @@ import (
 )
 
 // The statements of runs and late completions, the placement of a
-// fairness group's message and the lookup of a unique key find their rows through an index of live
-// messages of the queue, key or group, or through the primary key: none
-// reads the table, history included.
+// fairness group's message and the lookup of a unique key find their
+// rows through an index of live messages of the queue, key, group or
+// unique key, or through the primary key: none reads the table, history
+// included. A key's waiting messages come from leasehold_waiting in their
+// line's order, without a sort.
 func TestRunPlansSearch(t *testing.T) {
 	s, err := Open(context.Background(), Config{Path: filepath.Join(t.TempDir(), "plan.db")})
 	if err != nil {
@@ -39,6 +41,9 @@ func TestRunPlansSearch(t *testing.T) {
 			if strings.Contains(step, "leasehold_messages") && !strings.HasPrefix(step, "SEARCH ") {
 				t.Errorf("a step of the %s plan reads the whole table: %q\nplan: %q", p.op, step, p.plan)
 			}
+		}
+		if (p.op == "runNext" || p.op == "promote") && slices.ContainsFunc(p.plan, func(step string) bool { return strings.Contains(step, "TEMP B-TREE") }) {
+			t.Errorf("the %s plan sorts a key's waiting messages: %q", p.op, p.plan)
 		}
 		if !slices.ContainsFunc(p.plan, func(step string) bool { return strings.HasPrefix(step, "SEARCH ") }) {
 			t.Errorf("the %s plan searches nothing: %q", p.op, p.plan)

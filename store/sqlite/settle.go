@@ -105,7 +105,7 @@ func (t settleTx) Given(ctx context.Context, l store.Lease) (storecore.Held, boo
 func (t settleTx) held(row *sql.Row, l store.Lease) (storecore.Held, bool, error) {
 	h := storecore.Held{Lease: l}
 	var key, dlq sql.NullString
-	err := row.Scan(&h.Deliveries, &h.MaxDeliveries, &h.Queue, &key, &dlq)
+	err := row.Scan(&h.Deliveries, &h.MaxDeliveries, &h.Queue, &key, &dlq, &h.Arrival)
 	if errors.Is(err, sql.ErrNoRows) {
 		return storecore.Held{}, false, nil
 	}
@@ -123,9 +123,10 @@ func (t settleTx) Expired(ctx context.Context) ([]storecore.Held, error) {
 	}
 	return sqlstate.Collect(rows, func(r *sql.Rows) (storecore.Held, error) {
 		var deliveries, max int
-		var lockedUntil int64
+		var lockedUntil, arrival int64
 		var dlq sql.NullString
-		h, err := scanHeld(r.Scan, &deliveries, &max, &lockedUntil, &dlq)
+		h, err := scanHeld(r.Scan, &deliveries, &max, &lockedUntil, &dlq, &arrival)
+		h.Arrival = arrival
 		h.Deliveries, h.MaxDeliveries, h.DeadLetterQueue = deliveries, max, dlq.String
 		h.StuckFor = time.Duration(t.now-lockedUntil) * time.Microsecond
 		return h, err
@@ -139,7 +140,12 @@ func (t settleTx) Running(ctx context.Context, lines []storecore.Line) ([]storec
 		if err != nil {
 			return nil, err
 		}
-		hs, err := sqlstate.Collect(rows, func(r *sql.Rows) (storecore.Held, error) { return scanHeld(r.Scan) })
+		hs, err := sqlstate.Collect(rows, func(r *sql.Rows) (storecore.Held, error) {
+			var arrival int64
+			h, err := scanHeld(r.Scan, &arrival)
+			h.Arrival = arrival
+			return h, err
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -192,10 +198,33 @@ func (t settleTx) Movable(ctx context.Context, m store.Move) ([]storecore.Transf
 	})
 }
 
+func (t settleTx) Recorded(ctx context.Context, queues []string) ([]string, error) {
+	var out []string
+	for _, q := range queues {
+		var one int
+		err := t.tx.QueryRowContext(ctx, t.s.st.Text(qRecorded), q).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, q)
+	}
+	return out, nil
+}
+
+// Transfer draws the messages' arrivals in one step, in their order,
+// then moves each.
 func (t settleTx) Transfer(ctx context.Context, ts []storecore.Transfer, a storecore.Arrival) error {
-	for _, tr := range ts {
+	var last int64
+	if err := t.tx.QueryRowContext(ctx, t.s.st.Text(qArrivals), len(ts)).Scan(&last); err != nil {
+		return err
+	}
+	for i, tr := range ts {
+		arrival := last - int64(len(ts)-1-i)
 		if _, err := t.tx.ExecContext(ctx, t.s.st.Text(qTransfer), tr.ID, tr.To, t.now, a.Dead, nullable(string(a.Reason)),
-			a.Error, a.MaxDeliveries, nullable(a.DeadLetterQueue)); err != nil {
+			a.Error, a.MaxDeliveries, nullable(a.DeadLetterQueue), arrival); err != nil {
 			return err
 		}
 	}

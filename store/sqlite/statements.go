@@ -60,6 +60,8 @@ const (
 	qMovablePending
 	qMovableDead
 	qTransfer
+	qArrivals
+	qRecorded
 	qPurge
 	qStats
 	qAllStats
@@ -121,6 +123,8 @@ var queryNames = [nQueries]string{
 	qMovablePending:     "movablePending",
 	qMovableDead:        "movableDead",
 	qTransfer:           "transfer",
+	qArrivals:           "arrivals",
+	qRecorded:           "recorded",
 	qPurge:              "purge",
 	qStats:              "stats",
 	qAllStats:           "allStats",

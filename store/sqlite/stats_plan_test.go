@@ -64,7 +64,8 @@ func TestClaimPlanUsesTheReadyIndex(t *testing.T) {
 // holds ids after the queue (and key): a page of completed messages, or of
 // a key's, never walks the table, the primary key or another state's
 // index. The listings of pending, waiting and processing messages sort
-// the live rows their index yields.
+// the live rows their index yields: a key's waiting messages too, which
+// leasehold_waiting holds in their line's order, not by id.
 func TestListPlansUseTheirIndexes(t *testing.T) {
 	s, err := Open(context.Background(), Config{Path: filepath.Join(t.TempDir(), "plan.db")})
 	if err != nil {
@@ -85,7 +86,7 @@ func TestListPlansUseTheirIndexes(t *testing.T) {
 		{store.ListFilter{State: store.Cancelled, Key: "k", BeforeID: 10}, "SEARCH leasehold_messages USING INDEX leasehold_finished_key (queue=? AND key=? AND id>? AND id<?)"},
 		{store.ListFilter{State: store.Dead, Reason: store.ReasonPermanent}, "SEARCH leasehold_messages USING INDEX leasehold_dead (queue=? AND id>?)"},
 		{store.ListFilter{State: store.Cancelled}, "SEARCH leasehold_messages USING INDEX leasehold_cancelled (queue=? AND id>?)"},
-		{store.ListFilter{State: store.Waiting, Key: "k"}, "SEARCH leasehold_messages USING INDEX leasehold_waiting (queue=? AND key=? AND id>?)"},
+		{store.ListFilter{State: store.Waiting, Key: "k"}, "SEARCH leasehold_messages USING INDEX leasehold_waiting (queue=? AND key=?)"},
 		{store.ListFilter{State: store.Pending, Key: "k"}, "SEARCH leasehold_messages USING INDEX leasehold_key_head (queue=? AND key=? AND rowid>?)"},
 		{store.ListFilter{State: store.Processing, Key: "k", Kind: "email"}, "SEARCH leasehold_messages USING INDEX leasehold_key_head (queue=? AND key=? AND rowid>?)"},
 		{store.ListFilter{State: store.Pending}, "SEARCH leasehold_messages USING INDEX leasehold_ready (queue=?)"},
@@ -171,9 +172,10 @@ func queryPlan(t *testing.T, s *Store, query string, args ...any) []string {
 }
 
 // A move reads the index of the state it moves, in its order, without a
-// sort: pending messages as a claim reads them, dead ones by id; and it
-// moves each through the primary key, looking up its key's head in the
-// new queue through the key heads' index.
+// sort: pending messages as a claim reads them, dead ones by id; it
+// finds the records of the queues it moves to through their primary key;
+// and it moves each through the primary key, looking up its key's head
+// in the new queue through the key heads' index.
 func TestMovePlansUseTheirIndexes(t *testing.T) {
 	s, err := Open(context.Background(), Config{Path: filepath.Join(t.TempDir(), "plan.db")})
 	if err != nil {
@@ -189,7 +191,9 @@ func TestMovePlansUseTheirIndexes(t *testing.T) {
 			[]string{"SEARCH leasehold_messages USING INDEX leasehold_ready (queue=?)"}},
 		{"movableDead", queryPlan(t, s, s.b.st.Text(qMovableDead), "q", true, 10),
 			[]string{"SEARCH leasehold_messages USING INDEX leasehold_dead (queue=?)"}},
-		{"transfer", queryPlan(t, s, s.b.st.Text(qTransfer), 1, "q", 0, false, nil, "", 5, nil),
+		{"recorded", queryPlan(t, s, s.b.st.Text(qRecorded), "q"),
+			[]string{"SEARCH leasehold_queues USING PRIMARY KEY (queue=?)"}},
+		{"transfer", queryPlan(t, s, s.b.st.Text(qTransfer), 1, "q", 0, false, nil, "", 5, nil, 7),
 			[]string{"SEARCH leasehold_messages USING INTEGER PRIMARY KEY (rowid=?)", "SEARCH h USING INDEX leasehold_key_head (queue=? AND key=?)"}},
 	} {
 		joined := strings.Join(c.plan, "\n")

@@ -3,6 +3,7 @@ package storetest
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -37,6 +38,17 @@ func (b *bundle) claimMany(queue string, max int) []store.Delivery {
 	return ds
 }
 
+// record gives queues records: messages move only into queues that
+// have one.
+func (b *bundle) record(queues ...string) {
+	b.t.Helper()
+	for _, q := range queues {
+		if _, _, err := b.s.CreateQueue(b.ctx, q, nil); err != nil {
+			b.t.Fatalf("CreateQueue(%s): %v", q, err)
+		}
+	}
+}
+
 // wantArrived checks that message id arrived in queue to as a dead
 // letter of from would, with what it had when it was enqueued as was.
 func (b *bundle) wantArrived(id int64, was store.Info, to, from string, state store.State) store.Info {
@@ -67,6 +79,7 @@ func (b *bundle) wantArrived(id int64, was store.Info, to, from string, state st
 func testDeadLetterQueueOnFail(t *testing.T, f Factory) {
 	b := setup(t, f)
 	b.queue = "src"
+	b.record("dlq")
 	head := b.enqueue(store.NewMessage{Queue: "dlq", Payload: []byte("dlq head"), Key: "g"})[0]
 	id := b.enqueue(store.NewMessage{Payload: []byte("body"), Attributes: []byte(`{"a":1}`), Key: "g", DedupID: "d1",
 		Kind: "k", Priority: 3, MaxDeliveries: 2, DeadLetterQueue: "dlq"})[0]
@@ -118,6 +131,7 @@ func testDeadLetterQueueOnFail(t *testing.T, f Factory) {
 // without one dies in its queue, as ever.
 func testDeadLetterQueueOfFailure(t *testing.T, f Factory) {
 	b := setup(t, f)
+	b.record("dlq")
 	moved, own, plain := b.send("moved"), b.send("own"), b.send("plain")
 	for _, c := range []struct {
 		id  int64
@@ -148,6 +162,7 @@ func testDeadLetterQueueOfFailure(t *testing.T, f Factory) {
 // there too, reported as such; one without dies in its queue.
 func testDeadLetterQueueOnReap(t *testing.T, f Factory) {
 	b := setup(t, f)
+	b.record("dlq")
 	id := b.enqueue(store.NewMessage{Payload: []byte("x"), MaxDeliveries: 1, DeadLetterQueue: "dlq"})[0]
 	plain := b.enqueue(store.NewMessage{Payload: []byte("y"), MaxDeliveries: 1})[0]
 	was := b.get(id)
@@ -175,6 +190,7 @@ func testDeadLetterQueueOnReap(t *testing.T, f Factory) {
 func testMove(t *testing.T, f Factory) {
 	b := setup(t, f)
 	b.queue = "dlq"
+	b.record("dlq", "src", "other", "elsewhere")
 	// Three dead letters from src, one from other.
 	var dead []int64
 	for _, src := range []string{"src", "src", "other", "src"} {
@@ -259,6 +275,7 @@ func testMove(t *testing.T, f Factory) {
 // done.
 func testDeadLetterQueueOfARun(t *testing.T, f Factory) {
 	b := setup(t, f)
+	b.record("dlq")
 	msgs := keyed("K", 4)
 	msgs[0].MaxDeliveries, msgs[0].DeadLetterQueue = 1, "dlq"
 	k := b.enqueue(msgs...)
@@ -290,6 +307,7 @@ func testDeadLetterQueueOfARun(t *testing.T, f Factory) {
 // uncounted.
 func testDeadLetterQueueOfAReapedRun(t *testing.T, f Factory) {
 	b := setup(t, f)
+	b.record("dlq")
 	msgs := keyed("K", 3)
 	msgs[0].MaxDeliveries, msgs[0].DeadLetterQueue = 1, "dlq"
 	k := b.enqueue(msgs...)
@@ -315,6 +333,7 @@ func testDeadLetterQueueOfAReapedRun(t *testing.T, f Factory) {
 // all refuse it, and their next claims complete them.
 func testLateCompletionAfterMove(t *testing.T, f Factory) {
 	b := setup(t, f)
+	b.record("dlq", "elsewhere")
 	dl := b.enqueue(store.NewMessage{Payload: []byte("dl"), MaxDeliveries: 1, DeadLetterQueue: "dlq"})[0]
 	d := b.claimOne()
 	if dead, err := b.s.Fail(b.ctx, store.Failure{Lease: d.Lease, Error: "boom"}); !dead || err != nil {
@@ -358,4 +377,136 @@ func testLateCompletionAfterMove(t *testing.T, f Factory) {
 		t.Fatalf("claimed %+v, want %d under a new token", again, redriven)
 	}
 	b.mustCompleteLate(again.Lease)
+}
+
+// A message moved into a queue, by Move or as a dead letter, takes its
+// place in its key's line as a new message would: after every message of
+// its key already there, though its id is older than theirs. Runs take
+// it last, the next head is the one that arrived first, and a run's
+// message that goes back brings the moved one back with it.
+func testMovedMessageTakesItsPlace(t *testing.T, f Factory) {
+	b := setup(t, f)
+	b.queue = "dst"
+	b.record("dst")
+	moved := b.enqueue(store.NewMessage{Queue: "src", Payload: []byte("moved"), Key: "g"})[0]
+	dead := b.enqueue(store.NewMessage{Queue: "src", Payload: []byte("dead"), Key: "h", MaxDeliveries: 1, DeadLetterQueue: "dst"})[0]
+	g := b.enqueue(keyed("g", 3)...)
+	h := b.enqueue(keyed("h", 2)...)
+	if n, err := b.s.Move(b.ctx, store.Move{Queue: "src", State: store.Pending, To: "dst", Limit: 1}); err != nil || n != 1 {
+		t.Fatalf("Move = %d, %v; want 1", n, err)
+	}
+	ds := b.claimMany("src", 1)
+	if len(ds) != 1 || ds[0].MessageID != dead {
+		t.Fatalf("claimed %v from src, want %d", ids(ds), dead)
+	}
+	if isDead, err := b.s.Fail(b.ctx, store.Failure{Lease: ds[0].Lease, Error: "boom"}); !isDead || err != nil {
+		t.Fatalf("Fail = %v, %v; want dead", isDead, err)
+	}
+	b.wantState(moved, store.Waiting)
+	b.wantState(dead, store.Waiting)
+	if bk, err := b.s.BlockedKeys(b.ctx, "dst", "", 0); err != nil || len(bk) != 2 || bk[0].Head.ID != g[0] || bk[1].Head.ID != h[0] {
+		t.Fatalf("BlockedKeys = %+v, %v; want g headed by %d, h by %d", bk, err, g[0], h[0])
+	}
+
+	// Key g as one run, the moved message last.
+	run := b.claimRuns(4)
+	sameIDs(t, "the run of g", ids(run), append(slices.Clone(g), moved))
+	// Its second message goes back: the third and the moved one go back
+	// with it, waiting behind the head, which runs on.
+	if isDead, err := b.s.Fail(b.ctx, store.Failure{Lease: run[1].Lease, Error: "again"}); isDead || err != nil {
+		t.Fatalf("Fail = %v, %v; want a retry", isDead, err)
+	}
+	b.wantState(g[0], store.Processing)
+	for _, id := range []int64{g[1], g[2], moved} {
+		b.wantState(id, store.Waiting)
+	}
+	b.mustComplete(run[0].Lease)
+	sameIDs(t, "g after its head", ids(b.claimRuns(3)), []int64{g[1], g[2], moved})
+
+	// Key h one at a time: its head, its next, then the dead letter.
+	for _, want := range []int64{h[0], h[1], dead} {
+		d := b.claimOne()
+		if d.MessageID != want {
+			t.Fatalf("claimed %d from dst, want %d", d.MessageID, want)
+		}
+		b.mustComplete(d.Lease)
+	}
+}
+
+// A queue without a record (deleted, or never created) takes no moved
+// message. A dead letter whose dead-letter queue was deleted since it was
+// sent dies in its own queue, with its reason and an error that says
+// why; Move to such a queue, or back to such a source, moves nothing and
+// says which queue is missing. The deleted queue stays deleted, and no
+// message is lost.
+func testMoveIntoDeletedQueue(t *testing.T, f Factory) {
+	b := setup(t, f)
+	b.record("dlq", "src")
+	failed := b.enqueue(store.NewMessage{Payload: []byte("failed"), MaxDeliveries: 1, DeadLetterQueue: "dlq"})[0]
+	reaped := b.enqueue(store.NewMessage{Payload: []byte("reaped"), MaxDeliveries: 1, DeadLetterQueue: "dlq"})[0]
+	if _, err := b.s.DeleteQueue(b.ctx, "dlq"); err != nil {
+		t.Fatal(err)
+	}
+	d := b.claimOne()
+	if isDead, err := b.s.Fail(b.ctx, store.Failure{Lease: d.Lease, Error: "boom"}); !isDead || err != nil || d.MessageID != failed {
+		t.Fatalf("Fail of %d = %v, %v; want %d dead", d.MessageID, isDead, err, failed)
+	}
+	b.claimFor(1, time.Second)
+	b.clk.Advance(2 * time.Second)
+	if rs := b.reap(); len(rs) != 1 || rs[0].ID != reaped || !rs[0].Dead || rs[0].MovedTo != "" {
+		t.Fatalf("Reap = %+v, want %d dead where it is", rs, reaped)
+	}
+	for _, c := range []struct {
+		id     int64
+		reason store.DeadReason
+		err    string
+	}{
+		{failed, store.ReasonMaxDeliveries, "boom; not moved to its dead-letter queue dlq, which does not exist"},
+		{reaped, store.ReasonLeaseExpired, "lease expired; not moved to its dead-letter queue dlq, which does not exist"},
+	} {
+		if in := b.get(c.id); in.Queue != b.queue || in.State != store.Dead || in.DeadReason != c.reason || in.LastError != c.err {
+			t.Fatalf("message %d: %s in %q, reason %q, error %q; want dead in %q, %q, %q",
+				c.id, in.State, in.Queue, in.DeadReason, in.LastError, b.queue, c.reason, c.err)
+		}
+	}
+	if st := b.statsOf("dlq"); st.Pending+st.Waiting+st.Dead != 0 {
+		t.Fatalf("the deleted queue holds messages: %+v", st)
+	}
+	if _, err := b.s.QueueInfo(b.ctx, "dlq"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("QueueInfo of the deleted queue = %v, want ErrNotFound", err)
+	}
+
+	// Move to the deleted queue: nothing moves.
+	pending := b.send("pending")
+	if n, err := b.s.Move(b.ctx, store.Move{Queue: b.queue, State: store.Pending, To: "dlq", Limit: 10}); !errors.Is(err, store.ErrNotFound) || n != 0 {
+		t.Fatalf("Move to a deleted queue = %d, %v; want 0, ErrNotFound", n, err)
+	}
+	if n, err := b.s.Move(b.ctx, store.Move{Queue: b.queue, State: store.Dead, To: "dlq", Limit: 10}); !errors.Is(err, store.ErrNotFound) || n != 0 {
+		t.Fatalf("Move of the dead to a deleted queue = %d, %v; want 0, ErrNotFound", n, err)
+	}
+	b.wantState(pending, store.Pending)
+	b.mustComplete(b.claimOne().Lease)
+
+	// Back to a deleted source: a batch with one such message moves
+	// nothing, the messages of sources that stand included.
+	b.record("dlq")
+	fromSrc := b.enqueue(store.NewMessage{Queue: "src", Payload: []byte("src"), MaxDeliveries: 1, DeadLetterQueue: "dlq"})[0]
+	fromQ := b.enqueue(store.NewMessage{Payload: []byte("q"), MaxDeliveries: 1, DeadLetterQueue: "dlq"})[0]
+	for _, q := range []string{"src", b.queue} {
+		ds := b.claimMany(q, 1)
+		if isDead, err := b.s.Fail(b.ctx, store.Failure{Lease: ds[0].Lease, Error: "x"}); !isDead || err != nil {
+			t.Fatalf("Fail = %v, %v; want dead", isDead, err)
+		}
+	}
+	if _, err := b.s.DeleteQueue(b.ctx, b.queue); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := b.s.Move(b.ctx, store.Move{Queue: "dlq", State: store.Pending, Limit: 10}); !errors.Is(err, store.ErrNotFound) || n != 0 {
+		t.Fatalf("Move back to a deleted source = %d, %v; want 0, ErrNotFound", n, err)
+	}
+	for _, id := range []int64{fromSrc, fromQ} {
+		if in := b.get(id); in.Queue != "dlq" || in.State != store.Pending {
+			t.Fatalf("message %d is %s in %q, want pending in dlq", id, in.State, in.Queue)
+		}
+	}
 }

@@ -122,6 +122,8 @@ func Run(t *testing.T, f Factory, opts ...Option) {
 		{"DeadLetterQueueOnReap", testDeadLetterQueueOnReap},
 		{"DeadLetterQueueOfARun", testDeadLetterQueueOfARun},
 		{"DeadLetterQueueOfAReapedRun", testDeadLetterQueueOfAReapedRun},
+		{"MovedMessageTakesItsPlace", testMovedMessageTakesItsPlace},
+		{"MoveIntoDeletedQueue", testMoveIntoDeletedQueue},
 		{"LateCompletionAfterMove", testLateCompletionAfterMove},
 		{"Move", testMove},
 
