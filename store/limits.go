@@ -16,6 +16,9 @@ const (
 	MinLease = time.Millisecond
 	// MaxErrorLength bounds a recorded error text, in bytes.
 	MaxErrorLength = 4096
+	// MaxErrors bounds a message's error history (Info.Errors): the
+	// newest are kept.
+	MaxErrors = 20
 	// MaxDeliveriesLimit bounds a message's delivery budget.
 	MaxDeliveriesLimit = 1<<31 - 1
 	// DefaultMaxDeliveries is a message's delivery budget when none is given.

@@ -467,6 +467,26 @@ type Info struct {
 	// into this one (see NewMessage.DeadLetterQueue); empty when it was
 	// not, or when Move moved it on since.
 	DeadLetterSource string
+	// Errors is the message's error history, oldest first: an entry for
+	// each error recorded as its last (a failure, a counted release, an
+	// expired lease, a dead-lettering), the newest MaxErrors of them,
+	// kept through redrives and moves. Get fills it; List leaves it nil,
+	// as a page of messages has no use for every error of each.
+	Errors []AttemptError
+}
+
+// AttemptError is an error of one attempt of a message.
+type AttemptError struct {
+	// Attempt is the delivery the error ended: the message's deliveries
+	// counted when it was recorded.
+	Attempt int `json:"attempt"`
+	// At is when it was recorded.
+	At time.Time `json:"at"`
+	// WorkerID is the worker whose lease the attempt was; empty when no
+	// claim ever took the message.
+	WorkerID string `json:"worker,omitempty"`
+	// Error is the error's text.
+	Error string `json:"error"`
 }
 
 // QueueInfo is a queue's record, kept in the database: made by CreateQueue.

@@ -499,7 +499,8 @@ func giveBack(ctx context.Context, tx SettleTx, hs []Held, delay time.Duration, 
 }
 
 // reaping takes back the messages whose leases expired: pending again,
-// at once, or dead on their last delivery, as a failure would leave them.
+// at once, or dead on their last delivery, as a failure would leave them,
+// "lease expired" their last error either way.
 // Of a key's expired messages, those after the first that goes back go
 // back with it, as the rest of its run, and are not dead-lettered. It
 // reports them in recovered.
@@ -570,7 +571,7 @@ func (rp *reaping) Settle(ctx context.Context, tx SettleTx) error {
 				leaving[t.ID] = true
 			}
 		}
-		if err := giveBack(ctx, tx, back, 0, "", false, false, leaving); err != nil {
+		if err := giveBack(ctx, tx, back, 0, leaseExpiredError, true, false, leaving); err != nil {
 			return err
 		}
 	}

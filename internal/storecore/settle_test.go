@@ -239,7 +239,7 @@ func TestSettleReap(t *testing.T) {
 	if len(got) != 2 || !got[0].Dead || got[1].Dead {
 		t.Errorf("Reap = %+v, want message 1 dead and 5 back", got)
 	}
-	checkCalls(t, r, `kill [1] lease_expired "lease expired" true`, `retry [5] 0s "" false false`, "lock [{q k}] 0", "promote [{q k}]", "notify [other q]")
+	checkCalls(t, r, `kill [1] lease_expired "lease expired" true`, `retry [5] 0s "lease expired" true false`, "lock [{q k}] 0", "promote [{q k}]", "notify [other q]")
 }
 
 // A message of a run that goes back brings back the rest of its run,
@@ -270,7 +270,7 @@ func TestSettleRunBack(t *testing.T) {
 	if got, err := s.Reap(ctx); err != nil || len(got) != 3 || got[0].Dead || got[1].Dead || got[2].Dead {
 		t.Fatalf("Reap = %+v, %v; want 3 back", got, err)
 	}
-	checkCalls(t, r, "running [{q k}]", `retry [1] 0s "" false false`, "hold [2 3] true", "notify [q]")
+	checkCalls(t, r, "running [{q k}]", `retry [1] 0s "lease expired" true false`, "hold [2 3] true", "notify [q]")
 
 	// A dead first message lets the next one lead the rest back.
 	run[0].Deliveries = 3
@@ -279,7 +279,7 @@ func TestSettleRunBack(t *testing.T) {
 	if got, err := s.Reap(ctx); err != nil || len(got) != 3 || !got[0].Dead || got[1].Dead || got[2].Dead {
 		t.Fatalf("Reap = %+v, %v; want 1 dead, 2 and 3 (on its last delivery) back", got, err)
 	}
-	checkCalls(t, r, `kill [1] lease_expired "lease expired" true`, "running [{q k}]", `retry [2] 0s "" false false`, "hold [3] true",
+	checkCalls(t, r, `kill [1] lease_expired "lease expired" true`, "running [{q k}]", `retry [2] 0s "lease expired" true false`, "hold [3] true",
 		"lock [{q k}] 0", "promote [{q k}]", "notify [q]")
 }
 
@@ -376,7 +376,7 @@ func TestSettleReapDeadLetterQueue(t *testing.T) {
 	if got, err := s.Reap(t.Context()); err != nil || len(got) != 3 || got[0].MovedTo != "dlq" || got[1].Dead || got[2].Dead {
 		t.Fatalf("Reap = %+v, %v; want 1 moved to dlq, 2 and 3 back", got, err)
 	}
-	checkCalls(t, r, "recorded [dlq]", "running [{q k}]", `retry [2] 0s "" false false`, "hold [3] true", "lock [{q k} {dlq k}] 0",
+	checkCalls(t, r, "recorded [dlq]", "running [{q k}]", `retry [2] 0s "lease expired" true false`, "hold [3] true", "lock [{q k} {dlq k}] 0",
 		"transfer [{1 k dlq}] {Dead:true Reason:lease_expired Error:lease expired MaxDeliveries:2147483647 DeadLetterQueue:}",
 		"promote [{q k}]", "notify [dlq q]")
 

@@ -100,6 +100,8 @@ type message struct {
 	fairGroup string
 	// uniqueKey is its unique key, empty for none.
 	uniqueKey string
+	// errors is its error history, oldest first, at most store.MaxErrors.
+	errors []store.AttemptError
 	// arrival is the message's place in its key's line: the arrivals
 	// count when it was enqueued or last moved to another queue, so
 	// that a moved message goes after every message of its key there.
@@ -762,6 +764,7 @@ func (s *backend) transferLocked(m *message, to string, a storecore.Arrival, now
 		}
 	}
 	if a.Dead {
+		m.noteError(a.Error, now)
 		m.dlSource, m.deadReason, m.lastError = q.name, a.Reason, a.Error
 	} else {
 		m.dlSource, m.deadReason = "", ""
@@ -891,7 +894,9 @@ func (s *backend) Get(ctx context.Context, id int64) (store.Info, error) {
 	if m == nil {
 		return store.Info{}, storecore.NoMessage("", id)
 	}
-	return m.info(), nil
+	in := m.info()
+	in.Errors = slices.Clone(m.errors)
+	return in, nil
 }
 
 func (s *backend) BlockedKeys(ctx context.Context, queue, afterKey string, limit int) ([]store.BlockedKey, error) {
@@ -917,6 +922,14 @@ func (s *backend) BlockedKeys(ctx context.Context, queue, afterKey string, limit
 
 // info describes the message; its payload and attributes are shared, as
 // the store never changes them.
+// noteError adds errText, recorded at now, to m's error history.
+func (m *message) noteError(errText string, now int64) {
+	if len(m.errors) == store.MaxErrors {
+		m.errors = slices.Delete(m.errors, 0, 1)
+	}
+	m.errors = append(m.errors, store.AttemptError{Attempt: m.deliveries, At: wall(now), WorkerID: m.worker, Error: errText})
+}
+
 func (m *message) info() store.Info {
 	return store.Info{
 		ID: m.id, Queue: m.queue.name, Key: m.key, DedupID: m.dedupID, Kind: m.kind, Priority: m.priority, State: m.state, Payload: m.payload,

@@ -124,6 +124,7 @@ func (t *settleTx) Find(_ context.Context, ids []int64) ([]storecore.Found, erro
 func (t *settleTx) Kill(_ context.Context, ids []int64, reason store.DeadReason, errText string, visibleNow bool) error {
 	for _, id := range ids {
 		m := t.b().byIDLocked(id)
+		m.noteError(errText, t.settling.now)
 		m.lastError, m.deadReason = errText, reason
 		if visibleNow {
 			m.visibleAt = t.settling.now
@@ -163,6 +164,7 @@ func (t *settleTx) Retry(_ context.Context, ids []int64, delay time.Duration, er
 	for _, id := range ids {
 		m := t.b().byIDLocked(id)
 		if setError {
+			m.noteError(errText, t.settling.now)
 			m.lastError = errText
 		}
 		if uncount {

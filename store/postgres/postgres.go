@@ -17,6 +17,7 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -1076,12 +1077,23 @@ func (s *backend) listQuery(f store.ListFilter) (string, []any) {
 }
 
 func (s *backend) Get(ctx context.Context, id int64) (store.Info, error) {
-	in, err := scanInfo(s.pool.QueryRow(ctx, s.sql.Text(qGet), replan, id))
+	var history []byte
+	in, err := scanInfo(s.pool.QueryRow(ctx, s.sql.Text(qGet), replan, id), &history)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Info{}, storecore.NoMessage("", id)
 	}
 	if err != nil {
 		return store.Info{}, err
+	}
+	// with_error writes each entry as store.AttemptError reads it: the
+	// time in RFC 3339.
+	if history != nil {
+		if err := json.Unmarshal(history, &in.Errors); err != nil {
+			return store.Info{}, fmt.Errorf("message %d: error history: %w", id, err)
+		}
+		for i := range in.Errors {
+			in.Errors[i].At = in.Errors[i].At.UTC()
+		}
 	}
 	return in, nil
 }

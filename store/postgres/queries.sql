@@ -318,17 +318,19 @@ FOR UPDATE
 
 -- name: retry
 -- Makes the messages in $2 pending again, visible after $3 microseconds;
--- with $5, $4 becomes their last error; with $6, each takes back the
--- delivery its claim counted.
+-- with $5, $4 becomes their last error, added to their error histories;
+-- with $6, each takes back the delivery its claim counted.
 UPDATE {s}.messages SET state = {pending}, visible_at = COALESCE($1::timestamptz, now()) + $3 * interval '1 microsecond',
-	last_error = CASE WHEN $5 THEN $4 ELSE last_error END, deliveries = CASE WHEN $6 THEN deliveries - 1 ELSE deliveries END
+	last_error = CASE WHEN $5 THEN $4 ELSE last_error END, deliveries = CASE WHEN $6 THEN deliveries - 1 ELSE deliveries END,
+	errors = CASE WHEN $5 THEN {s}.with_error(errors, deliveries, COALESCE($1::timestamptz, now()), worker_id, $4, {maxErrors}) ELSE errors END
 WHERE id = ANY($2::bigint[])
 
 -- name: kill
--- Dead-letters the messages in $2; with $5, their visible time becomes
--- now too.
+-- Dead-letters the messages in $2, their error $4 added to their error
+-- histories; with $5, their visible time becomes now too.
 UPDATE {s}.messages SET state = {dead}, dead_reason = $3, last_error = $4, finished_at = COALESCE($1::timestamptz, now()),
-	visible_at = CASE WHEN $5 THEN COALESCE($1::timestamptz, now()) ELSE visible_at END
+	visible_at = CASE WHEN $5 THEN COALESCE($1::timestamptz, now()) ELSE visible_at END,
+	errors = {s}.with_error(errors, deliveries, COALESCE($1::timestamptz, now()), worker_id, $4, {maxErrors})
 WHERE id = ANY($2::bigint[])
 
 -- name: reapScan
@@ -394,7 +396,8 @@ FOR UPDATE SKIP LOCKED
 -- Moves message $2 to queue $3 as a new message of it: behind its key's
 -- unfinished head there, or pending, visible now. With $4 it is a dead
 -- letter: the queue it leaves becomes its source (every right-hand side
--- reads the row as it was), reason $5 and error $6 are recorded; else
+-- reads the row as it was), reason $5 and error $6 are recorded, the
+-- error in its history too; else
 -- its source and reason are cleared. $7 and $8 are its budget and
 -- dead-letter queue from now on. Its fencing token becomes 0, which the
 -- fence sequence never gives, so that no earlier lease completes it late.
@@ -405,6 +408,8 @@ UPDATE {s}.messages m SET fencing_token = 0, arrival = nextval(pg_get_serial_seq
 	dead_letter_source = CASE WHEN $4::boolean THEN m.queue END,
 	dead_reason = CASE WHEN $4::boolean THEN $5::text END,
 	last_error = CASE WHEN $4::boolean THEN $6::text ELSE m.last_error END,
+	errors = CASE WHEN $4::boolean THEN {s}.with_error(m.errors, m.deliveries, COALESCE($1::timestamptz, now()), m.worker_id, $6::text, {maxErrors})
+		ELSE m.errors END,
 	queue = $3, max_deliveries = $7, dead_letter_queue = $8,
 	dedup_id = NULL, deliveries = 0, finished_at = NULL, first_claimed_at = NULL, visible_at = COALESCE($1::timestamptz, now()),
 	state = CASE WHEN m.key IS NOT NULL AND EXISTS (SELECT 1 FROM {s}.messages h
@@ -754,8 +759,8 @@ WHERE queue = ANY(ARRAY[$1::text]) AND state = {state} AND id > $2 AND ($4::bigi
 ORDER BY queue DESC, id DESC LIMIT $3
 
 -- name: get
--- One message by id, through the primary key.
-SELECT id, queue, state, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
+-- One message by id, through the primary key, with its error history.
+SELECT errors, id, queue, state, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
 	worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at, kind, priority,
 	attributes, first_claimed_at, dead_letter_queue, dead_letter_source
 FROM {s}.messages WHERE id = $1

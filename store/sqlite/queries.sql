@@ -180,6 +180,16 @@ UPDATE leasehold_messages SET state = {dead}, dead_reason = ?1, last_error = ?2,
 	visible_at = CASE WHEN ?4 THEN ?3 ELSE visible_at END
 WHERE id IN (SELECT value FROM json_each(?5))
 
+-- name: noteError
+-- Adds error ?2 at time ?3 to the error histories of the messages in the
+-- JSON array of ids ?1: the attempt is their deliveries, the worker that
+-- of their last lease, and only the newest {maxErrors} are kept.
+UPDATE leasehold_messages SET errors = json_insert(
+	CASE WHEN json_array_length(coalesce(errors, '[]')) >= {maxErrors}
+		THEN json_remove(errors, '$[0]') ELSE coalesce(errors, '[]') END,
+	'$[#]', json_object('attempt', deliveries, 'at', ?3, 'worker', worker_id, 'error', ?2))
+WHERE id IN (SELECT value FROM json_each(?1))
+
 -- name: retry
 -- Makes the messages in the JSON array of ids ?4 pending again, visible
 -- from ?1; with ?3, ?2 becomes their last error, else they keep theirs;
@@ -491,8 +501,8 @@ SELECT id, queue, state, key, dedup_id, payload, deliveries, max_deliveries, fen
 FROM leasehold_messages INDEXED BY {index} WHERE queue = ? AND state = {state} AND id > ?
 
 -- name: get
--- One message by its id, through the primary key.
-SELECT id, queue, state, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
+-- One message by its id, through the primary key, with its error history.
+SELECT errors, id, queue, state, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
 	worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at, kind, priority,
 	attributes, first_claimed_at, dead_letter_queue, dead_letter_source
 FROM leasehold_messages WHERE id = ?

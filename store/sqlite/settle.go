@@ -173,7 +173,17 @@ func (t settleTx) Find(ctx context.Context, ids []int64) ([]storecore.Found, err
 }
 
 func (t settleTx) Kill(ctx context.Context, ids []int64, reason store.DeadReason, errText string, visibleNow bool) error {
+	if err := t.noteError(ctx, ids, errText); err != nil {
+		return err
+	}
 	_, err := t.tx.ExecContext(ctx, t.s.st.Text(qKill), string(reason), errText, t.now, visibleNow, idsJSON(ids))
+	return err
+}
+
+// noteError adds errText to the error histories of the messages, before
+// the statement that makes it their last error changes their deliveries.
+func (t settleTx) noteError(ctx context.Context, ids []int64, errText string) error {
+	_, err := t.tx.ExecContext(ctx, t.s.st.Text(qNoteError), idsJSON(ids), errText, t.now)
 	return err
 }
 
@@ -217,6 +227,15 @@ func (t settleTx) Recorded(ctx context.Context, queues []string) ([]string, erro
 // Transfer draws the messages' arrivals in one step, in their order,
 // then moves each.
 func (t settleTx) Transfer(ctx context.Context, ts []storecore.Transfer, a storecore.Arrival) error {
+	if a.Dead {
+		ids := make([]int64, len(ts))
+		for i, tr := range ts {
+			ids[i] = tr.ID
+		}
+		if err := t.noteError(ctx, ids, a.Error); err != nil {
+			return err
+		}
+	}
 	var last int64
 	if err := t.tx.QueryRowContext(ctx, t.s.st.Text(qArrivals), len(ts)).Scan(&last); err != nil {
 		return err
@@ -232,6 +251,11 @@ func (t settleTx) Transfer(ctx context.Context, ts []storecore.Transfer, a store
 }
 
 func (t settleTx) Retry(ctx context.Context, ids []int64, delay time.Duration, errText string, setError, uncount bool) error {
+	if setError {
+		if err := t.noteError(ctx, ids, errText); err != nil {
+			return err
+		}
+	}
 	_, err := t.tx.ExecContext(ctx, t.s.st.Text(qRetry), t.now+delay.Microseconds(), errText, setError, idsJSON(ids), uncount)
 	return err
 }

@@ -25,6 +25,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -980,14 +981,42 @@ func (s *backend) list(ctx context.Context, q interface {
 func scanRow(r *sql.Rows) (store.Info, error) { return scanInfo(r) }
 
 func (s *backend) Get(ctx context.Context, id int64) (store.Info, error) {
-	in, err := scanInfo(s.db.QueryRowContext(ctx, s.st.Text(qGet), id))
+	var history sql.NullString
+	in, err := scanInfo(s.db.QueryRowContext(ctx, s.st.Text(qGet), id), &history)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Info{}, storecore.NoMessage("", id)
 	}
 	if err != nil {
 		return store.Info{}, err
 	}
+	if history.Valid {
+		if in.Errors, err = errorHistory(history.String); err != nil {
+			return store.Info{}, fmt.Errorf("message %d: error history: %w", id, err)
+		}
+	}
 	return in, nil
+}
+
+// errorHistory reads an error history as noteError writes it: times in
+// microseconds, a worker null for none.
+func errorHistory(text string) ([]store.AttemptError, error) {
+	var entries []struct {
+		Attempt int     `json:"attempt"`
+		At      int64   `json:"at"`
+		Worker  *string `json:"worker"`
+		Error   string  `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(text), &entries); err != nil {
+		return nil, err
+	}
+	out := make([]store.AttemptError, len(entries))
+	for i, e := range entries {
+		out[i] = store.AttemptError{Attempt: e.Attempt, At: fromMicros(e.At), Error: e.Error}
+		if e.Worker != nil {
+			out[i].WorkerID = *e.Worker
+		}
+	}
+	return out, nil
 }
 
 func (s *backend) BlockedKeys(ctx context.Context, queue, afterKey string, limit int) ([]store.BlockedKey, error) {

@@ -48,6 +48,7 @@ const (
 	qCancel
 	qKill
 	qRetry
+	qNoteError
 	qExpired
 	qCompleteLate
 	qCompletedUnder
@@ -116,6 +117,7 @@ var queryNames = [nQueries]string{
 	qCancel:             "cancel",
 	qKill:               "kill",
 	qRetry:              "retry",
+	qNoteError:          "noteError",
 	qExpired:            "expired",
 	qDeadIDs:            "deadIDs",
 	qIsDead:             "isDead",

@@ -146,6 +146,9 @@ func Run(t *testing.T, f Factory, opts ...Option) {
 		{"RunDeadOrCancelledGoesOn", testRunDeadOrCancelledGoesOn},
 		{"RunBlockedKeys", testRunBlockedKeys},
 
+		// Error histories (errorhistory.go).
+		{"ErrorHistory", testErrorHistory},
+
 		// Fairness groups: a tenant's backlog takes turns (fairgroups.go).
 		{"FairGroups", testFairGroups},
 
