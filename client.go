@@ -317,20 +317,23 @@ func (c *Client[TTx]) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOp
 // EnqueueTx puts a job on its queue inside the caller's transaction tx: the
 // job becomes visible when tx commits and vanishes if it rolls back, so a
 // program can record its own change and the job that follows from it
-// atomically (the transactional outbox). On PostgreSQL a job with a key
-// or a dedup id takes a lock on that key or id in tx, held until tx ends:
-// keep such transactions short, as they hold back every other enqueue of
-// the same key or id. A SQLite transaction holds the database's write
-// lock from its first write to its end in any case.
-func (c *Client[TTx]) EnqueueTx(ctx context.Context, tx TTx, args JobArgs, opts *EnqueueOptions) error {
+// atomically (the transactional outbox). Its result is Enqueue's: the
+// job's id, or, for a duplicate, the first job's, which tx sees whether
+// that job committed before tx or was enqueued in tx itself. On PostgreSQL
+// a job with a key or a dedup id takes a lock on that key or id in tx,
+// held until tx ends: keep such transactions short, as they hold back
+// every other enqueue of the same key or id. A SQLite transaction holds
+// the database's write lock from its first write to its end in any case.
+func (c *Client[TTx]) EnqueueTx(ctx context.Context, tx TTx, args JobArgs, opts *EnqueueOptions) (*EnqueueResult, error) {
 	m, err := c.newMessage(args, opts)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := c.st.EnqueueTx(ctx, tx, []store.NewMessage{m}); err != nil {
-		return fmt.Errorf("leasehold: enqueue a %s job in a transaction: %w", m.Kind, err)
+	res, err := c.st.EnqueueTx(ctx, tx, []store.NewMessage{m})
+	if err != nil {
+		return nil, fmt.Errorf("leasehold: enqueue a %s job in a transaction: %w", m.Kind, err)
 	}
-	return nil
+	return &EnqueueResult{ID: res[0].ID, Duplicate: res[0].Duplicate}, nil
 }
 
 // newMessage turns a job into the message that stores it.
