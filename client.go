@@ -104,8 +104,15 @@ type EnqueueOptions struct {
 	// Key orders jobs: jobs of one queue with the same key run one at a
 	// time, in enqueue order. Empty: unordered.
 	Key string
-	// Delay keeps the job from running for this long.
+	// Delay keeps the job from running for this long. Not negative.
 	Delay time.Duration
+	// RunAt keeps the job from running before this time, by the client's
+	// Clock: it is turned into a delay from the Clock's now at enqueue,
+	// which the store counts from its own now, so a database whose clock
+	// is off from the client's runs the job at RunAt by the client's
+	// clock all the same. A time that has passed runs the job at once.
+	// The zero time: none. Setting both Delay and RunAt is an error.
+	RunAt time.Time
 	// DedupID makes a second job with the same id on the same queue within
 	// the dedup window (5 minutes by default) a duplicate: it is not
 	// enqueued, and the result names the first.
@@ -355,12 +362,24 @@ func (c *Client[TTx]) newMessage(args JobArgs, opts *EnqueueOptions) (store.NewM
 	}
 	if d, ok := args.(JobArgsWithOpts); ok {
 		def := d.EnqueueOpts()
-		o = EnqueueOptions{Queue: cmp.Or(o.Queue, def.Queue), Key: cmp.Or(o.Key, def.Key), Delay: cmp.Or(o.Delay, def.Delay),
+		// Delay and RunAt say one thing, when: options that set either
+		// take neither from the kind's.
+		if o.Delay == 0 && o.RunAt.IsZero() {
+			o.Delay, o.RunAt = def.Delay, def.RunAt
+		}
+		o = EnqueueOptions{Queue: cmp.Or(o.Queue, def.Queue), Key: cmp.Or(o.Key, def.Key), Delay: o.Delay, RunAt: o.RunAt,
 			DedupID: cmp.Or(o.DedupID, def.DedupID), MaxDeliveries: cmp.Or(o.MaxDeliveries, def.MaxDeliveries),
 			Priority: cmp.Or(o.Priority, def.Priority)}
 	}
+	delay := o.Delay
+	if !o.RunAt.IsZero() {
+		if o.Delay != 0 {
+			return store.NewMessage{}, fmt.Errorf("leasehold: enqueue a %s job: both Delay (%s) and RunAt (%s) are set; set one", kind, o.Delay, o.RunAt)
+		}
+		delay = max(0, o.RunAt.Sub(c.cfg.Clock.Now()))
+	}
 	return store.NewMessage{Queue: cmp.Or(o.Queue, DefaultQueue), Kind: kind, Payload: payload, Key: o.Key, DedupID: o.DedupID,
-		Delay: o.Delay, MaxDeliveries: o.MaxDeliveries, Priority: o.Priority}, nil
+		Delay: delay, MaxDeliveries: o.MaxDeliveries, Priority: o.Priority}, nil
 }
 
 // Start starts working the client's queues and returns once they run; the
