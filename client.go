@@ -293,9 +293,43 @@ func (c *Client[TTx]) addHandler(kind string, h worker.HandlerFunc, opts *WorkOp
 	}
 }
 
+// UnknownKindError reports a job of a kind that no handler of the client
+// knows (AddHandler), on a client without HandleAny.
+//
+// Enqueue and EnqueueTx refuse such a job, and enqueue nothing, when it
+// would go to a queue that the client works (Config.Queues): the client
+// would claim it and could not run it, which is a mistake better found at
+// the enqueue, as River's client refuses the insert of a kind its workers
+// do not know. Add the handlers before enqueueing to the client's own
+// queues. A job for a queue the client does not work, or from a client
+// that works no queues, is for other programs to run, and goes through.
+//
+// A job of an unknown kind that a client claims all the same (enqueued
+// by another program, or by a newer version of this one during a rolling
+// deploy) fails with this error and is retried as any failure is, so that
+// a client that knows the kind can take it; once its deliveries are used
+// up it is dead-lettered with the error, as River retries such a job and
+// then discards it.
+type UnknownKindError struct {
+	// Kind is the job's kind.
+	Kind string
+}
+
+func (e *UnknownKindError) Error() string {
+	return fmt.Sprintf("no handler for jobs of kind %q", e.Kind)
+}
+
+// knows reports whether the client can run jobs of kind: it has their
+// handler, or a raw one for every kind.
+func (c *Client[TTx]) knows(kind string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.handlers[kind] != nil || c.fallback != nil
+}
+
 // handle runs a message's job with the handler of its kind. A kind without
-// a handler fails, so that it is retried (a newer version of the program
-// may know it) and, its deliveries used up, dead-lettered with the reason.
+// a handler fails with an *UnknownKindError, so that it is retried and,
+// its deliveries used up, dead-lettered with the reason.
 func (c *Client[TTx]) handle(ctx context.Context, m *worker.Message) error {
 	h := c.handlers[m.Kind]
 	switch {
@@ -304,7 +338,7 @@ func (c *Client[TTx]) handle(ctx context.Context, m *worker.Message) error {
 	case c.fallback != nil:
 		return c.handleRaw(ctx, m)
 	}
-	return fmt.Errorf("no handler for jobs of kind %q", m.Kind)
+	return &UnknownKindError{Kind: m.Kind}
 }
 
 // Enqueue puts a job on its queue. Its args are stored as the Codec
@@ -371,6 +405,11 @@ func (c *Client[TTx]) newMessage(args JobArgs, opts *EnqueueOptions) (store.NewM
 			DedupID: cmp.Or(o.DedupID, def.DedupID), MaxDeliveries: cmp.Or(o.MaxDeliveries, def.MaxDeliveries),
 			Priority: cmp.Or(o.Priority, def.Priority)}
 	}
+	queue := cmp.Or(o.Queue, DefaultQueue)
+	if _, works := c.cfg.Queues[queue]; works && !c.knows(kind) {
+		return store.NewMessage{}, fmt.Errorf("leasehold: enqueue on queue %q, which this client works: %w; add its handler before enqueueing",
+			queue, &UnknownKindError{Kind: kind})
+	}
 	delay := o.Delay
 	if !o.RunAt.IsZero() {
 		if o.Delay != 0 {
@@ -378,7 +417,7 @@ func (c *Client[TTx]) newMessage(args JobArgs, opts *EnqueueOptions) (store.NewM
 		}
 		delay = max(0, o.RunAt.Sub(c.cfg.Clock.Now()))
 	}
-	return store.NewMessage{Queue: cmp.Or(o.Queue, DefaultQueue), Kind: kind, Payload: payload, Key: o.Key, DedupID: o.DedupID,
+	return store.NewMessage{Queue: queue, Kind: kind, Payload: payload, Key: o.Key, DedupID: o.DedupID,
 		Delay: delay, MaxDeliveries: o.MaxDeliveries, Priority: o.Priority}, nil
 }
 

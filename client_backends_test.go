@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/internal/pgtest"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/postgres"
@@ -43,4 +44,15 @@ func onEachBackend(t *testing.T, test func(t *testing.T, st store.Store)) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) { test(t, b.open(t)) })
 	}
+}
+
+// clientOf returns a client of st with cfg, quiet.
+func clientOf(t *testing.T, st store.Store, cfg leasehold.Config) *leasehold.Client[store.NoTx] {
+	t.Helper()
+	cfg.Logger = quiet()
+	c, err := leasehold.NewClient(store.WithoutTx(st), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -20,10 +20,7 @@ func TestEnqueueRunAt(t *testing.T) {
 	onEachBackend(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		clk := clocktest.New() // years away from the database's clock
-		c, err := leasehold.NewClient(store.WithoutTx(st), leasehold.Config{Clock: clk, Logger: quiet()})
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := clientOf(t, st, leasehold.Config{Clock: clk})
 		for _, tc := range []struct {
 			args  leasehold.JobArgs
 			runAt time.Time
@@ -45,7 +42,7 @@ func TestEnqueueRunAt(t *testing.T) {
 				t.Fatalf("%s with RunAt %s on a clock at %s: visible %s after its enqueue, want %s", tc.args.Kind(), tc.runAt, clk.Now(), got, tc.want)
 			}
 		}
-		_, err = c.Enqueue(ctx, sendEmail{To: "both"}, &leasehold.EnqueueOptions{Delay: time.Minute, RunAt: clk.Now().Add(time.Hour)})
+		_, err := c.Enqueue(ctx, sendEmail{To: "both"}, &leasehold.EnqueueOptions{Delay: time.Minute, RunAt: clk.Now().Add(time.Hour)})
 		if err == nil || !strings.Contains(err.Error(), "both Delay (1m0s) and RunAt") || strings.Contains(err.Error(), "\n") {
 			t.Fatalf("Enqueue with Delay and RunAt: %v, want a one-line error naming both", err)
 		}
