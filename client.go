@@ -91,9 +91,25 @@ type Config struct {
 
 // QueueConfig configures one queue a client works.
 type QueueConfig struct {
-	// Concurrency bounds the handlers of the queue running at once.
-	// Default 10.
+	// Concurrency bounds the jobs of the queue the client holds at once:
+	// running, or waiting in a run (see KeyRuns). Default 10.
 	Concurrency int
+	// KeyRuns makes each claim of a job with a key bring the next jobs of
+	// its key along, up to the queue's free slots in all, as an Amazon SQS
+	// FIFO receive takes several messages of one group: a busy key's jobs
+	// then cost one claim for several, not one each. They still run one
+	// at a time, in enqueue order: each starts once the one before it has
+	// completed, been dead-lettered or been cancelled. Until it starts,
+	// each waits under a lease of its own, which the client renews with
+	// the others, and takes a slot of Concurrency, so that busy keys
+	// leave fewer handlers running; its MaxProcessingTime counts from its
+	// start. When a job is retried, snoozed or released, or its lease is
+	// lost, the rest of its run goes back to the queue without using up
+	// a delivery and runs after it again, in order, under new leases: the
+	// client never runs them under the leases they were claimed with. A
+	// stop gives back at once the jobs of runs that have not started.
+	// Default false: a key's jobs are claimed one at a time.
+	KeyRuns bool
 }
 
 // EnqueueOptions are a job's options. A nil *EnqueueOptions means the
@@ -271,7 +287,7 @@ func (c *Client[TTx]) workerConfig(kinds map[string]worker.KindConfig) worker.Co
 		ShutdownTimeout: cfg.ShutdownTimeout, HardStopWait: cfg.HardStopWait, ReapInterval: cfg.ReapInterval,
 		Retention: &maintenance.Retention{Completed: cfg.CompletedRetention, Dead: cfg.DeadRetention}}
 	for _, q := range sortedQueues(cfg) {
-		wc.Queues = append(wc.Queues, worker.QueueConfig{Name: q, Concurrency: cfg.Queues[q].Concurrency})
+		wc.Queues = append(wc.Queues, worker.QueueConfig{Name: q, Concurrency: cfg.Queues[q].Concurrency, Runs: cfg.Queues[q].KeyRuns})
 	}
 	return wc
 }
@@ -486,7 +502,7 @@ func (c *Client[TTx]) startLocked(ctx context.Context) error {
 		return fmt.Errorf("leasehold: metrics: %w", err)
 	}
 	for _, q := range queues {
-		c.log.Info("leasehold: working queue", "queue", q, "concurrency", c.cfg.Queues[q].Concurrency, "lease", c.cfg.LeaseDuration,
+		c.log.Info("leasehold: working queue", "queue", q, "concurrency", c.cfg.Queues[q].Concurrency, "key_runs", c.cfg.Queues[q].KeyRuns, "lease", c.cfg.LeaseDuration,
 			"heartbeat", c.cfg.HeartbeatInterval, "max_processing_time", c.cfg.MaxProcessingTime)
 	}
 	for _, kind := range slices.Sorted(maps.Keys(c.kinds)) {

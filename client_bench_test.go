@@ -3,12 +3,14 @@ package leasehold_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/memory"
+	"github.com/leasehold/leasehold/store/sqlite"
 )
 
 // BenchmarkClientOverhead measures what the client adds per job on the
@@ -49,6 +51,55 @@ func BenchmarkClientOverhead(b *testing.B) {
 				return nil
 			})
 			b.ReportAllocs()
+			b.ResetTimer()
+			if err := c.Start(ctx); err != nil {
+				b.Fatal(err)
+			}
+			<-done
+			b.StopTimer()
+			if err := c.Stop(ctx); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}
+
+// BenchmarkKeyRuns measures jobs of one key on SQLite, claimed one at a
+// time and with KeyRuns, which takes them up to Concurrency (10) to a
+// claim; they run one at a time either way, each completed before the
+// next starts. Jobs are enqueued before the timer starts.
+func BenchmarkKeyRuns(b *testing.B) {
+	for _, runs := range []bool{false, true} {
+		b.Run(fmt.Sprintf("key_runs=%v", runs), func(b *testing.B) {
+			ctx := context.Background()
+			st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(b.TempDir(), "bench.db")})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			c, err := leasehold.NewClient(st, leasehold.Config{Logger: quiet(),
+				Queues: map[string]leasehold.QueueConfig{leasehold.DefaultQueue: {Concurrency: 10, KeyRuns: runs}}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			batch := make([]store.NewMessage, 0, 1000)
+			for i := 0; i < b.N; i += len(batch) {
+				batch = batch[:min(cap(batch), b.N-i)]
+				for j := range batch {
+					batch[j] = store.NewMessage{Queue: leasehold.DefaultQueue, Kind: "send_email", Key: "K", Payload: []byte(`{"to":"ann@example.com"}`)}
+				}
+				if _, err := st.Enqueue(ctx, batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var n atomic.Int64
+			done := make(chan struct{})
+			leasehold.AddHandler(c, func(ctx context.Context, job *leasehold.Job[sendEmail]) error {
+				if n.Add(1) == int64(b.N) {
+					close(done)
+				}
+				return nil
+			})
 			b.ResetTimer()
 			if err := c.Start(ctx); err != nil {
 				b.Fatal(err)
