@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -191,5 +192,34 @@ func TestRunsShutdownGivesBackTheWaiting(t *testing.T) {
 		if in := info(t, st, res[1].ID); in.State != store.Pending || in.Deliveries != 0 {
 			t.Fatalf("the next: %v with %d deliveries, want pending and uncounted", in.State, in.Deliveries)
 		}
+	})
+}
+
+// A message of a run whose completion fails, so that it will run again
+// once its lease has expired, gives the rest of its run back itself: they
+// wait, uncounted, and run after it, in order.
+func TestRunsGiveBackTheRestOfAnUnsettledMessage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var log runLog
+		st := newStore(t)
+		var failures atomic.Int32
+		st.completeErr = func() error {
+			if failures.Load() < 5 { // every try of the first completion
+				failures.Add(1)
+				return errors.New("connection reset")
+			}
+			return nil
+		}
+		b := start(t, worker.Config{Deps: with(st), Queues: runsOf(5), Handler: log.handler(func(context.Context, *worker.Message) error { return nil })})
+		ids := b.enqueue(keyed(3)...)
+		b.wait(time.Minute, "the first's completion given up", func() bool { return failures.Load() == 5 })
+		synctest.Wait()
+		for _, id := range ids[1:] {
+			if in := info(t, st, id); in.State != store.Waiting || in.Deliveries != 0 {
+				t.Fatalf("the rest of the run: %v with %d deliveries, want waiting and uncounted", in.State, in.Deliveries)
+			}
+		}
+		b.wait(5*time.Minute, "three completed", b.completed(3))
+		log.want(t, "1#1", "1#2", "2#1", "3#1")
 	})
 }
