@@ -91,9 +91,25 @@ type Config struct {
 
 // QueueConfig configures one queue a client works.
 type QueueConfig struct {
-	// Concurrency bounds the handlers of the queue running at once.
-	// Default 10.
+	// Concurrency bounds the jobs of the queue the client holds at once:
+	// running, or waiting in a run (see KeyRuns). Default 10.
 	Concurrency int
+	// KeyRuns makes each claim of a job with a key bring the next jobs of
+	// its key along, up to the queue's free slots in all, as an Amazon SQS
+	// FIFO receive takes several messages of one group: a busy key's jobs
+	// then cost one claim for several, not one each. They still run one
+	// at a time, in enqueue order: each starts once the one before it has
+	// completed, been dead-lettered or been cancelled. Until it starts,
+	// each waits under a lease of its own, which the client renews with
+	// the others, and takes a slot of Concurrency, so that busy keys
+	// leave fewer handlers running; its MaxProcessingTime counts from its
+	// start. When a job is retried, snoozed or released, or its lease is
+	// lost, the rest of its run goes back to the queue without using up
+	// a delivery and runs after it again, in order, under new leases: the
+	// client never runs them under the leases they were claimed with. A
+	// stop gives back at once the jobs of runs that have not started.
+	// Default false: a key's jobs are claimed one at a time.
+	KeyRuns bool
 }
 
 // EnqueueOptions are a job's options. A nil *EnqueueOptions means the
@@ -104,8 +120,15 @@ type EnqueueOptions struct {
 	// Key orders jobs: jobs of one queue with the same key run one at a
 	// time, in enqueue order. Empty: unordered.
 	Key string
-	// Delay keeps the job from running for this long.
+	// Delay keeps the job from running for this long. Not negative.
 	Delay time.Duration
+	// RunAt keeps the job from running before this time, by the client's
+	// Clock: it is turned into a delay from the Clock's now at enqueue,
+	// which the store counts from its own now, so a database whose clock
+	// is off from the client's runs the job at RunAt by the client's
+	// clock all the same. A time that has passed runs the job at once.
+	// The zero time: none. Setting both Delay and RunAt is an error.
+	RunAt time.Time
 	// DedupID makes a second job with the same id on the same queue within
 	// the dedup window (5 minutes by default) a duplicate: it is not
 	// enqueued, and the result names the first.
@@ -264,7 +287,7 @@ func (c *Client[TTx]) workerConfig(kinds map[string]worker.KindConfig) worker.Co
 		ShutdownTimeout: cfg.ShutdownTimeout, HardStopWait: cfg.HardStopWait, ReapInterval: cfg.ReapInterval,
 		Retention: &maintenance.Retention{Completed: cfg.CompletedRetention, Dead: cfg.DeadRetention}}
 	for _, q := range sortedQueues(cfg) {
-		wc.Queues = append(wc.Queues, worker.QueueConfig{Name: q, Concurrency: cfg.Queues[q].Concurrency})
+		wc.Queues = append(wc.Queues, worker.QueueConfig{Name: q, Concurrency: cfg.Queues[q].Concurrency, Runs: cfg.Queues[q].KeyRuns})
 	}
 	return wc
 }
@@ -286,9 +309,43 @@ func (c *Client[TTx]) addHandler(kind string, h worker.HandlerFunc, opts *WorkOp
 	}
 }
 
+// UnknownKindError reports a job of a kind that no handler of the client
+// knows (AddHandler), on a client without HandleAny.
+//
+// Enqueue and EnqueueTx refuse such a job, and enqueue nothing, when it
+// would go to a queue that the client works (Config.Queues): the client
+// would claim it and could not run it, which is a mistake better found at
+// the enqueue, as River's client refuses the insert of a kind its workers
+// do not know. Add the handlers before enqueueing to the client's own
+// queues. A job for a queue the client does not work, or from a client
+// that works no queues, is for other programs to run, and goes through.
+//
+// A job of an unknown kind that a client claims all the same (enqueued
+// by another program, or by a newer version of this one during a rolling
+// deploy) fails with this error and is retried as any failure is, so that
+// a client that knows the kind can take it; once its deliveries are used
+// up it is dead-lettered with the error, as River retries such a job and
+// then discards it.
+type UnknownKindError struct {
+	// Kind is the job's kind.
+	Kind string
+}
+
+func (e *UnknownKindError) Error() string {
+	return fmt.Sprintf("no handler for jobs of kind %q", e.Kind)
+}
+
+// knows reports whether the client can run jobs of kind: it has their
+// handler, or a raw one for every kind.
+func (c *Client[TTx]) knows(kind string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.handlers[kind] != nil || c.fallback != nil
+}
+
 // handle runs a message's job with the handler of its kind. A kind without
-// a handler fails, so that it is retried (a newer version of the program
-// may know it) and, its deliveries used up, dead-lettered with the reason.
+// a handler fails with an *UnknownKindError, so that it is retried and,
+// its deliveries used up, dead-lettered with the reason.
 func (c *Client[TTx]) handle(ctx context.Context, m *worker.Message) error {
 	h := c.handlers[m.Kind]
 	switch {
@@ -297,7 +354,7 @@ func (c *Client[TTx]) handle(ctx context.Context, m *worker.Message) error {
 	case c.fallback != nil:
 		return c.handleRaw(ctx, m)
 	}
-	return fmt.Errorf("no handler for jobs of kind %q", m.Kind)
+	return &UnknownKindError{Kind: m.Kind}
 }
 
 // Enqueue puts a job on its queue. Its args are stored as the Codec
@@ -317,20 +374,23 @@ func (c *Client[TTx]) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOp
 // EnqueueTx puts a job on its queue inside the caller's transaction tx: the
 // job becomes visible when tx commits and vanishes if it rolls back, so a
 // program can record its own change and the job that follows from it
-// atomically (the transactional outbox). On PostgreSQL a job with a key
-// or a dedup id takes a lock on that key or id in tx, held until tx ends:
-// keep such transactions short, as they hold back every other enqueue of
-// the same key or id. A SQLite transaction holds the database's write
-// lock from its first write to its end in any case.
-func (c *Client[TTx]) EnqueueTx(ctx context.Context, tx TTx, args JobArgs, opts *EnqueueOptions) error {
+// atomically (the transactional outbox). Its result is Enqueue's: the
+// job's id, or, for a duplicate, the first job's, which tx sees whether
+// that job committed before tx or was enqueued in tx itself. On PostgreSQL
+// a job with a key or a dedup id takes a lock on that key or id in tx,
+// held until tx ends: keep such transactions short, as they hold back
+// every other enqueue of the same key or id. A SQLite transaction holds
+// the database's write lock from its first write to its end in any case.
+func (c *Client[TTx]) EnqueueTx(ctx context.Context, tx TTx, args JobArgs, opts *EnqueueOptions) (*EnqueueResult, error) {
 	m, err := c.newMessage(args, opts)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := c.st.EnqueueTx(ctx, tx, []store.NewMessage{m}); err != nil {
-		return fmt.Errorf("leasehold: enqueue a %s job in a transaction: %w", m.Kind, err)
+	res, err := c.st.EnqueueTx(ctx, tx, []store.NewMessage{m})
+	if err != nil {
+		return nil, fmt.Errorf("leasehold: enqueue a %s job in a transaction: %w", m.Kind, err)
 	}
-	return nil
+	return &EnqueueResult{ID: res[0].ID, Duplicate: res[0].Duplicate}, nil
 }
 
 // newMessage turns a job into the message that stores it.
@@ -352,12 +412,29 @@ func (c *Client[TTx]) newMessage(args JobArgs, opts *EnqueueOptions) (store.NewM
 	}
 	if d, ok := args.(JobArgsWithOpts); ok {
 		def := d.EnqueueOpts()
-		o = EnqueueOptions{Queue: cmp.Or(o.Queue, def.Queue), Key: cmp.Or(o.Key, def.Key), Delay: cmp.Or(o.Delay, def.Delay),
+		// Delay and RunAt say one thing, when: options that set either
+		// take neither from the kind's.
+		if o.Delay == 0 && o.RunAt.IsZero() {
+			o.Delay, o.RunAt = def.Delay, def.RunAt
+		}
+		o = EnqueueOptions{Queue: cmp.Or(o.Queue, def.Queue), Key: cmp.Or(o.Key, def.Key), Delay: o.Delay, RunAt: o.RunAt,
 			DedupID: cmp.Or(o.DedupID, def.DedupID), MaxDeliveries: cmp.Or(o.MaxDeliveries, def.MaxDeliveries),
 			Priority: cmp.Or(o.Priority, def.Priority)}
 	}
-	return store.NewMessage{Queue: cmp.Or(o.Queue, DefaultQueue), Kind: kind, Payload: payload, Key: o.Key, DedupID: o.DedupID,
-		Delay: o.Delay, MaxDeliveries: o.MaxDeliveries, Priority: o.Priority}, nil
+	queue := cmp.Or(o.Queue, DefaultQueue)
+	if _, works := c.cfg.Queues[queue]; works && !c.knows(kind) {
+		return store.NewMessage{}, fmt.Errorf("leasehold: enqueue on queue %q, which this client works: %w; add its handler before enqueueing",
+			queue, &UnknownKindError{Kind: kind})
+	}
+	delay := o.Delay
+	if !o.RunAt.IsZero() {
+		if o.Delay != 0 {
+			return store.NewMessage{}, fmt.Errorf("leasehold: enqueue a %s job: both Delay (%s) and RunAt (%s) are set; set one", kind, o.Delay, o.RunAt)
+		}
+		delay = max(0, o.RunAt.Sub(c.cfg.Clock.Now()))
+	}
+	return store.NewMessage{Queue: queue, Kind: kind, Payload: payload, Key: o.Key, DedupID: o.DedupID,
+		Delay: delay, MaxDeliveries: o.MaxDeliveries, Priority: o.Priority}, nil
 }
 
 // Start starts working the client's queues and returns once they run; the
@@ -425,7 +502,7 @@ func (c *Client[TTx]) startLocked(ctx context.Context) error {
 		return fmt.Errorf("leasehold: metrics: %w", err)
 	}
 	for _, q := range queues {
-		c.log.Info("leasehold: working queue", "queue", q, "concurrency", c.cfg.Queues[q].Concurrency, "lease", c.cfg.LeaseDuration,
+		c.log.Info("leasehold: working queue", "queue", q, "concurrency", c.cfg.Queues[q].Concurrency, "key_runs", c.cfg.Queues[q].KeyRuns, "lease", c.cfg.LeaseDuration,
 			"heartbeat", c.cfg.HeartbeatInterval, "max_processing_time", c.cfg.MaxProcessingTime)
 	}
 	for _, kind := range slices.Sorted(maps.Keys(c.kinds)) {

@@ -165,7 +165,10 @@ func TestClientHandlerOutcomes(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := c.Enqueue(ctx, unhandled{}, &leasehold.EnqueueOptions{MaxDeliveries: 2}); err != nil {
+		// From another program, which works no queues: this client claims
+		// the job and cannot run it.
+		other := clientOf(t, st, leasehold.Config{})
+		if _, err := other.Enqueue(ctx, unhandled{}, &leasehold.EnqueueOptions{MaxDeliveries: 2}); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, "one job done and two dead", func() bool {

@@ -24,16 +24,33 @@ import (
 
 // testEnqueueTx enqueues a job in a transaction that commits and one in a
 // transaction that rolls back: each is seen inside its transaction, and
-// only the first is there afterwards.
+// only the first is there afterwards. Each result names its job; a second
+// enqueue of a dedup id, in the same transaction and in a later one, is a
+// duplicate that names the first.
 func testEnqueueTx[TTx any](t *testing.T, c *leasehold.Client[TTx], st store.Store, lister store.TxLister[TTx], begin func() (TTx, func(commit bool) error)) {
 	t.Helper()
 	ctx := context.Background()
+	opts := &leasehold.EnqueueOptions{Key: "customer-1", DedupID: "order-1"}
+	var committed int64
 	for _, commit := range []bool{true, false} {
 		tx, end := begin()
-		if err := c.EnqueueTx(ctx, tx, sendEmail{To: "ann"}, &leasehold.EnqueueOptions{Key: "customer-1"}); err != nil {
+		res, err := c.EnqueueTx(ctx, tx, sendEmail{To: "ann"}, opts)
+		if err != nil {
 			t.Fatal(err)
 		}
-		leaseholdtest.RequireEnqueuedTx(ctx, t, lister, tx, sendEmail{To: "ann"}, &leaseholdtest.RequireOpts{Key: "customer-1"})
+		job := leaseholdtest.RequireEnqueuedTx(ctx, t, lister, tx, sendEmail{To: "ann"}, &leaseholdtest.RequireOpts{Key: "customer-1"})
+		if res.ID != job.ID || res.Duplicate != !commit {
+			t.Fatalf("EnqueueTx = %+v, want job %d, a duplicate only in the second transaction", res, job.ID)
+		}
+		if commit {
+			committed = res.ID
+			again, err := c.EnqueueTx(ctx, tx, sendEmail{To: "ann"}, opts)
+			if err != nil || !again.Duplicate || again.ID != res.ID {
+				t.Fatalf("EnqueueTx of the same dedup id in the same transaction = %+v, %v; want a duplicate of %d", again, err, res.ID)
+			}
+		} else if res.ID != committed {
+			t.Fatalf("EnqueueTx after the commit = %+v, want a duplicate of %d", res, committed)
+		}
 		if err := end(commit); err != nil {
 			t.Fatal(err)
 		}
@@ -42,7 +59,7 @@ func testEnqueueTx[TTx any](t *testing.T, c *leasehold.Client[TTx], st store.Sto
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(infos) != 1 || infos[0].Kind != "send_email" || string(infos[0].Payload) != `{"to":"ann"}` || infos[0].Key != "customer-1" {
+	if len(infos) != 1 || infos[0].ID != committed || infos[0].Kind != "send_email" || string(infos[0].Payload) != `{"to":"ann"}` || infos[0].Key != "customer-1" {
 		t.Fatalf("after a commit and a rollback: %+v, want the committed job only", infos)
 	}
 }

@@ -37,7 +37,9 @@
 // processing time and retry schedule (JobArgsWithWorkOpts). HandleAny
 // gives a client one raw handler for the jobs of every kind without a
 // handler of their own, as they are stored, for a program that hands
-// them on, to another language, say. At Start the
+// them on, to another language, say. A client refuses to enqueue, on a
+// queue it works, a kind it has no handler for (UnknownKindError). At
+// Start the
 // client logs each queue's lease, heartbeat and maximum processing time,
 // and refuses settings that cannot work together.
 //

@@ -88,9 +88,11 @@ func ExampleClient_EnqueueTx() {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO orders (email) VALUES (?)`, "ann@example.com"); err != nil {
 		log.Fatal(err)
 	}
-	if err := c.EnqueueTx(ctx, tx, SendEmail{To: "ann@example.com"}, nil); err != nil {
+	res, err := c.EnqueueTx(ctx, tx, SendEmail{To: "ann@example.com"}, &leasehold.EnqueueOptions{DedupID: "order-1"})
+	if err != nil {
 		log.Fatal(err)
 	}
+	fmt.Println("job", res.ID, "duplicate:", res.Duplicate)
 	if err := tx.Commit(); err != nil {
 		log.Fatal(err)
 	}
@@ -99,7 +101,9 @@ func ExampleClient_EnqueueTx() {
 		log.Fatal(err)
 	}
 	fmt.Println("jobs waiting after the commit:", s.Pending)
-	// Output: jobs waiting after the commit: 1
+	// Output:
+	// job 1 duplicate: false
+	// jobs waiting after the commit: 1
 }
 
 // The outbox on PostgreSQL: the application's order and the job that
@@ -136,7 +140,7 @@ func ExampleClient_EnqueueTx_postgres() {
 	if _, err := tx.Exec(ctx, `INSERT INTO orders (email) VALUES ($1)`, "ann@example.com"); err != nil {
 		log.Fatal(err)
 	}
-	if err := c.EnqueueTx(ctx, tx, SendEmail{To: "ann@example.com"}, nil); err != nil {
+	if _, err := c.EnqueueTx(ctx, tx, SendEmail{To: "ann@example.com"}, nil); err != nil {
 		log.Fatal(err)
 	}
 	if err := tx.Commit(ctx); err != nil {

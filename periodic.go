@@ -42,10 +42,17 @@ func (e every) Next(t time.Time) time.Time {
 // Cron parses a standard five-field cron expression (minute, hour, day of
 // the month, month, day of the week), or a descriptor such as @hourly or
 // @daily. It is read in UTC unless it starts with CRON_TZ=Area/City.
+// "@every d" is Every(d), with d cut to whole seconds and at least one:
+// it ticks at the multiples of d since the Unix epoch, not every d from
+// whenever a client started, so that clients started at different times
+// see the same ticks and enqueue each once between them.
 func Cron(expr string) (Schedule, error) {
 	s, err := cron.ParseStandard(expr)
 	if err != nil {
 		return nil, fmt.Errorf("leasehold: cron expression %q: %w", expr, err)
+	}
+	if c, ok := s.(cron.ConstantDelaySchedule); ok {
+		return every{c.Delay}, nil
 	}
 	return s, nil
 }

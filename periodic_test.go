@@ -2,12 +2,16 @@ package leasehold_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/clock/clocktest"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/memory"
 )
@@ -22,8 +26,14 @@ func (dailyReport) Kind() string { return "report" }
 // a queue of its own so that the periodic jobs stay pending to be counted.
 func clientOn(t *testing.T, st store.Store, jobs ...*leasehold.PeriodicJob) *leasehold.Client[store.NoTx] {
 	t.Helper()
+	return clientAt(t, st, nil, jobs...)
+}
+
+// clientAt is clientOn with the clock clk; nil: the system clock.
+func clientAt(t *testing.T, st store.Store, clk clock.Clock, jobs ...*leasehold.PeriodicJob) *leasehold.Client[store.NoTx] {
+	t.Helper()
 	c, err := leasehold.NewClient(store.WithoutTx(st), leasehold.Config{Queues: map[string]leasehold.QueueConfig{"work": {}},
-		PeriodicJobs: jobs, Logger: quiet()})
+		PeriodicJobs: jobs, Clock: clk, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,4 +192,73 @@ func TestEveryCountsFromTheEpoch(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "never ticks") {
 		t.Fatalf("a schedule of February 30: %v, want it refused", err)
 	}
+}
+
+// "@every 10s" ticks at the multiples of ten seconds since the epoch, so
+// two clients started 3 s and 7 s past such a multiple enqueue the same
+// ticks, each once between them: the one both catch up at their start
+// (00:00:00) and those of the minute after.
+func TestCronEveryIsAlignedAcrossClients(t *testing.T) {
+	onEachBackend(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		sched, err := leasehold.Cron("@every 10s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		job := func() *leasehold.PeriodicJob {
+			return leasehold.NewPeriodicJob(sched, func() (leasehold.JobArgs, *leasehold.EnqueueOptions) {
+				return dailyReport{Name: "often"}, &leasehold.EnqueueOptions{Queue: "reports"}
+			}, nil)
+		}
+		clk := clocktest.New() // at midnight, a multiple of ten seconds since the epoch
+		// waitTicks waits until the ticks up to n have been enqueued, by
+		// one client or the other.
+		waitTicks := func(n int64) {
+			t.Helper()
+			deadline := time.NewTimer(10 * time.Second)
+			defer deadline.Stop()
+			for {
+				woken := st.Wakeup("reports")
+				if count(t, st, "reports").Pending >= n {
+					return
+				}
+				select {
+				case <-woken:
+				case <-deadline.C:
+					t.Fatalf("at %s: %d jobs, want %d", clk.Now().Format("15:04:05"), count(t, st, "reports").Pending, n)
+				}
+			}
+		}
+		clk.Advance(3 * time.Second)
+		a := clientAt(t, st, clk, job())
+		waitTicks(1)
+		clk.Advance(4 * time.Second)
+		b := clientAt(t, st, clk, job())
+		for s := 8; s <= 65; s++ {
+			clk.Advance(time.Second)
+			if s%10 == 0 {
+				waitTicks(int64(s/10 + 1))
+			}
+		}
+		for _, c := range []*leasehold.Client[store.NoTx]{a, b} {
+			if err := c.Stop(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		infos, err := st.List(ctx, store.ListFilter{Queue: "reports", State: store.Pending})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ticks []string
+		for _, in := range infos {
+			ticks = append(ticks, in.DedupID)
+		}
+		want := []string{}
+		for s := 0; s <= 60; s += 10 {
+			want = append(want, fmt.Sprintf("periodic:report:%d", clocktest.DefaultStart.Add(time.Duration(s)*time.Second).UnixNano()))
+		}
+		if !slices.Equal(ticks, want) {
+			t.Fatalf("enqueued ticks %q, want %q", ticks, want)
+		}
+	})
 }

@@ -82,7 +82,7 @@ func TestRequireEnqueued(t *testing.T) {
 func TestRequireEnqueuedTxMemory(t *testing.T) {
 	ctx := context.Background()
 	st, c := newClient(t)
-	if err := c.EnqueueTx(ctx, store.NoTx{}, SendEmail{To: "ann"}, nil); err != nil {
+	if _, err := c.EnqueueTx(ctx, store.NoTx{}, SendEmail{To: "ann"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if job := leaseholdtest.RequireEnqueuedTx(ctx, t, st, store.NoTx{}, SendEmail{To: "ann"}, nil); job.Args.To != "ann" {

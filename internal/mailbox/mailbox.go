@@ -77,6 +77,9 @@ type ReceiveOptions struct {
 	// passed Wait does. Unlike ctx, it never cuts a claim short, so a
 	// claim that took messages always returns them.
 	Stop <-chan struct{}
+	// Wake, when closed, ends the wait at once with no messages, as Stop
+	// does: for a receiver that has other work to see to.
+	Wake <-chan struct{}
 	// Runs claims each keyed message with the next messages of its key
 	// (see store.Claim's Runs).
 	Runs bool
@@ -116,6 +119,8 @@ func (m *Mailbox) Receive(ctx context.Context, o ReceiveOptions) ([]*Message, er
 		case <-wake:
 		case <-timer.C():
 		case <-o.Stop:
+			return nil, nil
+		case <-o.Wake:
 			return nil, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()

@@ -28,7 +28,7 @@ var completeBackoff = backoff.Exponential{Initial: 100 * time.Millisecond, Max: 
 // it over.
 func (w *Worker) succeeded(ctx context.Context, j *job, log *msgLog, msg *Message) bool {
 	if w.concurrency == 1 {
-		w.complete(ctx, log, msg, j.until)
+		j.after = w.complete(ctx, log, msg, j.until)
 		return false
 	}
 	j.handled, j.completion = msg, w.completion(msg)
@@ -36,8 +36,9 @@ func (w *Worker) succeeded(ctx context.Context, j *job, log *msgLog, msg *Messag
 }
 
 // complete completes msg, sending the reply when it names a ReplyTo queue;
-// its lease ends at until, on the monotonic clock.
-func (w *Worker) complete(ctx context.Context, log *msgLog, msg *Message, until time.Duration) {
+// its lease ends at until, on the monotonic clock. It returns what that
+// left the rest of the message's run.
+func (w *Worker) complete(ctx context.Context, log *msgLog, msg *Message, until time.Duration) int32 {
 	errs, err := w.storeComplete(ctx, []store.Completion{w.completion(msg)}, until)
 	if err == nil {
 		err = errs[0]
@@ -46,10 +47,9 @@ func (w *Worker) complete(ctx context.Context, log *msgLog, msg *Message, until 
 		// The store refuses the completion itself (a reply too large, say):
 		// retrying cannot help, so the message fails for good, with why
 		// (for a request, in its error reply).
-		w.fail(ctx, log, msg, Permanent(fmt.Errorf("cannot complete: %w", err)), "")
-		return
+		return w.fail(ctx, log, msg, Permanent(fmt.Errorf("cannot complete: %w", err)), "")
 	}
-	w.completed(ctx, log, err)
+	return w.completed(ctx, log, err)
 }
 
 // completion is the store's completion of msg, with its reply when it names
@@ -66,16 +66,18 @@ func (w *Worker) completion(msg *Message) store.Completion {
 	return c
 }
 
-// completed records the outcome of one completion.
-func (w *Worker) completed(ctx context.Context, log *msgLog, err error) {
+// completed records the outcome of one completion, and returns what it
+// left the rest of the message's run.
+func (w *Worker) completed(ctx context.Context, log *msgLog, err error) int32 {
 	if err != nil {
 		log.Warn("completion refused; the message will be delivered again", "error", err)
-		return
+		return restUnsure
 	}
 	w.m.completed.Add(ctx, 1, log.attrs().add...)
 	if log.q.log.Enabled(ctx, slog.LevelDebug) {
 		log.Debug("message completed")
 	}
+	return restKept
 }
 
 // storeComplete completes cs. A call that fails as a whole (a dropped
@@ -137,9 +139,9 @@ func (r *run) completer() {
 		if errors.Is(err, store.ErrInvalid) {
 			// One bad completion must not sink the batch: each goes alone.
 			for _, j := range batch {
-				w.complete(r.ops, &msgLog{q: j.pool.q, msg: j.handled}, j.handled, j.until)
+				j.after = w.complete(r.ops, &msgLog{q: j.pool.q, msg: j.handled}, j.handled, j.until)
 				j.handled, j.completion = nil, store.Completion{}
-				j.pool.done <- j
+				j.pool.report(j)
 			}
 			continue
 		}
@@ -148,9 +150,9 @@ func (r *run) completer() {
 			if e == nil {
 				e = errs[i]
 			}
-			w.completed(r.ops, &msgLog{q: j.pool.q, msg: j.handled}, e)
+			j.after = w.completed(r.ops, &msgLog{q: j.pool.q, msg: j.handled}, e)
 			j.handled, j.completion = nil, store.Completion{}
-			j.pool.done <- j
+			j.pool.report(j)
 		}
 	}
 }

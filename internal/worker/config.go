@@ -82,9 +82,14 @@ type Config struct {
 type QueueConfig struct {
 	// Name is the queue's name.
 	Name string
-	// Concurrency bounds the queue's handlers running at once: 1 to
-	// store.MaxBatch.
+	// Concurrency bounds the queue's messages held at once, running or
+	// waiting in a run: 1 to store.MaxBatch.
 	Concurrency int
+	// Runs claims with runs (see store.Claim): a keyed message comes with
+	// the next messages of its key, which wait, each under its lease and
+	// in its slot, until the one before them is settled (see the package
+	// documentation).
+	Runs bool
 }
 
 // KindConfig is how messages of one kind are worked, where it differs from

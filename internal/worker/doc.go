@@ -22,6 +22,23 @@
 //     visible again after d;
 //   - it panics: the panic is logged with its stack and counts as a failure.
 //
+// # Runs
+//
+// A queue with Runs claims with runs (see store.Claim): a keyed message
+// comes with the next messages of its key, each in a slot of the queue
+// and under a lease of its own that the lease keeper renews with the
+// others. They run one at a time, in order: the next starts, on the
+// claim loop, once the one before it is settled, when the settling left
+// it its lease: the one before was completed, dead-lettered or
+// cancelled. When it was retried, released or snoozed, the store has
+// taken the rest of the run back with it, and the worker lets them go
+// without running them; when its lease was lost or its settling failed,
+// the worker gives the rest back itself, uncounted, as the run must not
+// go on before the message runs again. The report of a message with the
+// rest of its run behind it wakes the claim loop's receive, so that the
+// run does not wait for a long poll to end. A drain gives back at once,
+// uncounted, the messages of runs that have not started.
+//
 // A message that names a ReplyTo queue gets a reply there (see Reply) in the
 // same transaction as its completion, or, when it fails for good, in the
 // same transaction as its dead-lettering, with the error.

@@ -42,6 +42,7 @@ func (l *loop) run() loopResult {
 	// However this loop ended, every loop stops claiming.
 	l.w.phase.advance(draining)
 	l.q.log.Info("worker stopping", "in_flight", len(l.pool.jobs))
+	l.pool.giveBackWaiting()
 	if !l.pool.drain() {
 		res.hard = true
 		res.abandoned = l.pool.stop()
@@ -77,6 +78,7 @@ func (l *loop) claim() error {
 	w, p := l.w, &l.pool
 	failures := 0
 	for {
+		wake := p.armWake()
 		l.q.hb.Beat()
 		p.reapDone()
 		if !l.r.claiming() {
@@ -89,7 +91,7 @@ func (l *loop) claim() error {
 			continue
 		}
 		msgs, err := l.q.mb.Receive(l.r.claims, mailbox.ReceiveOptions{Max: p.free, Visibility: w.cfg.LeaseDuration,
-			Wait: w.cfg.LongPoll, Stop: l.r.draining})
+			Wait: w.cfg.LongPoll, Stop: l.r.draining, Wake: wake, Runs: l.q.runs})
 		if err != nil {
 			if !l.r.claiming() {
 				continue // stopping: the loop's top ends it
@@ -106,17 +108,34 @@ func (l *loop) claim() error {
 			continue
 		}
 		failures = 0
-		for _, msg := range msgs {
+		for len(msgs) > 0 {
+			n := runLength(msgs, l.q.runs)
 			// A stop that raced with this receive is seen here: Shutdown
 			// and Stop move the phase before they return, and a receive
-			// cut short by them gives back what its claim took.
+			// cut short by them gives back what its claim took: a run
+			// goes back with its first message.
 			if !l.r.claiming() {
-				l.unreceive(msg)
-				continue
+				p.unreceive(msgs[0])
+			} else {
+				p.start(msgs[:n])
 			}
-			p.start(msg)
+			msgs = msgs[n:]
 		}
 	}
+}
+
+// runLength is how many of msgs, from the first, make one run: the
+// messages of its key that the claim brought along with it, which come
+// next, in order. One when the queue claims without runs or the first
+// message has no key.
+func runLength(msgs []*mailbox.Message, runs bool) int {
+	n := 1
+	if runs && msgs[0].Key != "" {
+		for n < len(msgs) && msgs[n].Key == msgs[0].Key {
+			n++
+		}
+	}
+	return n
 }
 
 // receiveBackoff spaces out receives while the store fails. Its cap bounds
@@ -125,14 +144,3 @@ func (l *loop) claim() error {
 // heartbeat well inside the watchdog's default threshold; a try every few
 // seconds per queue costs a database that is down nothing.
 var receiveBackoff = backoff.Exponential{Initial: 100 * time.Millisecond, Max: 5 * time.Second}
-
-// unreceive gives back a message received while the worker stopped: at
-// once, and without counting the delivery its claim counted, since it
-// never started.
-func (l *loop) unreceive(msg *mailbox.Message) {
-	ctx, cancel := l.w.hardStopContext()
-	defer cancel()
-	if err := l.w.cfg.Store.Release(ctx, store.Release{Lease: msg.Lease, Uncount: true}); err != nil {
-		l.q.log.Warn("could not release a message received during shutdown; it returns when its lease expires", "message_id", msg.MessageID, "error", err)
-	}
-}

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/leasehold/leasehold/internal/mailbox"
 	"github.com/leasehold/leasehold/store"
@@ -23,8 +24,16 @@ type pool struct {
 	// every message, which costs more than the handoff.
 	work chan *job
 	idle int // goroutines waiting on work, by the claim loop's count
+	// jobs are the started jobs; those of a run that wait for it are
+	// kept by the run's started job (job.rest).
 	jobs map[*job]struct{}
+	// free counts the slots that no message holds, started or waiting.
 	free int
+	// wake, on a queue with runs, is closed by the report of a job that
+	// has the rest of its run waiting for it, so that the claim loop's
+	// receive stops waiting and the run goes on; the claim loop sets a
+	// fresh one before it takes reports.
+	wake atomic.Pointer[chan struct{}]
 }
 
 func newPool(r *run, q *queue) pool {
@@ -32,15 +41,59 @@ func newPool(r *run, q *queue) pool {
 		jobs: make(map[*job]struct{}), free: q.concurrency}
 }
 
-// start runs a handler for msg on a kept goroutine, or a new one.
-func (p *pool) start(msg *mailbox.Message) {
+// start takes the messages of one run, each into a slot and under the
+// lease keeper, and starts a handler for the first; the others wait for
+// it (see next). Without runs, a run is one message.
+func (p *pool) start(run []*mailbox.Message) {
+	j := p.newJob(run[0])
+	if len(run) > 1 {
+		j.rest = make([]*job, len(run)-1)
+		for i, msg := range run[1:] {
+			j.rest[i] = p.newJob(msg)
+		}
+	}
+	p.free -= len(run)
+	p.launch(j)
+}
+
+// report hands finished j to the claim loop, and wakes the loop's receive
+// when the rest of j's run waits for it.
+func (p *pool) report(j *job) {
+	p.done <- j
+	if j.runs {
+		if ch := p.wake.Swap(nil); ch != nil {
+			close(*ch)
+		}
+	}
+}
+
+// armWake returns the channel that the next report of a job with the
+// rest of a run behind it closes; nil on a queue without runs. The claim
+// loop arms it before it takes reports, so that none is missed.
+func (p *pool) armWake() <-chan struct{} {
+	if !p.q.runs {
+		return nil
+	}
+	ch := make(chan struct{})
+	p.wake.Store(&ch)
+	return ch
+}
+
+// newJob is msg's job, its lease kept from now on.
+func (p *pool) newJob(msg *mailbox.Message) *job {
 	w := p.w
 	ctx, cancel := context.WithCancelCause(p.r.base)
 	j := &job{pool: p, msg: msg, ctx: ctx, cancel: cancel}
 	j.hold = w.keeper.hold(msg.Lease, p.q.keeperName, msg.LeaseDeadline(), cancel)
-	p.jobs[j] = struct{}{}
-	p.free--
 	w.m.claimed.Add(ctx, 1, p.q.attrs.of(msg.Kind).add...)
+	return j
+}
+
+// launch runs a handler for j, whose slot is taken, on a kept goroutine,
+// or a new one.
+func (p *pool) launch(j *job) {
+	j.runs = len(j.rest) > 0
+	p.jobs[j] = struct{}{}
 	if p.idle > 0 {
 		// A goroutine that reported done is at, or on its way to, the
 		// receive.
@@ -57,7 +110,7 @@ func (p *pool) handle(j *job) {
 		if p.w.process(j) {
 			p.r.complete <- j // the completer reports it done
 		} else {
-			p.done <- j
+			p.report(j)
 		}
 		var ok bool
 		if j, ok = <-p.work; !ok {
@@ -70,10 +123,14 @@ func (p *pool) handle(j *job) {
 // job is done.
 func (p *pool) close() { close(p.work) }
 
+// finished takes back j's slot and goes on with the rest of its run.
 func (p *pool) finished(j *job) {
 	delete(p.jobs, j)
 	p.free++
 	p.idle++
+	if len(j.rest) > 0 {
+		p.next(j)
+	}
 }
 
 // reapDone takes every finished job without blocking.

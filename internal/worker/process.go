@@ -38,36 +38,42 @@ func (w *Worker) process(j *job) bool {
 	w.m.inFlight.Add(opCtx, -1, attrs.add...)
 	w.m.duration.Record(opCtx, took.Seconds(), attrs.rec...)
 	if !j.state.CompareAndSwap(jobRunning, jobFinishing) {
-		return false // a hard stop released the lease
+		j.after = restGone // a hard stop released the lease
+		return false
 	}
 	switch {
 	case lost && errors.Is(cause, ErrCancelled):
 		log.Info("message cancelled while the handler ran; it stays cancelled", "handler_error", err)
+		j.after = restKept
 	case lost:
 		log.Warn("lease lost while the handler ran; not completing", "handler_error", err)
+		j.after = restUnsure
 	case took >= maxProcessing:
 		// Decided by the time taken, not by whether the timer's cancel
 		// won the race with the handler's return.
-		w.fail(opCtx, log, msg, fmt.Errorf("%w (%s): handler result: %v", ErrMaxProcessingTime, maxProcessing, err), store.ReasonMaxProcessingTime)
+		j.after = w.fail(opCtx, log, msg, fmt.Errorf("%w (%s): handler result: %v", ErrMaxProcessingTime, maxProcessing, err), store.ReasonMaxProcessingTime)
 	case errors.Is(cause, ErrShutdown) && err != nil:
 		if rerr := w.cfg.Store.Release(opCtx, store.Release{Lease: msg.Lease}); rerr != nil {
 			log.Warn("could not release a message stopped by shutdown; it returns when its lease expires", "error", rerr)
+			j.after = restUnsure
 		} else {
 			log.Info("handler stopped by shutdown; message released", "handler_error", err)
+			j.after = restGone
 		}
-	case err != nil && w.giveBack(opCtx, log, msg, err):
+	case err != nil && w.giveBack(opCtx, j, log, msg, err):
 	case err != nil:
-		w.fail(opCtx, log, msg, err, "")
+		j.after = w.fail(opCtx, log, msg, err, "")
 	default:
 		return w.succeeded(opCtx, j, log, msg)
 	}
 	return false
 }
 
-// giveBack gives msg back without counting its delivery when err asks for
-// that (Snooze, NotStarted), and reports whether it did. It is apart from
-// process so that the success path does not pay for the error it inspects.
-func (w *Worker) giveBack(ctx context.Context, log *msgLog, msg *Message, err error) bool {
+// giveBack gives msg, j's message, back without counting its delivery
+// when err asks for that (Snooze, NotStarted), and reports whether it did.
+// It is apart from process so that the success path does not pay for the
+// error it inspects.
+func (w *Worker) giveBack(ctx context.Context, j *job, log *msgLog, msg *Message, err error) bool {
 	var snooze *SnoozeError
 	isSnooze := errors.As(err, &snooze)
 	if !isSnooze && !IsNotStarted(err) {
@@ -77,8 +83,11 @@ func (w *Worker) giveBack(ctx context.Context, log *msgLog, msg *Message, err er
 	if isSnooze {
 		delay = snooze.Delay
 	}
-	switch rerr := w.cfg.Store.Release(ctx, store.Release{Lease: msg.Lease, Uncount: true, Delay: delay}); {
+	rerr := w.cfg.Store.Release(ctx, store.Release{Lease: msg.Lease, Uncount: true, Delay: delay})
+	j.after = restGone
+	switch {
 	case rerr != nil:
+		j.after = restUnsure
 		log.Warn("could not give back a message; it returns when its lease expires", "error", err, "store_error", rerr)
 	case isSnooze:
 		log.Debug("message snoozed", "retry_in", delay)
@@ -103,8 +112,9 @@ func (w *Worker) call(ctx context.Context, log *msgLog, msg *Message) (err error
 // fail records a failed delivery: retried after a backoff delay, or
 // dead-lettered when permanent or out of deliveries. A request that is
 // dead-lettered is answered with its error in the same transaction, so the
-// requester hears of it.
-func (w *Worker) fail(ctx context.Context, log *msgLog, msg *Message, err error, reason store.DeadReason) {
+// requester hears of it. It returns what that left the rest of the
+// message's run.
+func (w *Worker) fail(ctx context.Context, log *msgLog, msg *Message, err error, reason store.DeadReason) int32 {
 	permanent := IsPermanent(err)
 	f := store.Failure{Lease: msg.Lease, Error: err.Error(), RetryDelay: w.retryDelay(msg.Kind, msg.Attempt), Permanent: permanent, Reason: reason}
 	if msg.ReplyTo != "" {
@@ -115,12 +125,15 @@ func (w *Worker) fail(ctx context.Context, log *msgLog, msg *Message, err error,
 	switch {
 	case ferr != nil:
 		log.Warn("could not record the failure; the message will be delivered again", "error", err, "store_error", ferr)
+		return restUnsure
 	case dead:
 		w.m.dead.Add(ctx, 1, log.attrs().add...)
 		log.Error("message dead-lettered", "error", err, "permanent", permanent)
+		return restKept
 	default:
 		w.m.failed.Add(ctx, 1, log.attrs().add...)
 		log.Warn("handler failed; retrying", "error", err, "retry_in", delay)
+		return restGone
 	}
 }
 

@@ -91,4 +91,12 @@ type job struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	state  atomic.Int32
+	// rest are the later messages of the job's run, which wait for it,
+	// in order; owned by the claim loop. runs says, from the job's start
+	// on, whether it had any.
+	rest []*job
+	runs bool
+	// after is what the job's settling left rest (restKept, restGone or
+	// restUnsure); written before the job is reported done.
+	after int32
 }

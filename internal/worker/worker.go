@@ -34,6 +34,7 @@ type Worker struct {
 type queue struct {
 	name        string
 	concurrency int
+	runs        bool
 	mb          *mailbox.Mailbox
 	hb          *Heartbeat
 	log         *slog.Logger
@@ -63,7 +64,7 @@ func New(cfg Config) (*Worker, error) {
 		if len(cfg.Queues) > 1 {
 			qlog, keeperName = log.With("queue", qc.Name), qc.Name
 		}
-		w.queues = append(w.queues, &queue{name: qc.Name, concurrency: qc.Concurrency, mb: mb, hb: NewHeartbeat(cfg.Clock),
+		w.queues = append(w.queues, &queue{name: qc.Name, concurrency: qc.Concurrency, runs: qc.Runs, mb: mb, hb: NewHeartbeat(cfg.Clock),
 			log: qlog, attrs: newQueueAttrs(qc.Name), keeperName: keeperName})
 	}
 	w.keeper = newKeeper(cfg.Store, cfg.Clock, cfg.HeartbeatInterval, cfg.LeaseDuration, log, m)

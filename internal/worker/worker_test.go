@@ -34,6 +34,8 @@ type spyStore struct {
 
 	mu          sync.Mutex
 	extendSizes []int
+	// claimSizes counts the messages of each claim that took any.
+	claimSizes []int
 	// extendErr, when set, is asked before each Extend; an error it returns
 	// is the call's result.
 	extendErr func() error
@@ -58,7 +60,13 @@ func (s *spyStore) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, 
 	if err := s.ask(&s.claimErr); err != nil {
 		return nil, err
 	}
-	return s.Store.Claim(ctx, c)
+	ds, err := s.Store.Claim(ctx, c)
+	if len(ds) > 0 {
+		s.mu.Lock()
+		s.claimSizes = append(s.claimSizes, len(ds))
+		s.mu.Unlock()
+	}
+	return ds, err
 }
 
 func (s *spyStore) Extend(ctx context.Context, ls []store.Lease, d time.Duration) (store.Extended, error) {
