@@ -141,14 +141,18 @@ type EnqueueOptions struct {
 	// key still run one at a time in enqueue order, whatever their
 	// priorities.
 	Priority int
+	// Unique makes the job unique among equal jobs (see UniqueOpts).
+	// Default: not unique, unless the kind's options make it so.
+	Unique UniqueOpts
 }
 
 // EnqueueResult is the outcome of an enqueue.
 type EnqueueResult struct {
 	// ID is the job's id; for a duplicate, the first job's.
 	ID int64
-	// Duplicate reports that a job with the same dedup id was enqueued
-	// within the dedup window, and nothing new was.
+	// Duplicate reports that nothing new was enqueued: a job with the
+	// same dedup id was enqueued within the dedup window, or an equal
+	// unique job is in one of its states (see UniqueOpts).
 	Duplicate bool
 }
 
@@ -419,7 +423,10 @@ func (c *Client[TTx]) newMessage(args JobArgs, opts *EnqueueOptions) (store.NewM
 		}
 		o = EnqueueOptions{Queue: cmp.Or(o.Queue, def.Queue), Key: cmp.Or(o.Key, def.Key), Delay: o.Delay, RunAt: o.RunAt,
 			DedupID: cmp.Or(o.DedupID, def.DedupID), MaxDeliveries: cmp.Or(o.MaxDeliveries, def.MaxDeliveries),
-			Priority: cmp.Or(o.Priority, def.Priority)}
+			Priority: cmp.Or(o.Priority, def.Priority), Unique: o.Unique}
+		if o.Unique.isZero() {
+			o.Unique = def.Unique
+		}
 	}
 	queue := cmp.Or(o.Queue, DefaultQueue)
 	if _, works := c.cfg.Queues[queue]; works && !c.knows(kind) {
@@ -433,8 +440,15 @@ func (c *Client[TTx]) newMessage(args JobArgs, opts *EnqueueOptions) (store.NewM
 		}
 		delay = max(0, o.RunAt.Sub(c.cfg.Clock.Now()))
 	}
-	return store.NewMessage{Queue: queue, Kind: kind, Payload: payload, Key: o.Key, DedupID: o.DedupID,
-		Delay: delay, MaxDeliveries: o.MaxDeliveries, Priority: o.Priority}, nil
+	msg := store.NewMessage{Queue: queue, Kind: kind, Payload: payload, Key: o.Key, DedupID: o.DedupID,
+		Delay: delay, MaxDeliveries: o.MaxDeliveries, Priority: o.Priority}
+	if !o.Unique.isZero() {
+		if msg.UniqueKey, err = o.Unique.uniqueKey(kind, queue, args, payload, c.cfg.Clock.Now()); err != nil {
+			return store.NewMessage{}, fmt.Errorf("leasehold: enqueue a %s job: %w", kind, err)
+		}
+		msg.UniqueStates = o.Unique.ByState
+	}
+	return msg, nil
 }
 
 // Start starts working the client's queues and returns once they run; the
