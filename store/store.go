@@ -756,6 +756,13 @@ type Store interface {
 	// retry, a reap). Long polling waits on it between claims. Take the
 	// channel before the claim it follows, so no wakeup is missed.
 	Wakeup(queue string) <-chan struct{}
+	// CancelWakeup returns a channel that is closed when a message may
+	// have been cancelled after the call: by this process, or, on
+	// PostgreSQL, by any process of the database. A worker then renews
+	// its leases at once, which tells it which of its messages were
+	// cancelled, rather than at its next heartbeat. Take the channel
+	// before the renewal it follows, so that no cancellation is missed.
+	CancelWakeup() <-chan struct{}
 	// Ping checks that the store can be reached: ErrClosed once it is
 	// closed, the connection's error when the database is down.
 	Ping(ctx context.Context) error

@@ -403,6 +403,9 @@ func (s *Store) Cancel(ctx context.Context, queue string, ids []int64) ([]int64,
 	if err := s.settle(ctx, "cancel", check, cn); err != nil {
 		return nil, err
 	}
+	if len(cn.cancelled) > 0 {
+		s.wake.NotifyCancellation()
+	}
 	return cn.cancelled, nil
 }
 
@@ -441,6 +444,9 @@ func only(_ struct{}, err error) error { return err }
 
 // Wakeup implements store.Store.
 func (s *Store) Wakeup(queue string) <-chan struct{} { return s.wake.Wakeup(queue) }
+
+// CancelWakeup implements store.Store.
+func (s *Store) CancelWakeup() <-chan struct{} { return s.wake.Cancellation() }
 
 // Ping implements store.Store.
 func (s *Store) Ping(ctx context.Context) error {

@@ -41,7 +41,17 @@ func (w *Wakeups) Notify(queue string) {
 	}
 }
 
-// NotifyAll wakes everyone waiting on any queue.
+// cancelKey keys the channel of cancellations: it names no queue.
+const cancelKey = ""
+
+// Cancellation returns the channel that is closed at the next
+// NotifyCancellation (or NotifyAll).
+func (w *Wakeups) Cancellation() <-chan struct{} { return w.Wakeup(cancelKey) }
+
+// NotifyCancellation wakes everyone waiting for a cancellation.
+func (w *Wakeups) NotifyCancellation() { w.Notify(cancelKey) }
+
+// NotifyAll wakes everyone waiting on any queue, and for a cancellation.
 func (w *Wakeups) NotifyAll() {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/clock"
-	"github.com/leasehold/leasehold/internal/maintenance"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -26,6 +25,10 @@ type keeper struct {
 	every, lease time.Duration
 	log          *slog.Logger
 	m            *workerMetrics
+	// cancelled is the store's cancellation wakeup, taken when the keeper
+	// is made, before any lease it keeps is claimed, so that run misses
+	// no cancellation however late its goroutine starts.
+	cancelled <-chan struct{}
 
 	mu    sync.Mutex
 	held  map[store.Lease]*hold
@@ -52,7 +55,8 @@ type hold struct {
 }
 
 func newKeeper(st store.Store, clk clock.Clock, every, lease time.Duration, log *slog.Logger, m *workerMetrics) *keeper {
-	return &keeper{st: st, clk: clk, every: every, lease: lease, log: log, m: m, held: make(map[store.Lease]*hold)}
+	return &keeper{st: st, clk: clk, every: every, lease: lease, log: log, m: m, held: make(map[store.Lease]*hold),
+		cancelled: st.CancelWakeup()}
 }
 
 // hold starts keeping l, which ends at the monotonic time deadline unless
@@ -181,9 +185,23 @@ func (k *keeper) lose(h *hold, why string, cause error) {
 	h.cancel(cause)
 }
 
-// run extends every held lease each round until ctx ends.
+// run extends every held lease each round until ctx ends, and at once
+// when the store tells of a cancellation, so that a cancelled message's
+// handler stops within a round trip rather than at the next round.
 func (k *keeper) run(ctx context.Context) {
-	maintenance.Every(ctx, k.clk, k.every, nil, func() { k.tick(ctx) })
+	t := k.clk.NewTicker(k.every)
+	defer t.Stop()
+	cancelled := k.cancelled
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		case <-cancelled:
+			cancelled = k.st.CancelWakeup()
+		}
+		k.tick(ctx)
+	}
 }
 
 // tick extends every held lease with one store call.

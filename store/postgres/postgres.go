@@ -420,6 +420,10 @@ func (s *backend) listenOnce(ctx context.Context, ready func()) error {
 		if err != nil {
 			return err
 		}
+		if n.Payload == "" {
+			s.wake.NotifyCancellation() // see settleTx.Cancel
+			continue
+		}
 		s.wake.Notify(n.Payload)
 	}
 }

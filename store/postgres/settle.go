@@ -307,9 +307,15 @@ func (t *settleTx) Hold(ctx context.Context, ids []int64, uncount bool) error {
 	return err
 }
 
+// Cancel cancels the messages and tells every process of the database,
+// once the transaction commits, with a notification whose payload is
+// empty, which names no queue: their workers then renew their leases at
+// once, and learn which were cancelled.
 func (t *settleTx) Cancel(ctx context.Context, ids []int64) error {
-	_, err := t.tx.Exec(ctx, t.s.sql.Text(qCancel), replan, t.s.now(), ids)
-	return err
+	if _, err := t.tx.Exec(ctx, t.s.sql.Text(qCancel), replan, t.s.now(), ids); err != nil {
+		return err
+	}
+	return t.runner().notify(ctx, t.s.channel, []string{""})
 }
 
 // Lock takes the advisory locks of the lines' keys and of the messages'
