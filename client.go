@@ -37,7 +37,8 @@ type Config struct {
 	LeaseDuration time.Duration
 	// MaxProcessingTime bounds a handler's run: past it the handler's
 	// context is cancelled and the job fails. Default 3 x LeaseDuration;
-	// not below LeaseDuration.
+	// it may be shorter than the lease (a job that must answer within a
+	// second), as the lease only bounds how long a dead worker holds it.
 	MaxProcessingTime time.Duration
 	// HeartbeatInterval is how often the leases of running handlers are
 	// renewed, all in one store call. Default a third of LeaseDuration;
@@ -250,8 +251,8 @@ func (cfg Config) resolve() (Config, error) {
 	} else {
 		// The lease is good: the settings measured against it can be
 		// judged.
-		if cfg.MaxProcessingTime < lease {
-			bad("MaxProcessingTime %s is below LeaseDuration %s: a job would be stopped before its first lease ended", cfg.MaxProcessingTime, lease)
+		if cfg.MaxProcessingTime < 0 {
+			bad("MaxProcessingTime is %s, must be positive", cfg.MaxProcessingTime)
 		}
 		if hb := cfg.HeartbeatInterval; hb <= 0 || 3*hb > lease {
 			bad("HeartbeatInterval %s does not fit LeaseDuration %s: it must be positive and at most a third of the lease (%s), so that a lease sees several renewals before it ends",
@@ -485,9 +486,8 @@ func (c *Client[TTx]) startLocked(ctx context.Context) error {
 	var errs []error
 	for _, kind := range slices.Sorted(maps.Keys(c.kinds)) {
 		o := c.kinds[kind]
-		if o.MaxProcessingTime != 0 && o.MaxProcessingTime < c.cfg.LeaseDuration {
-			errs = append(errs, fmt.Errorf("kind %q: MaxProcessingTime %s is below LeaseDuration %s: a job would be stopped before its first lease ended",
-				kind, o.MaxProcessingTime, c.cfg.LeaseDuration))
+		if o.MaxProcessingTime < 0 {
+			errs = append(errs, fmt.Errorf("kind %q: MaxProcessingTime is %s, must be positive", kind, o.MaxProcessingTime))
 		}
 		kinds[kind] = worker.KindConfig{MaxProcessingTime: o.MaxProcessingTime, RetryDelay: o.RetryDelay}
 	}

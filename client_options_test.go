@@ -66,15 +66,55 @@ func TestKindWorkOptions(t *testing.T) {
 	})
 }
 
-func TestKindMaxProcessingTimeBelowTheLeaseIsRefused(t *testing.T) {
+// A kind's maximum processing time may be shorter than the lease: the
+// handler is stopped when it ends, and the job fails.
+func TestKindMaxProcessingTimeBelowTheLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, _ := newClient(t, leasehold.Config{LeaseDuration: 5 * time.Minute, Queues: map[string]leasehold.QueueConfig{"default": {}}})
-		leasehold.AddHandler(c, func(context.Context, *leasehold.Job[render]) error { return nil })
+		c, st := newClient(t, leasehold.Config{LeaseDuration: 5 * time.Minute, Queues: map[string]leasehold.QueueConfig{"default": {}}})
+		stopped := make(chan time.Duration, 1)
+		causes := make(chan error, 1)
+		leasehold.AddHandler(c, func(ctx context.Context, _ *leasehold.Job[render]) error {
+			began := time.Now()
+			<-ctx.Done()
+			stopped <- time.Since(began)
+			causes <- context.Cause(ctx)
+			return context.Cause(ctx)
+		})
+		ctx := context.Background()
+		if _, err := c.Enqueue(ctx, render{Page: 1}, &leasehold.EnqueueOptions{MaxDeliveries: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer c.Stop(ctx)
+		if took := <-stopped; took != 2*time.Minute {
+			t.Fatalf("the handler was stopped after %s, want the kind's 2m0s", took)
+		}
+		if cause := <-causes; !errors.Is(cause, leasehold.ErrMaxProcessingTime) {
+			t.Fatalf("the handler's context ended with %v, want ErrMaxProcessingTime", cause)
+		}
+		waitFor(t, "the job dead", func() bool { return count(t, st, "default").Dead == 1 })
+	})
+}
+
+func TestKindNegativeMaxProcessingTimeIsRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, _ := newClient(t, leasehold.Config{Queues: map[string]leasehold.QueueConfig{"default": {}}})
+		leasehold.AddHandler(c, func(context.Context, *leasehold.Job[negativeLimit]) error { return nil })
 		err := c.Start(context.Background())
-		if err == nil || !strings.Contains(err.Error(), `kind "render": MaxProcessingTime 2m0s is below LeaseDuration 5m0s`) {
-			t.Fatalf("Start: %v, want the kind's limit and the lease named", err)
+		if err == nil || !strings.Contains(err.Error(), `kind "negative_limit": MaxProcessingTime is -1s, must be positive`) {
+			t.Fatalf("Start: %v, want the kind's limit named", err)
 		}
 	})
+}
+
+type negativeLimit struct{}
+
+func (negativeLimit) Kind() string { return "negative_limit" }
+
+func (negativeLimit) WorkOpts() leasehold.WorkOptions {
+	return leasehold.WorkOptions{MaxProcessingTime: -time.Second}
 }
 
 // upper is a codec that stores JSON upper-cased, to show it is used both

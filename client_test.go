@@ -236,7 +236,7 @@ func TestClientRefusesBadSettings(t *testing.T) {
 		want string
 	}{
 		{"short lease", leasehold.Config{LeaseDuration: 100 * time.Millisecond, Queues: map[string]leasehold.QueueConfig{"q": {}}}, "LeaseDuration is 100ms"},
-		{"processing below the lease", leasehold.Config{LeaseDuration: 10 * time.Second, MaxProcessingTime: 5 * time.Second}, "MaxProcessingTime 5s is below LeaseDuration 10s"},
+		{"negative processing time", leasehold.Config{MaxProcessingTime: -time.Second}, "MaxProcessingTime is -1s, must be positive"},
 		{"concurrency", leasehold.Config{Queues: map[string]leasehold.QueueConfig{"q": {Concurrency: -1}}}, `queue "q"`},
 		{"queue name", leasehold.Config{Queues: map[string]leasehold.QueueConfig{"": {}}}, "Queue"},
 		{"heartbeat the lease cannot keep", leasehold.Config{LeaseDuration: 3 * time.Second, HeartbeatInterval: 2 * time.Second}, "HeartbeatInterval 2s does not fit LeaseDuration 3s"},

@@ -39,8 +39,8 @@ type JobArgsWithWorkOpts interface {
 // from the client's settings. A zero field takes the client's.
 type WorkOptions struct {
 	// MaxProcessingTime bounds one run of a job of the kind: past it the
-	// handler's context is cancelled and the job fails. Not below the
-	// client's LeaseDuration (Start refuses it).
+	// handler's context is cancelled and the job fails. Any positive
+	// time, shorter than the lease too.
 	MaxProcessingTime time.Duration
 	// RetryDelay gives the delay before a failed job of the kind runs
 	// again; attempt counts its deliveries so far, from 1. Default: the
