@@ -161,6 +161,10 @@ func TestPagesShowEveryState(t *testing.T) {
 	if code != 200 || !strings.Contains(page, "hex") || !strings.Contains(page, "00 01 02 ff") || !strings.Contains(page, "boom &lt;x&gt;") {
 		t.Fatalf("message page of a binary dead payload: %d\n%s", code, page)
 	}
+	// The dead message's error history: its one attempt, escaped.
+	if !strings.Contains(page, "Error history") || !regexp.MustCompile(`<td class="num">1</td><td>[^<]+ UTC</td><td>w</td><td class="error"><pre>boom &lt;x&gt;</pre>`).MatchString(page) {
+		t.Fatalf("message page without the attempt's error in its history:\n%s", page)
+	}
 	code, page = f.get("/queues/jobs/keys")
 	if code != 200 || !strings.Contains(page, ">k1<") || !strings.Contains(page, "processing") {
 		t.Fatalf("keys page: %d\n%s", code, page)

@@ -447,6 +447,18 @@ type messageData struct {
 	FinishedAt   string
 	FirstClaimed string
 	Actions      []string
+	// Errors are the message's error history, newest first, of which
+	// the store keeps ErrorsKept.
+	Errors     []attemptError
+	ErrorsKept int
+}
+
+// attemptError is a row of a message's error history.
+type attemptError struct {
+	Attempt int
+	At      string
+	Worker  string
+	Error   string
 }
 
 func (d *Dashboard) messagePage(w http.ResponseWriter, r *http.Request, v *view) (string, error) {
@@ -466,6 +478,11 @@ func (d *Dashboard) messagePage(w http.ResponseWriter, r *http.Request, v *view)
 		EnqueuedAt: stamp(in.EnqueuedAt), VisibleAt: stamp(in.VisibleAt), FinishedAt: stamp(in.FinishedAt), FirstClaimed: stamp(in.FirstClaimedAt)}
 	if len(in.Attributes) > 0 {
 		data.Attributes = showPayload(in.Attributes)
+	}
+	data.ErrorsKept = store.MaxErrors
+	for i := len(in.Errors) - 1; i >= 0; i-- {
+		e := in.Errors[i]
+		data.Errors = append(data.Errors, attemptError{Attempt: e.Attempt, At: stamp(e.At), Worker: e.WorkerID, Error: e.Error})
 	}
 	switch in.State {
 	case store.Dead:
