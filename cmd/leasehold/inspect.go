@@ -25,6 +25,7 @@ import (
 type statsJSON struct {
 	Queue                   string  `json:"queue"`
 	Pending                 int64   `json:"pending"`
+	Delayed                 int64   `json:"delayed"`
 	Waiting                 int64   `json:"waiting"`
 	Processing              int64   `json:"processing"`
 	Completed               int64   `json:"completed"`
@@ -41,7 +42,8 @@ func (a *app) statsCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stats [--queue Q] [--json]",
 		Short: "Count each queue's messages by state",
-		Long: `stats prints, per queue: pending (visible or delayed), waiting behind
+		Long: `stats prints, per queue: pending (visible or delayed), of those the
+delayed (not visible yet: a delay, a retry's or a release's), waiting behind
 their key, in flight, completed, dead, cancelled, the age of the oldest
 visible pending message, the keys blocked by an unfinished head, and
 whether the queue is paused (see queue pause). It reads only live
@@ -71,7 +73,7 @@ of completed messages as with none, and it never changes the database.`,
 			var tw *tabwriter.Writer
 			if !asJSON {
 				tw = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "QUEUE\tPENDING\tWAITING\tPROCESSING\tCOMPLETED\tDEAD\tCANCELLED\tBLOCKED KEYS\tOLDEST PENDING\tPAUSED")
+				fmt.Fprintln(tw, "QUEUE\tPENDING\tDELAYED\tWAITING\tPROCESSING\tCOMPLETED\tDEAD\tCANCELLED\tBLOCKED KEYS\tOLDEST PENDING\tPAUSED")
 			}
 			enc := json.NewEncoder(a.stdout)
 			for _, q := range queues {
@@ -80,7 +82,7 @@ of completed messages as with none, and it never changes the database.`,
 					return err
 				}
 				if asJSON {
-					if err := enc.Encode(statsJSON{Queue: q, Pending: s.Pending, Waiting: s.Waiting, Processing: s.Processing,
+					if err := enc.Encode(statsJSON{Queue: q, Pending: s.Pending, Delayed: s.Delayed, Waiting: s.Waiting, Processing: s.Processing,
 						Completed: s.Completed, Dead: s.Dead, Cancelled: s.Cancelled, BlockedKeys: s.BlockedKeys, OldestPendingAgeSeconds: s.OldestPendingAge.Seconds(),
 						Paused: s.Paused}); err != nil {
 						return err
@@ -91,7 +93,7 @@ of completed messages as with none, and it never changes the database.`,
 				if s.Paused {
 					paused = "yes"
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", escape(q), s.Pending, s.Waiting, s.Processing, s.Completed, s.Dead,
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", escape(q), s.Pending, s.Delayed, s.Waiting, s.Processing, s.Completed, s.Dead,
 					s.Cancelled, s.BlockedKeys, s.OldestPendingAge.Round(time.Millisecond), paused)
 			}
 			if tw != nil {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -130,5 +131,22 @@ func TestWorkPeriodic(t *testing.T) {
 		if r.code != 2 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "--periodic") {
 			t.Fatalf("--periodic %q: exit %d, stderr %q; want a one-line usage error", bad, r.code, r.stderr)
 		}
+	}
+}
+
+// stats counts the delayed messages apart, as a part of the pending.
+func TestStatsCountDelayed(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := "sqlite:" + filepath.Join(dir, "delayed.db")
+	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "d", "now").must(t)
+	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "d", "--delay", "1h", "later").must(t)
+	lines := jsonLines(t, runBin(t, dir, "", "--db", db, "stats", "--queue", "d", "--json").must(t).stdout)
+	if len(lines) != 1 || lines[0]["pending"].(float64) != 2 || lines[0]["delayed"].(float64) != 1 {
+		t.Fatalf("stats --json: %v, want 2 pending of which 1 delayed", lines)
+	}
+	table := runBin(t, dir, "", "--db", db, "stats").must(t).stdout
+	if !strings.Contains(table, "DELAYED") || !regexp.MustCompile(`(?m)^d\s+2\s+1\s+0\s`).MatchString(table) {
+		t.Fatalf("the stats table lacks the delayed column:\n%s", table)
 	}
 }

@@ -133,12 +133,16 @@ func TestPagesShowEveryState(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	f.enqueue(store.NewMessage{Queue: "jobs", Payload: []byte("later"), Delay: time.Hour})
 	code, page := f.get("/")
 	if code != 200 || !strings.Contains(page, "&lt;script&gt;alert(1)&lt;/script&gt;") || strings.Contains(page, evil) {
 		t.Fatalf("queues page: %d; the queue name must be escaped:\n%s", code, page)
 	}
-	if !strings.Contains(page, `href="/queues/jobs"`) || !strings.Contains(page, `data-field="processing">1<`) {
-		t.Fatalf("queues page lacks the jobs row with one processing:\n%s", page)
+	if !strings.Contains(page, `href="/queues/jobs"`) || !strings.Contains(page, `data-field="processing">1<`) || !strings.Contains(page, `data-field="delayed">1<`) {
+		t.Fatalf("queues page lacks the jobs row with one processing and one delayed:\n%s", page)
+	}
+	if _, api := f.get("/api/queues"); !strings.Contains(api, `"Delayed":1`) {
+		t.Fatalf("/api/queues lacks the delayed count: %s", api)
 	}
 	code, page = f.get("/queues/" + url.PathEscape(evil) + "?state=pending")
 	if code != 200 || strings.Contains(page, "<i>key</i>") || !strings.Contains(page, "&lt;i&gt;key&lt;/i&gt;") {

@@ -268,16 +268,16 @@ func (d *Dashboard) apiQueues(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	type row struct {
-		Name                                                     string
-		Paused                                                   bool
-		Pending, Waiting, Processing, Completed, Dead, Cancelled int64
-		Oldest                                                   string
-		Chart                                                    chart
+		Name                                                              string
+		Paused                                                            bool
+		Pending, Delayed, Waiting, Processing, Completed, Dead, Cancelled int64
+		Oldest                                                            string
+		Chart                                                             chart
 	}
 	out := make([]row, len(data.Rows))
 	for i, q := range data.Rows {
 		s := q.Stats
-		out[i] = row{q.Name, s.Paused, s.Pending, s.Waiting, s.Processing, s.Completed, s.Dead, s.Cancelled, q.Oldest, q.Chart}
+		out[i] = row{q.Name, s.Paused, s.Pending, s.Delayed, s.Waiting, s.Processing, s.Completed, s.Dead, s.Cancelled, q.Oldest, q.Chart}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")

@@ -6,7 +6,7 @@
   var table = document.getElementById("queues");
   if (!table) return;
   var url = table.getAttribute("data-live");
-  var fields = ["pending", "waiting", "processing", "completed", "cancelled"];
+  var fields = ["pending", "delayed", "waiting", "processing", "completed", "cancelled"];
   function setText(row, field, value) {
     var cell = row.querySelector('[data-field="' + field + '"]');
     if (cell && cell.textContent !== String(value)) cell.textContent = String(value);
