@@ -472,6 +472,13 @@ func TestBrowsingReadsNoHistory(t *testing.T) {
 		// Ten dead messages: their own index may be the cheaper read.
 		{"List of dead messages with a key", list(store.ListFilter{State: store.Dead, Key: "k1"}), []string{"messages_dead", "messages_finished_key"}, ""},
 		{"List of cancelled messages", list(store.ListFilter{State: store.Cancelled}), nil, "messages_cancelled"},
+		// A kind in the live and dead states, as a job listing of a kind
+		// across states asks: the state's index, the kind passed over.
+		{"List of pending messages of a kind", list(store.ListFilter{State: store.Pending, Kind: "email"}), nil, "messages_ready"},
+		{"List of waiting messages of a kind", list(store.ListFilter{State: store.Waiting, Kind: "email"}), nil, "messages_waiting"},
+		{"List of processing messages of a kind", list(store.ListFilter{State: store.Processing, Kind: "email"}), nil, "messages_processing"},
+		{"List of dead messages of a kind", list(store.ListFilter{State: store.Dead, Kind: "email"}), nil, "messages_dead"},
+		{"List of cancelled messages of a kind", list(store.ListFilter{State: store.Cancelled, Kind: "email"}), nil, "messages_cancelled"},
 		{"Get", func() error { _, err := s.Get(ctx, 30000); return err }, nil, "messages_pkey"},
 		{"BlockedKeys", func() error {
 			keys, err := s.BlockedKeys(ctx, "q", "", 0)

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -27,6 +28,21 @@ func (b *bundle) finishedThree() (completed, dead, cancelled int64, completedBy 
 	return completed, dead, cancelled, completedBy
 }
 
+// refusedByID checks that op (Rerun or Delete) refuses a batch with a
+// processing message, one with an unknown id, and none; the caller then
+// checks that nothing changed.
+func (b *bundle) refusedByID(op string, fn func(context.Context, []int64) error, finished, processing int64) {
+	b.t.Helper()
+	for _, bad := range []struct {
+		ids  []int64
+		want error
+	}{{[]int64{finished, processing}, store.ErrProcessing}, {[]int64{finished, 987654}, store.ErrNotFound}, {nil, store.ErrInvalid}} {
+		if err := fn(b.ctx, bad.ids); !errors.Is(err, bad.want) {
+			b.t.Fatalf("%s(%v) = %v, want %v", op, bad.ids, err, bad.want)
+		}
+	}
+}
+
 // Rerun brings completed, dead and cancelled messages back, pending and
 // visible now with a fresh budget, off the completed count, their error
 // history kept and no earlier lease reaching them; it makes a delayed
@@ -39,14 +55,7 @@ func testRerun(t *testing.T, f Factory) {
 	processing := b.send("processing")
 	held := b.claimOne()
 
-	for _, bad := range []struct {
-		ids  []int64
-		want error
-	}{{[]int64{completed, processing}, store.ErrProcessing}, {[]int64{completed, 987654}, store.ErrNotFound}, {nil, store.ErrInvalid}} {
-		if err := b.s.Rerun(b.ctx, bad.ids); !errors.Is(err, bad.want) {
-			t.Fatalf("Rerun(%v) = %v, want %v", bad.ids, err, bad.want)
-		}
-	}
+	b.refusedByID("Rerun", b.s.Rerun, completed, processing)
 	b.wantState(completed, store.Completed)
 	b.wantState(processing, store.Processing)
 	if st := b.stats(); st.Completed != 1 || st.Dead != 1 || st.Cancelled != 1 {
@@ -131,14 +140,7 @@ func testDelete(t *testing.T, f Factory) {
 	processing := b.send("processing")
 	held := b.claimOne()
 
-	for _, bad := range []struct {
-		ids  []int64
-		want error
-	}{{[]int64{completed, processing}, store.ErrProcessing}, {[]int64{completed, 987654}, store.ErrNotFound}, {nil, store.ErrInvalid}} {
-		if err := b.s.Delete(b.ctx, bad.ids); !errors.Is(err, bad.want) {
-			t.Fatalf("Delete(%v) = %v, want %v", bad.ids, err, bad.want)
-		}
-	}
+	b.refusedByID("Delete", b.s.Delete, completed, processing)
 	b.wantState(completed, store.Completed)
 	if st := b.stats(); st.Completed != 1 || st.Processing != 1 || st.Pending != 1 || st.Waiting != 2 {
 		t.Fatalf("stats after refused deletes %+v", st)
