@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/storecore"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -168,7 +169,14 @@ func (p JobListParams) check() ([]JobState, int, error) {
 			once = append(once, s)
 		}
 	}
-	return once, cmp.Or(p.Limit, DefaultJobListLimit), nil
+	limit := cmp.Or(p.Limit, DefaultJobListLimit)
+	// The filters are checked as the store checks them, once, so that a
+	// bad one is refused even when there is no queue to list.
+	f := store.ListFilter{Queue: cmp.Or(p.Queue, DefaultQueue), State: once[0], Kind: p.Kind, Key: p.Key, Limit: limit}
+	if _, err := storecore.CheckListFilter(f); err != nil {
+		return nil, 0, err
+	}
+	return once, limit, nil
 }
 
 // JobList lists a page of jobs by id: ascending, or, when p.Before is

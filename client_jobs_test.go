@@ -218,9 +218,14 @@ func TestJobList(t *testing.T) {
 			{After: -5},
 			{Before: -5},
 			{Kind: strings.Repeat("k", store.MaxNameLength+1)},
+			{Key: "a\x00b"},
+			{Queue: strings.Repeat("q", store.MaxNameLength+1)},
 		} {
 			_, err := f.c.JobList(f.ctx, bad)
 			wantOneLine(t, fmt.Sprintf("JobList(%+v)", bad), err, store.ErrInvalid)
+			// A store without queues refuses it too.
+			_, err = newJobsFixture(t, memoryStore(t)).c.JobList(f.ctx, bad)
+			wantOneLine(t, fmt.Sprintf("JobList(%+v) of an empty store", bad), err, store.ErrInvalid)
 		}
 	})
 }
