@@ -24,6 +24,9 @@ var (
 	ErrNotMigrated = errors.New("not a leasehold database; run leasehold migrate")
 	// ErrClosed reports use of a closed store.
 	ErrClosed = errors.New("store closed")
+	// ErrProcessing reports an operation that a processing message
+	// refuses (see Store.Rerun and Store.Delete); it changed nothing.
+	ErrProcessing = errors.New("message is processing")
 )
 
 // State is where a message is in its life.
@@ -645,6 +648,25 @@ type Store interface {
 	// Purge deletes dead messages: the given ids, or all of the queue's when
 	// ids is empty. It returns how many it deleted.
 	Purge(ctx context.Context, queue string, ids []int64) (int, error)
+	// Rerun makes messages, by id, of any queue, run again now: a
+	// completed, dead or cancelled one returns as Redrive brings back a
+	// dead one (pending and visible now, or waiting behind its key's
+	// unfinished head, with a fresh delivery budget, its dead reason and
+	// finish time cleared and no lease from before reaching it), and
+	// leaves the completed count; a pending one that is not visible yet
+	// becomes visible now. A waiting one is left as it is: its key's line
+	// says when it runs. Its error history and last error stay. A
+	// processing message is refused with an error wrapping
+	// ErrProcessing, and an id that names no message with one wrapping
+	// ErrNotFound; either way nothing changes.
+	Rerun(ctx context.Context, ids []int64) error
+	// Delete deletes messages, by id, of any queue, in any state but
+	// processing, and leaves the completed count of a completed one. A
+	// deleted pending message that headed its key's line lets the next
+	// one of the line go. A processing message is refused with an error
+	// wrapping ErrProcessing, and an id that names no message with one
+	// wrapping ErrNotFound; either way nothing changes.
+	Delete(ctx context.Context, ids []int64) error
 	// Stats counts the messages of a queue.
 	Stats(ctx context.Context, queue string) (Stats, error)
 	// Queues lists, sorted, the queues that hold messages in any state,

@@ -121,11 +121,12 @@ func New(cfg Config, b Backend) *Store {
 
 // Failed applies the error rule: the errors callers branch on (the
 // store's own: a lost lease, a missing message, bad input, a closed store,
-// a database that is not migrated) pass as they are, since they name their
-// problem; any other is prefixed with the backend and the operation.
+// a database that is not migrated, a processing message refused) pass as
+// they are, since they name their problem; any other is prefixed with the backend and the operation.
 func (s *Store) Failed(op string, err error) error {
 	if err == nil || errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrNotFound) ||
-		errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrClosed) || errors.Is(err, store.ErrNotMigrated) {
+		errors.Is(err, store.ErrInvalid) || errors.Is(err, store.ErrClosed) || errors.Is(err, store.ErrNotMigrated) ||
+		errors.Is(err, store.ErrProcessing) {
 		return err
 	}
 	return fmt.Errorf("%s: %s: %w", s.name, op, err)
@@ -290,6 +291,24 @@ func (s *Store) Redrive(ctx context.Context, queue string, ids []int64) (int, er
 		s.wake.Notify(queue)
 	}
 	return n, err
+}
+
+// checkByID checks the ids of Rerun and Delete.
+func checkByID(op string, ids []int64) error {
+	if len(ids) == 0 {
+		return invalid("no message ids to %s", op)
+	}
+	return CheckIDs(ids)
+}
+
+// Rerun implements store.Store.
+func (s *Store) Rerun(ctx context.Context, ids []int64) error {
+	return s.settle(ctx, "rerun", checkByID("rerun", ids), &rerunning{ids: ids})
+}
+
+// Delete implements store.Store.
+func (s *Store) Delete(ctx context.Context, ids []int64) error {
+	return s.settle(ctx, "delete", checkByID("delete", ids), &deleting{ids: ids})
 }
 
 // Move implements store.Store.

@@ -25,6 +25,8 @@ import (
 //	pending, waiting, processing ──cancel──▶ cancelled
 //	dead, of a message with a dead-letter queue ══▶ pending or waiting there instead
 //	pending (visible), dead ──move──▶ pending or waiting in another queue
+//	completed, dead, cancelled ──rerun──▶ pending, or waiting behind its key's head
+//	any but processing ──delete──▶ gone
 
 // Held is a claimed message as a settling transaction found it: under its
 // current lease, and locked until the transaction ends.
@@ -149,6 +151,17 @@ type SettleTx interface {
 	Hold(ctx context.Context, ids []int64, uncount bool) error
 	// Cancel cancels messages: pending, waiting or processing ones.
 	Cancel(ctx context.Context, ids []int64) error
+	// Rerun brings finished messages (completed, dead or cancelled), as
+	// Find found them, back as store.Store.Redrive brings back a dead
+	// one, one after another in their order, so that each finds those
+	// before it in its key's line; it takes the completed ones off their
+	// queues' counts.
+	Rerun(ctx context.Context, ms []Found) error
+	// Hasten makes pending messages that are not visible yet visible now.
+	Hasten(ctx context.Context, ids []int64) error
+	// Delete deletes messages that are not processing, as Find found
+	// them, taking the completed ones off their queues' counts.
+	Delete(ctx context.Context, ms []Found) error
 	// Lock takes the locks that promoting lines and inserting msgs need,
 	// all in one call, so that two transactions never wait on each other.
 	Lock(ctx context.Context, lines []Line, msgs []store.NewMessage) error
@@ -735,4 +748,92 @@ func distinct(names []string) []string {
 func distinctLines(lines []Line) []Line {
 	slices.SortFunc(lines, func(a, b Line) int { return cmp.Or(cmp.Compare(a.Queue, b.Queue), cmp.Compare(a.Key, b.Key)) })
 	return slices.Compact(lines)
+}
+
+// foundAll finds the messages of ids, locked, in input order: every id must
+// name a message, and none may be processing, for an operation that
+// refuses those (op names it in the error).
+func foundAll(ctx context.Context, tx SettleTx, op string, ids []int64) ([]Found, error) {
+	found, err := tx.Find(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[int64]Found, len(found))
+	for _, f := range found {
+		byID[f.ID] = f
+	}
+	out := make([]Found, len(ids))
+	for i, id := range ids {
+		f, ok := byID[id]
+		if !ok {
+			return nil, NoMessage("", id)
+		}
+		if f.State == store.Processing {
+			return nil, fmt.Errorf("%w: cannot %s message %d of queue %q", store.ErrProcessing, op, id, f.Queue)
+		}
+		out[i] = f
+	}
+	return out, nil
+}
+
+// rerunning makes messages run again now (see store.Store.Rerun).
+type rerunning struct {
+	settled
+	ids []int64
+}
+
+func (rr *rerunning) Settle(ctx context.Context, tx SettleTx) error {
+	found, err := foundAll(ctx, tx, "rerun", rr.ids)
+	if err != nil {
+		return err
+	}
+	var back []Found
+	var hasten []int64
+	var queues []string
+	for _, f := range found {
+		switch f.State {
+		case store.Completed, store.Dead, store.Cancelled:
+			back = append(back, f)
+		case store.Pending:
+			hasten = append(hasten, f.ID)
+		default:
+			continue // waiting: its line says when it runs
+		}
+		queues = append(queues, f.Queue)
+	}
+	if len(back) > 0 {
+		if err := tx.Rerun(ctx, back); err != nil {
+			return err
+		}
+	}
+	if len(hasten) > 0 {
+		if err := tx.Hasten(ctx, hasten); err != nil {
+			return err
+		}
+	}
+	return rr.after(ctx, tx, nil, nil, queues, transfers{})
+}
+
+// deleting deletes messages that are not processing, and lets the next
+// message of each deleted head's line go.
+type deleting struct {
+	settled
+	ids []int64
+}
+
+func (dl *deleting) Settle(ctx context.Context, tx SettleTx) error {
+	found, err := foundAll(ctx, tx, "delete", dl.ids)
+	if err != nil {
+		return err
+	}
+	var lines []Line
+	for _, f := range found {
+		if f.State == store.Pending && f.Key != "" {
+			lines = append(lines, Line{f.Queue, f.Key}) // a pending message with a key heads its line
+		}
+	}
+	if err := tx.Delete(ctx, found); err != nil {
+		return err
+	}
+	return dl.after(ctx, tx, distinctLines(lines), nil, nil, transfers{})
 }

@@ -136,6 +136,29 @@ func (t recorderTx) Cancel(_ context.Context, ids []int64) error {
 	return nil
 }
 
+func foundIDs(ms []storecore.Found) []int64 {
+	ids := make([]int64, len(ms))
+	for i, m := range ms {
+		ids[i] = m.ID
+	}
+	return ids
+}
+
+func (t recorderTx) Rerun(_ context.Context, ms []storecore.Found) error {
+	t.call("rerun %v", foundIDs(ms))
+	return nil
+}
+
+func (t recorderTx) Hasten(_ context.Context, ids []int64) error {
+	t.call("hasten %v", ids)
+	return nil
+}
+
+func (t recorderTx) Delete(_ context.Context, ms []storecore.Found) error {
+	t.call("delete %v", foundIDs(ms))
+	return nil
+}
+
 func (t recorderTx) Lock(_ context.Context, lines []storecore.Line, msgs []store.NewMessage) error {
 	t.call("lock %v %d", lines, len(msgs))
 	return nil
@@ -436,4 +459,56 @@ func TestSettleMove(t *testing.T) {
 			t.Errorf("Move(%+v) = %v, want ErrInvalid", bad, err)
 		}
 	}
+}
+
+// Rerun brings finished messages back in input order, makes a pending one
+// visible now, leaves a waiting one, and wakes their queues; a processing
+// message or a missing id refuses the whole batch before anything changes.
+func TestSettleRerun(t *testing.T) {
+	s, r := newRecorder(t)
+	r.found = []storecore.Found{
+		{ID: 1, Queue: "q", Key: "k", State: store.Completed},
+		{ID: 2, Queue: "q", State: store.Dead},
+		{ID: 3, Queue: "r", State: store.Cancelled},
+		{ID: 4, Queue: "q", State: store.Pending},
+		{ID: 5, Queue: "q", Key: "k", State: store.Waiting},
+		{ID: 6, Queue: "q", State: store.Processing},
+	}
+	if err := s.Rerun(t.Context(), []int64{3, 1, 4, 5, 2}); err != nil {
+		t.Fatal(err)
+	}
+	checkCalls(t, r, "rerun [3 1 2]", "hasten [4]", "notify [q r]")
+	r.calls = nil
+	if err := s.Rerun(t.Context(), []int64{1, 6}); !errors.Is(err, store.ErrProcessing) {
+		t.Errorf("Rerun of a processing message: %v, want ErrProcessing", err)
+	}
+	if err := s.Rerun(t.Context(), []int64{1, 7}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Rerun of a missing message: %v, want ErrNotFound", err)
+	}
+	if err := s.Rerun(t.Context(), nil); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("Rerun of no ids: %v, want ErrInvalid", err)
+	}
+	checkCalls(t, r)
+}
+
+// Delete deletes messages in any state but processing and lets the next
+// message of a deleted pending head's key go.
+func TestSettleDelete(t *testing.T) {
+	s, r := newRecorder(t)
+	r.found = []storecore.Found{
+		{ID: 1, Queue: "q", Key: "k", State: store.Pending},
+		{ID: 2, Queue: "q", Key: "k", State: store.Waiting},
+		{ID: 3, Queue: "q", Key: "j", State: store.Completed},
+		{ID: 4, Queue: "q", State: store.Pending},
+		{ID: 6, Queue: "q", State: store.Processing},
+	}
+	if err := s.Delete(t.Context(), []int64{3, 2, 1, 4}); err != nil {
+		t.Fatal(err)
+	}
+	checkCalls(t, r, "delete [3 2 1 4]", "lock [{q k}] 0", "promote [{q k}]", "notify [q]")
+	r.calls = nil
+	if err := s.Delete(t.Context(), []int64{6}); !errors.Is(err, store.ErrProcessing) {
+		t.Errorf("Delete of a processing message: %v, want ErrProcessing", err)
+	}
+	checkCalls(t, r)
 }

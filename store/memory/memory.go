@@ -756,13 +756,7 @@ func (s *backend) transferLocked(m *message, to string, a storecore.Arrival, now
 	if m.dedupID != "" && q.dedup[m.dedupID] == m {
 		delete(q.dedup, m.dedupID)
 	}
-	if line := q.keys[m.key]; m.key != "" && line != nil {
-		line.running = removeMessage(line.running, m)
-		line.waiting = removeMessage(line.waiting, m)
-		if len(line.running) == 0 && len(line.waiting) == 0 {
-			delete(q.keys, m.key)
-		}
-	}
+	q.leaveLine(m)
 	if a.Dead {
 		m.noteError(a.Error, now)
 		m.dlSource, m.deadReason, m.lastError = q.name, a.Reason, a.Error
@@ -1014,6 +1008,26 @@ func (q *queue) placeFair(m *message, now int64) int64 {
 		}
 	}
 	return min(now, max(first, last))
+}
+
+// leaveLine takes a message out of its key's line, if it is in one, and
+// forgets a line left empty.
+func (q *queue) leaveLine(m *message) {
+	if line := q.keys[m.key]; m.key != "" && line != nil {
+		line.running = removeMessage(line.running, m)
+		line.waiting = removeMessage(line.waiting, m)
+		if len(line.running) == 0 && len(line.waiting) == 0 {
+			delete(q.keys, m.key)
+		}
+	}
+}
+
+// dropCompleted takes a completed message out of the queue's completions,
+// which Prune reads, when it leaves the state another way than by Prune.
+func (q *queue) dropCompleted(m *message) {
+	if m.state == store.Completed {
+		q.completed = slices.DeleteFunc(q.completed, func(c *message) bool { return c == m })
+	}
 }
 
 // removePending takes a message out of line, if it is in.

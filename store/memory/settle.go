@@ -212,6 +212,45 @@ func (t *settleTx) Cancel(_ context.Context, ids []int64) error {
 	return nil
 }
 
+func (t *settleTx) Rerun(_ context.Context, ms []storecore.Found) error {
+	now := t.settling.now
+	for _, f := range ms {
+		m := t.b().byIDLocked(f.ID)
+		m.queue.dropCompleted(m)
+		m.queue.setState(m, store.Pending)
+		m.deliveries, m.deadReason, m.finishedAt, m.lockedUntil = 0, "", 0, 0
+		m.fence = 0 // no lease from before it finished completes it late
+		m.visibleAt = now
+		t.b().lineUpLocked(m, now)
+	}
+	return nil
+}
+
+func (t *settleTx) Hasten(_ context.Context, ids []int64) error {
+	now := t.settling.now
+	for _, id := range ids {
+		if m := t.b().byIDLocked(id); m.visibleAt > now {
+			m.queue.removePending(m)
+			m.visibleAt = now
+			m.queue.pushPending(m, now)
+		}
+	}
+	return nil
+}
+
+func (t *settleTx) Delete(_ context.Context, ms []storecore.Found) error {
+	for _, f := range ms {
+		m := t.b().byIDLocked(f.ID)
+		q := m.queue
+		q.dropCompleted(m)
+		q.removePending(m)
+		q.leaveLine(m)
+		t.b().deleteLocked(m)
+	}
+	t.b().trimLocked()
+	return nil
+}
+
 // Lock takes nothing: the store's lock is held.
 func (*settleTx) Lock(context.Context, []storecore.Line, []store.NewMessage) error { return nil }
 

@@ -472,6 +472,13 @@ func TestBrowsingReadsNoHistory(t *testing.T) {
 		// Ten dead messages: their own index may be the cheaper read.
 		{"List of dead messages with a key", list(store.ListFilter{State: store.Dead, Key: "k1"}), []string{"messages_dead", "messages_finished_key"}, ""},
 		{"List of cancelled messages", list(store.ListFilter{State: store.Cancelled}), nil, "messages_cancelled"},
+		// A kind in the live and dead states, as a job listing of a kind
+		// across states asks: the state's index, the kind passed over.
+		{"List of pending messages of a kind", list(store.ListFilter{State: store.Pending, Kind: "email"}), nil, "messages_ready"},
+		{"List of waiting messages of a kind", list(store.ListFilter{State: store.Waiting, Kind: "email"}), nil, "messages_waiting"},
+		{"List of processing messages of a kind", list(store.ListFilter{State: store.Processing, Kind: "email"}), nil, "messages_processing"},
+		{"List of dead messages of a kind", list(store.ListFilter{State: store.Dead, Kind: "email"}), nil, "messages_dead"},
+		{"List of cancelled messages of a kind", list(store.ListFilter{State: store.Cancelled, Kind: "email"}), nil, "messages_cancelled"},
 		{"Get", func() error { _, err := s.Get(ctx, 30000); return err }, nil, "messages_pkey"},
 		{"BlockedKeys", func() error {
 			keys, err := s.BlockedKeys(ctx, "q", "", 0)
@@ -514,30 +521,75 @@ func TestBrowsingReadsNoHistory(t *testing.T) {
 			return err
 		}, live, "messages_ready"},
 	} {
-		before := f.indexReads(t)
-		f.unchanged(t, seqScansQuery, "sequential scans", c.op, c.fn)
-		after := f.indexReads(t)
-		uses := append(slices.Clone(c.uses), c.needs)
-		read := false
-		for index, n := range after {
-			scans, tuples := n.scans-before[index].scans, n.tuples-before[index].tuples
-			switch {
-			case scans == 0:
-			case slices.Contains(uses, index):
-				read = true
-			case index == "messages_pkey" && tuples <= 4:
-				// The planner reads an end of the primary key to estimate
-				// a range of ids: a probe of a tuple or two, not a walk.
-			default:
-				t.Errorf("%s read %s (%d scans, %d tuples), want only %v", c.op, index, scans, tuples, uses)
-			}
+		f.readsOnly(t, c.op, c.fn, c.uses, c.needs)
+	}
+}
+
+// readsOnly runs op's fn and fails the test if it scanned the messages
+// table, read an index other than uses and needs (but for a probe of the
+// primary key's end), read none of them, or did not read needs when it
+// is set.
+func (f planFixture) readsOnly(t *testing.T, op string, fn func() error, uses []string, needs string) {
+	t.Helper()
+	before := f.indexReads(t)
+	f.unchanged(t, seqScansQuery, "sequential scans", op, fn)
+	after := f.indexReads(t)
+	uses = append(slices.Clone(uses), needs)
+	read := false
+	for index, n := range after {
+		scans, tuples := n.scans-before[index].scans, n.tuples-before[index].tuples
+		switch {
+		case scans == 0:
+		case slices.Contains(uses, index):
+			read = true
+		case index == "messages_pkey" && tuples <= 4:
+			// The planner reads an end of the primary key to estimate
+			// a range of ids: a probe of a tuple or two, not a walk.
+		default:
+			t.Errorf("%s read %s (%d scans, %d tuples), want only %v", op, index, scans, tuples, uses)
 		}
-		if c.needs != "" && after[c.needs].scans == before[c.needs].scans {
-			t.Errorf("%s did not read %s", c.op, c.needs)
-		}
-		if !read {
-			t.Errorf("%s read none of %v", c.op, uses)
-		}
+	}
+	if needs != "" && after[needs].scans == before[needs].scans {
+		t.Errorf("%s did not read %s", op, needs)
+	}
+	if !read {
+		t.Errorf("%s read none of %v", op, uses)
+	}
+}
+
+// TestRerunAndDeleteReadByID checks that Rerun and Delete find their
+// messages through the primary key (a delayed one maybe through
+// messages_ready), and a rerun message's key's head through
+// messages_key_head, beside 50,000 completed messages of the
+// same keys, statistics gathered: what they cost does not grow with the
+// history.
+func TestRerunAndDeleteReadByID(t *testing.T) {
+	ctx := context.Background()
+	f := newPlanFixture(t)
+	s := f.s
+	if _, err := f.setup.Exec(ctx, `INSERT INTO `+f.schema+`.messages
+		(queue, key, payload, state, deliveries, max_deliveries, fencing_token, enqueued_at, visible_at, locked_until, finished_at)
+		SELECT 'q', 'k' || (i % 100), '\x00', 3, 1, 5, 0, now(), now(), now(), now() FROM generate_series(1, 50000) AS i;
+		INSERT INTO `+f.schema+`.completed_counts (queue, shard, n) VALUES ('q', 0, 50000)`); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Enqueue(ctx, []store.NewMessage{{Queue: "q", Key: "k1", Delay: time.Hour}, {Queue: "q", Key: "k2"}, {Queue: "q", Key: "k2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.setup.Exec(ctx, `ANALYZE `+f.schema+`.messages`); err != nil {
+		t.Fatal(err)
+	}
+	f.readsOnly(t, "Rerun of completed messages", func() error { return s.Rerun(ctx, []int64{42, 43, 44}) },
+		[]string{"messages_key_head"}, "messages_pkey")
+	f.readsOnly(t, "Rerun of a delayed pending message", func() error { return s.Rerun(ctx, []int64{res[0].ID}) },
+		[]string{"messages_ready"}, "messages_pkey")
+	f.readsOnly(t, "Delete of completed messages", func() error { return s.Delete(ctx, []int64{100, 200}) }, nil, "messages_pkey")
+	f.readsOnly(t, "Delete of a key's head", func() error { return s.Delete(ctx, []int64{res[1].ID}) },
+		[]string{"messages_key_head", "messages_waiting"}, "messages_pkey")
+	st, err := s.Stats(ctx, "q")
+	if err != nil || st.Completed != 50000-5 || st.Pending != 5 {
+		t.Fatalf("Stats = %+v, %v; want 49,995 completed and 5 pending", st, err)
 	}
 }
 

@@ -265,8 +265,8 @@ WHERE m.state = {cancelled}
 SELECT queue, key FROM {s}.messages WHERE id = ANY($1::bigint[]) AND key IS NOT NULL
 
 -- name: cancelRows
--- The messages to cancel, locked, in id order, once their keys' locks are
--- held.
+-- The messages to cancel, rerun or delete, locked, in id order, once
+-- their keys' locks are held.
 SELECT id, queue, state, key FROM {s}.messages WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE
 
 -- name: cancel
@@ -359,13 +359,20 @@ WHERE queue = $1 AND state = {dead} AND ($3 OR id = ANY($2::bigint[]))
 ORDER BY id FOR UPDATE
 
 -- name: redrive
--- Brings a dead message back: behind its key's unfinished head, or pending.
--- Its fencing token becomes 0, which the fence sequence never gives, so
--- that no lease from before it died completes it late.
+-- Brings a finished message (dead, completed or cancelled, locked by the
+-- caller, which takes a completed one off its count) back: behind its
+-- key's unfinished head, or pending. Its fencing token becomes 0, which
+-- the fence sequence never gives, so that no lease from before it
+-- finished completes it late.
 UPDATE {s}.messages m SET deliveries = 0, dead_reason = NULL, finished_at = NULL, visible_at = COALESCE($1::timestamptz, now()), fencing_token = 0,
 	state = CASE WHEN m.key IS NOT NULL AND EXISTS (SELECT 1 FROM {s}.messages h
 		WHERE h.queue = m.queue AND h.key = m.key AND h.state IN ({pending}, {processing})) THEN {waiting} ELSE {pending} END
 WHERE m.id = $2
+
+-- name: hasten
+-- Makes the pending messages in $2 that are not visible yet visible now.
+UPDATE {s}.messages SET visible_at = COALESCE($1::timestamptz, now())
+WHERE id = ANY($2::bigint[]) AND state = {pending} AND visible_at > COALESCE($1::timestamptz, now())
 
 -- name: movablePending
 -- Up to $3 visible pending messages of queue $2 in claim order, read
@@ -425,6 +432,9 @@ SELECT queue FROM {s}.queues WHERE queue = ANY($1::text[]) AND created_at IS NOT
 ORDER BY queue FOR KEY SHARE
 
 -- name: purge
+-- Deletes the messages in $1, which the caller has locked and chosen by
+-- state (dead ones for Purge; any but processing for Delete, which takes
+-- completed ones off their counts).
 DELETE FROM {s}.messages WHERE id = ANY($1::bigint[])
 
 -- name: stats

@@ -318,6 +318,46 @@ func (t *settleTx) Cancel(ctx context.Context, ids []int64) error {
 	return t.runner().notify(ctx, t.s.channel, []string{""})
 }
 
+func (t *settleTx) Rerun(ctx context.Context, ms []storecore.Found) error {
+	for _, m := range ms {
+		if _, err := t.tx.Exec(ctx, t.s.sql.Text(qRedrive), replan, t.s.now(), m.ID); err != nil {
+			return err
+		}
+	}
+	t.uncount(ms)
+	return nil
+}
+
+func (t *settleTx) Hasten(ctx context.Context, ids []int64) error {
+	_, err := t.tx.Exec(ctx, t.s.sql.Text(qHasten), replan, t.s.now(), ids)
+	return err
+}
+
+func (t *settleTx) Delete(ctx context.Context, ms []storecore.Found) error {
+	ids := make([]int64, len(ms))
+	for i, m := range ms {
+		ids[i] = m.ID
+	}
+	if _, err := t.tx.Exec(ctx, t.s.sql.Text(qPurge), replan, ids); err != nil {
+		return err
+	}
+	t.uncount(ms)
+	return nil
+}
+
+// uncount takes the completed ones of messages that leave their state
+// off their queues' counts, which countCompleted writes.
+func (t *settleTx) uncount(ms []storecore.Found) {
+	for _, m := range ms {
+		if m.State == store.Completed {
+			if t.completed == nil {
+				t.completed = map[string]int64{}
+			}
+			t.completed[m.Queue]--
+		}
+	}
+}
+
 // Lock takes the advisory locks of the lines' keys and of the messages'
 // keys and dedup ids in one sorted call. Advisory locks are re-entrant, so
 // Promote and Insert taking them again never wait.

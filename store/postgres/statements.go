@@ -45,6 +45,7 @@ const (
 	qExpired
 	qDeadRows
 	qRedrive
+	qHasten
 	qMovablePending
 	qMovableDead
 	qMovableLock
@@ -109,6 +110,7 @@ var queryNames = [nQueries]string{
 	qExpired:            "expired",
 	qDeadRows:           "deadRows",
 	qRedrive:            "redrive",
+	qHasten:             "hasten",
 	qMovablePending:     "movablePending",
 	qMovableDead:        "movableDead",
 	qMovableLock:        "movableLock",

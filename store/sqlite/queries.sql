@@ -212,13 +212,21 @@ SELECT id FROM leasehold_messages WHERE queue = ? AND state = {dead} ORDER BY id
 SELECT 1 FROM leasehold_messages WHERE id = ? AND queue = ? AND state = {dead}
 
 -- name: redrive
--- Brings a dead message back: behind its key's unfinished head, or
--- pending. Its fencing token becomes 0, which no claim mints, so that no
--- lease from before it died completes it late.
+-- Brings a finished message (dead, completed or cancelled) back at time
+-- ?1: behind its key's unfinished head, or pending. Its fencing token
+-- becomes 0, which no claim mints, so that no lease from before it
+-- finished completes it late. A completed one leaves its count by
+-- trigger.
 UPDATE leasehold_messages SET deliveries = 0, dead_reason = NULL, finished_at = NULL, visible_at = ?1, fencing_token = 0,
 	state = CASE WHEN key IS NOT NULL AND EXISTS (SELECT 1 FROM leasehold_messages h
 		WHERE h.queue = leasehold_messages.queue AND h.key = leasehold_messages.key AND h.state IN ({pending}, {processing})) THEN {waiting} ELSE {pending} END
-WHERE id = ?2 AND state = {dead}
+WHERE id = ?2 AND state IN ({dead}, {completed}, {cancelled})
+
+-- name: hasten
+-- Makes the pending messages in the JSON array of ids ?2 that are not
+-- visible by ?1 visible then.
+UPDATE leasehold_messages SET visible_at = ?1
+WHERE id IN (SELECT value FROM json_each(?2)) AND state = {pending} AND visible_at > ?1
 
 -- name: movablePending
 -- Up to ?3 visible pending messages of queue ?1 at time ?2, in claim
@@ -268,6 +276,11 @@ SELECT 1 FROM leasehold_queues WHERE queue = ?1 AND created_at IS NOT NULL
 -- name: purge
 -- Deletes a dead message.
 DELETE FROM leasehold_messages WHERE id = ?2 AND state = {dead}
+
+-- name: deleteMessages
+-- Deletes the messages in the JSON array of ids ?1 that are not
+-- processing; the caller takes the completed ones off their counts.
+DELETE FROM leasehold_messages WHERE id IN (SELECT value FROM json_each(?1)) AND state <> {processing}
 
 -- name: stats
 -- Counts a queue's messages at time ?2 without reading its history: each

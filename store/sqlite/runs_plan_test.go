@@ -9,7 +9,8 @@ import (
 )
 
 // The statements of runs and late completions, the placement of a
-// fairness group's message and the lookup of a unique key find their
+// fairness group's message, the lookup of a unique key, and a rerun's or
+// a delete's by id find their
 // rows through an index of live messages of the queue, key, group or
 // unique key, or through the primary key: none reads the table, history
 // included. A key's waiting messages come from leasehold_waiting in their
@@ -33,6 +34,10 @@ func TestRunPlansSearch(t *testing.T) {
 		{"completeLate", queryPlan(t, s, s.b.st.Text(qCompleteLate), 0, "[[1,2,true]]")},
 		{"completedUnder", queryPlan(t, s, s.b.st.Text(qCompletedUnder), "[[1,2]]")},
 		{"uniqueGet", queryPlan(t, s, s.b.st.Text(qUniqueGet), "k", 1)},
+		{"redrive", queryPlan(t, s, s.b.st.Text(qRedrive), 0, 1)},
+		{"hasten", queryPlan(t, s, s.b.st.Text(qHasten), 0, "[1,2]")},
+		{"deleteMessages", queryPlan(t, s, s.b.st.Text(qDeleteMessages), "[1,2]")},
+		{"messageOf", queryPlan(t, s, s.b.st.Text(qMessageOf), 1)},
 		{"insert of a fairness group", queryPlan(t, s, s.b.st.Text(qInsert), "q", nil, nil, nil, []byte{}, 5, 0, 0, nil, 0, nil, nil, "g", nil)},
 	}
 	for _, p := range plans {

@@ -270,6 +270,42 @@ func (t settleTx) Cancel(ctx context.Context, ids []int64) error {
 	return err
 }
 
+func (t settleTx) Rerun(ctx context.Context, ms []storecore.Found) error {
+	for _, m := range ms {
+		if _, err := t.tx.ExecContext(ctx, t.s.st.Text(qRedrive), t.now, m.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t settleTx) Hasten(ctx context.Context, ids []int64) error {
+	_, err := t.tx.ExecContext(ctx, t.s.st.Text(qHasten), t.now, idsJSON(ids))
+	return err
+}
+
+// Delete deletes the messages, then takes the completed ones off their
+// queues' counts: no trigger counts a deletion (see Prune).
+func (t settleTx) Delete(ctx context.Context, ms []storecore.Found) error {
+	ids := make([]int64, len(ms))
+	completed := map[string]int{}
+	for i, m := range ms {
+		ids[i] = m.ID
+		if m.State == store.Completed {
+			completed[m.Queue]++
+		}
+	}
+	if _, err := t.tx.ExecContext(ctx, t.s.st.Text(qDeleteMessages), idsJSON(ids)); err != nil {
+		return err
+	}
+	for q, n := range completed {
+		if _, err := t.tx.ExecContext(ctx, t.s.st.Text(qUncount), n, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // idsJSON encodes message ids as a JSON array, so that a batch is one
 // statement.
 func idsJSON(ids []int64) string {

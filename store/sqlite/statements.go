@@ -58,12 +58,14 @@ const (
 	qDeadIDs
 	qIsDead
 	qRedrive
+	qHasten
 	qMovablePending
 	qMovableDead
 	qTransfer
 	qArrivals
 	qRecorded
 	qPurge
+	qDeleteMessages
 	qStats
 	qAllStats
 	qPrune
@@ -122,12 +124,14 @@ var queryNames = [nQueries]string{
 	qDeadIDs:            "deadIDs",
 	qIsDead:             "isDead",
 	qRedrive:            "redrive",
+	qHasten:             "hasten",
 	qMovablePending:     "movablePending",
 	qMovableDead:        "movableDead",
 	qTransfer:           "transfer",
 	qArrivals:           "arrivals",
 	qRecorded:           "recorded",
 	qPurge:              "purge",
+	qDeleteMessages:     "deleteMessages",
 	qStats:              "stats",
 	qAllStats:           "allStats",
 	qPrune:              "prune",

@@ -108,6 +108,10 @@ func Run(t *testing.T, f Factory, opts ...Option) {
 		{"CountedReleaseUsesTheBudget", testCountedReleaseUsesTheBudget},
 		{"AnyErrorTextIsRecorded", testAnyErrorTextIsRecorded},
 		{"Cancel", testCancel},
+		// Rerun and delete by id, for admin tools (rerun.go).
+		{"Rerun", testRerun},
+		{"RerunKey", testRerunKey},
+		{"Delete", testDelete},
 
 		// Dead letters and the reaper (deadletters.go, reaper.go).
 		{"RedriveAndPurge", testRedriveAndPurge},
