@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"strings"
 	"sync"
@@ -366,4 +367,62 @@ func TestOutcomeOfCauses(t *testing.T) {
 	if got := leasehold.OutcomeOf(context.Background(), &leasehold.RawJob{Attempt: 1, MaxDeliveries: 2}, failed); got != leasehold.OutcomeRetried {
 		t.Errorf("a failure with a delivery left: %s, want retried", got)
 	}
+}
+
+// logLines collects a logger's lines.
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, string(p))
+	return len(p), nil
+}
+
+// A handler's panic under work middleware reaches the middleware as an
+// error and is logged once, with its stack, as without middleware.
+func TestPanicUnderMiddlewareIsLoggedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st := memoryStore(t)
+		var logs logLines
+		var seen error
+		c, err := leasehold.NewClient(st, leasehold.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+			Queues: map[string]leasehold.QueueConfig{"default": {}},
+			Middleware: []leasehold.Middleware{{Work: func(ctx context.Context, job *leasehold.RawJob, next func(context.Context) error) error {
+				seen = next(ctx)
+				return seen
+			}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		leasehold.AddHandler(c, func(context.Context, *leasehold.Job[sendEmail]) error { panic("boom") })
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Enqueue(ctx, sendEmail{To: "ann"}, &leasehold.EnqueueOptions{MaxDeliveries: 1}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the job dead-lettered", func() bool { return count(t, st, "default").Dead == 1 })
+		if err := c.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if seen == nil || seen.Error() != "handler panicked: boom" {
+			t.Errorf("the middleware saw %v", seen)
+		}
+		logs.mu.Lock()
+		defer logs.mu.Unlock()
+		panics := 0
+		for _, l := range logs.lines {
+			if strings.Contains(l, `msg="handler panicked"`) && strings.Contains(l, "panic=boom") && strings.Contains(l, "stack=") {
+				panics++
+			}
+		}
+		if panics != 1 {
+			t.Errorf("%d log lines of the panic, want 1:\n%s", panics, strings.Join(logs.lines, ""))
+		}
+	})
 }
