@@ -13,7 +13,9 @@
 // without a trace context in its metadata (by another program, or through
 // the SQS API) gets a consumer span at the root of a trace of its own.
 // The handler's context carries the consumer span, so the spans the
-// handler makes are its children.
+// handler makes are its children. An enqueue in the caller's transaction
+// (EnqueueTx) ends its span once the job is written in the transaction: a
+// rollback leaves the span of a job that never runs.
 //
 // The package uses the OpenTelemetry API only: spans go to the tracer
 // provider the program installs (otel.SetTracerProvider, or
