@@ -88,6 +88,9 @@ type Config struct {
 	// MeterProvider gets the client's metrics. Default: the global
 	// OpenTelemetry provider, a no-op unless one is installed.
 	MeterProvider metric.MeterProvider
+	// Middleware wrap every enqueue and every run of a handler, the first
+	// outermost (see Middleware). Default none.
+	Middleware []Middleware
 }
 
 // QueueConfig configures one queue a client works.
@@ -145,6 +148,14 @@ type EnqueueOptions struct {
 	// Unique makes the job unique among equal jobs (see UniqueOpts).
 	// Default: not unique, unless the kind's options make it so.
 	Unique UniqueOpts
+	// Metadata are small facts about the job that are not its args: a
+	// trace context, a tenant, who asked for it. They are stored with the
+	// job and given to its handler (Job.Metadata, RawJob.Metadata), and
+	// the client's middleware may add to them at enqueue. At most
+	// MaxMetadataKeys keys and MaxMetadataSize bytes stored; keys are not
+	// empty, keys and values are UTF-8. The map is copied, not kept.
+	// Default none.
+	Metadata map[string]string
 }
 
 // EnqueueResult is the outcome of an enqueue.
@@ -177,6 +188,8 @@ type Client[TTx any] struct {
 	fallback RawHandler
 	// run is the started client; nil before Start.
 	run *clientRun
+	// wraps reports work middleware to run around the handlers.
+	wraps bool
 }
 
 // clientRun is a started client: its worker, and the loops beside it
@@ -201,7 +214,8 @@ func NewClient[TTx any](st store.TxStore[TTx], cfg Config) (*Client[TTx], error)
 	if err != nil {
 		return nil, err
 	}
-	return &Client[TTx]{st: st, cfg: cfg, log: cfg.Logger, handlers: map[string]worker.HandlerFunc{}, kinds: map[string]WorkOptions{}}, nil
+	wraps := slices.ContainsFunc(cfg.Middleware, func(m Middleware) bool { return m.Work != nil })
+	return &Client[TTx]{st: st, cfg: cfg, log: cfg.Logger, handlers: map[string]worker.HandlerFunc{}, kinds: map[string]WorkOptions{}, wraps: wraps}, nil
 }
 
 // Validate checks the settings as NewClient does, for a program that
@@ -233,6 +247,7 @@ func (cfg Config) resolve() (Config, error) {
 	cfg.Clock = clock.OrSystem(cfg.Clock)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	cfg.Queues = maps.Clone(cfg.Queues)
+	cfg.Middleware = slices.Clone(cfg.Middleware)
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	for _, q := range sortedQueues(cfg) {
@@ -273,6 +288,9 @@ func (cfg Config) resolve() (Config, error) {
 		bad("HardStopWait is %s, must be positive", cfg.HardStopWait)
 	}
 	if err := checkPeriodic(cfg.PeriodicJobs, cfg.Clock.Now()); err != nil {
+		errs = append(errs, err)
+	}
+	if err := checkMiddleware(cfg.Middleware); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -348,10 +366,29 @@ func (c *Client[TTx]) knows(kind string) bool {
 	return c.handlers[kind] != nil || c.fallback != nil
 }
 
-// handle runs a message's job with the handler of its kind. A kind without
-// a handler fails with an *UnknownKindError, so that it is retried and,
-// its deliveries used up, dead-lettered with the reason.
+// handle runs a message's job through the client's work middleware, if
+// any, to the handler of its kind.
 func (c *Client[TTx]) handle(ctx context.Context, m *worker.Message) error {
+	if !c.wraps {
+		return c.dispatch(ctx, m)
+	}
+	job := rawJob(m)
+	next := func(ctx context.Context) error {
+		return worker.Recover(func() error { return c.dispatch(ctx, m) })
+	}
+	for _, mw := range slices.Backward(c.cfg.Middleware) {
+		if work := mw.Work; work != nil {
+			inner := next
+			next = func(ctx context.Context) error { return work(ctx, job, inner) }
+		}
+	}
+	return next(ctx)
+}
+
+// dispatch runs a message's job with the handler of its kind. A kind
+// without a handler fails with an *UnknownKindError, so that it is retried
+// and, its deliveries used up, dead-lettered with the reason.
+func (c *Client[TTx]) dispatch(ctx context.Context, m *worker.Message) error {
 	h := c.handlers[m.Kind]
 	switch {
 	case h != nil:
@@ -365,15 +402,15 @@ func (c *Client[TTx]) handle(ctx context.Context, m *worker.Message) error {
 // Enqueue puts a job on its queue. Its args are stored as the Codec
 // encodes them, JSON by default.
 func (c *Client[TTx]) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOptions) (*EnqueueResult, error) {
-	m, err := c.newMessage(args, opts)
+	p, err := c.prepare(ctx, args, opts, false)
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.st.Enqueue(ctx, []store.NewMessage{m})
+	res, err := c.st.Enqueue(ctx, []store.NewMessage{p.msg})
 	if err != nil {
-		return nil, fmt.Errorf("leasehold: enqueue a %s job: %w", m.Kind, err)
+		return p.finish(nil, fmt.Errorf("leasehold: enqueue a %s job: %w", p.msg.Kind, err))
 	}
-	return &EnqueueResult{ID: res[0].ID, Duplicate: res[0].Duplicate}, nil
+	return p.finish(&EnqueueResult{ID: res[0].ID, Duplicate: res[0].Duplicate}, nil)
 }
 
 // EnqueueTx puts a job on its queue inside the caller's transaction tx: the
@@ -387,29 +424,30 @@ func (c *Client[TTx]) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOp
 // every other enqueue of the same key or id. A SQLite transaction holds
 // the database's write lock from its first write to its end in any case.
 func (c *Client[TTx]) EnqueueTx(ctx context.Context, tx TTx, args JobArgs, opts *EnqueueOptions) (*EnqueueResult, error) {
-	m, err := c.newMessage(args, opts)
+	p, err := c.prepare(ctx, args, opts, true)
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.st.EnqueueTx(ctx, tx, []store.NewMessage{m})
+	res, err := c.st.EnqueueTx(ctx, tx, []store.NewMessage{p.msg})
 	if err != nil {
-		return nil, fmt.Errorf("leasehold: enqueue a %s job in a transaction: %w", m.Kind, err)
+		return p.finish(nil, fmt.Errorf("leasehold: enqueue a %s job in a transaction: %w", p.msg.Kind, err))
 	}
-	return &EnqueueResult{ID: res[0].ID, Duplicate: res[0].Duplicate}, nil
+	return p.finish(&EnqueueResult{ID: res[0].ID, Duplicate: res[0].Duplicate}, nil)
 }
 
-// newMessage turns a job into the message that stores it.
-func (c *Client[TTx]) newMessage(args JobArgs, opts *EnqueueOptions) (store.NewMessage, error) {
+// newMessage turns a job into the message that stores it, but for its
+// metadata, and returns the job's options resolved.
+func (c *Client[TTx]) newMessage(args JobArgs, opts *EnqueueOptions) (store.NewMessage, EnqueueOptions, error) {
 	if args == nil {
-		return store.NewMessage{}, errors.New("leasehold: enqueue: the job args are nil")
+		return store.NewMessage{}, EnqueueOptions{}, errors.New("leasehold: enqueue: the job args are nil")
 	}
 	kind := args.Kind()
 	if kind == "" {
-		return store.NewMessage{}, fmt.Errorf("leasehold: enqueue: %T has an empty kind", args)
+		return store.NewMessage{}, EnqueueOptions{}, fmt.Errorf("leasehold: enqueue: %T has an empty kind", args)
 	}
 	payload, err := c.cfg.Codec.Marshal(args)
 	if err != nil {
-		return store.NewMessage{}, fmt.Errorf("leasehold: enqueue a %s job: encode its args: %w", kind, err)
+		return store.NewMessage{}, EnqueueOptions{}, fmt.Errorf("leasehold: enqueue a %s job: encode its args: %w", kind, err)
 	}
 	o := EnqueueOptions{}
 	if opts != nil {
@@ -424,20 +462,23 @@ func (c *Client[TTx]) newMessage(args JobArgs, opts *EnqueueOptions) (store.NewM
 		}
 		o = EnqueueOptions{Queue: cmp.Or(o.Queue, def.Queue), Key: cmp.Or(o.Key, def.Key), Delay: o.Delay, RunAt: o.RunAt,
 			DedupID: cmp.Or(o.DedupID, def.DedupID), MaxDeliveries: cmp.Or(o.MaxDeliveries, def.MaxDeliveries),
-			Priority: cmp.Or(o.Priority, def.Priority), Unique: o.Unique}
+			Priority: cmp.Or(o.Priority, def.Priority), Unique: o.Unique, Metadata: o.Metadata}
 		if o.Unique.isZero() {
 			o.Unique = def.Unique
+		}
+		if o.Metadata == nil {
+			o.Metadata = def.Metadata
 		}
 	}
 	queue := cmp.Or(o.Queue, DefaultQueue)
 	if _, works := c.cfg.Queues[queue]; works && !c.knows(kind) {
-		return store.NewMessage{}, fmt.Errorf("leasehold: enqueue on queue %q, which this client works: %w; add its handler before enqueueing",
+		return store.NewMessage{}, EnqueueOptions{}, fmt.Errorf("leasehold: enqueue on queue %q, which this client works: %w; add its handler before enqueueing",
 			queue, &UnknownKindError{Kind: kind})
 	}
 	delay := o.Delay
 	if !o.RunAt.IsZero() {
 		if o.Delay != 0 {
-			return store.NewMessage{}, fmt.Errorf("leasehold: enqueue a %s job: both Delay (%s) and RunAt (%s) are set; set one", kind, o.Delay, o.RunAt)
+			return store.NewMessage{}, EnqueueOptions{}, fmt.Errorf("leasehold: enqueue a %s job: both Delay (%s) and RunAt (%s) are set; set one", kind, o.Delay, o.RunAt)
 		}
 		delay = max(0, o.RunAt.Sub(c.cfg.Clock.Now()))
 	}
@@ -445,11 +486,11 @@ func (c *Client[TTx]) newMessage(args JobArgs, opts *EnqueueOptions) (store.NewM
 		Delay: delay, MaxDeliveries: o.MaxDeliveries, Priority: o.Priority}
 	if !o.Unique.isZero() {
 		if msg.UniqueKey, err = o.Unique.uniqueKey(kind, queue, args, payload, c.cfg.Clock.Now()); err != nil {
-			return store.NewMessage{}, fmt.Errorf("leasehold: enqueue a %s job: %w", kind, err)
+			return store.NewMessage{}, EnqueueOptions{}, fmt.Errorf("leasehold: enqueue a %s job: %w", kind, err)
 		}
 		msg.UniqueStates = o.Unique.ByState
 	}
-	return msg, nil
+	return msg, o, nil
 }
 
 // Start starts working the client's queues and returns once they run; the

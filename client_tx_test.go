@@ -26,11 +26,11 @@ import (
 // transaction that rolls back: each is seen inside its transaction, and
 // only the first is there afterwards. Each result names its job; a second
 // enqueue of a dedup id, in the same transaction and in a later one, is a
-// duplicate that names the first.
+// duplicate that names the first. The job's metadata is stored with it.
 func testEnqueueTx[TTx any](t *testing.T, c *leasehold.Client[TTx], st store.Store, lister store.TxLister[TTx], begin func() (TTx, func(commit bool) error)) {
 	t.Helper()
 	ctx := context.Background()
-	opts := &leasehold.EnqueueOptions{Key: "customer-1", DedupID: "order-1"}
+	opts := &leasehold.EnqueueOptions{Key: "customer-1", DedupID: "order-1", Metadata: map[string]string{"order": "1"}}
 	var committed int64
 	for _, commit := range []bool{true, false} {
 		tx, end := begin()
@@ -39,8 +39,8 @@ func testEnqueueTx[TTx any](t *testing.T, c *leasehold.Client[TTx], st store.Sto
 			t.Fatal(err)
 		}
 		job := leaseholdtest.RequireEnqueuedTx(ctx, t, lister, tx, sendEmail{To: "ann"}, &leaseholdtest.RequireOpts{Key: "customer-1"})
-		if res.ID != job.ID || res.Duplicate != !commit {
-			t.Fatalf("EnqueueTx = %+v, want job %d, a duplicate only in the second transaction", res, job.ID)
+		if res.ID != job.ID || res.Duplicate != !commit || job.Metadata["order"] != "1" {
+			t.Fatalf("EnqueueTx = %+v, want job %d with its metadata (%q), a duplicate only in the second transaction", res, job.ID, job.Metadata)
 		}
 		if commit {
 			committed = res.ID

@@ -54,6 +54,15 @@
 // Runnable puts a client in a lifecycle.Group beside the program's own
 // loops. Package leaseholdtest helps test handlers and enqueues.
 //
+// A job may carry metadata (EnqueueOptions.Metadata): a few strings
+// stored with it and given to its handler, such as a trace context or a
+// tenant. Middleware (Config.Middleware) wrap every enqueue, where they
+// may add metadata or refuse the job, and every run of a handler, whose
+// context they may derive and whose result they see (OutcomeOf names what
+// becomes of the job). Package leaseholdotel is such middleware: it
+// traces a job from the request that enqueued it through every run, in
+// one OpenTelemetry trace.
+//
 // Metrics go through the OpenTelemetry API (Config.MeterProvider), a no-op
 // unless a provider is installed: every instrument is named leasehold.*;
 // those of jobs carry the queue and the kind; besides the workers' counters and histograms, the

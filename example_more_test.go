@@ -222,3 +222,57 @@ func ExampleClient_RunUntilSignal() {
 	// stopped: <nil>
 	// completed: 1
 }
+
+// tenantKey carries the tenant in a context.
+type tenantKey struct{}
+
+// Middleware carries the tenant of the request that enqueued a job to the
+// job's handler, in the job's metadata, and refuses the jobs of a tenant
+// that is not allowed to enqueue.
+func Example_middleware() {
+	ctx := context.Background()
+	st, err := memory.New(memory.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	tenants := leasehold.Middleware{
+		Enqueue: func(ctx context.Context, job *leasehold.EnqueueJob) (func(*leasehold.EnqueueResult, error), error) {
+			tenant, _ := ctx.Value(tenantKey{}).(string)
+			if tenant == "suspended" {
+				return nil, errors.New("tenant suspended")
+			}
+			job.Metadata["tenant"] = tenant
+			return nil, nil
+		},
+		Work: func(ctx context.Context, job *leasehold.RawJob, next func(context.Context) error) error {
+			err := next(context.WithValue(ctx, tenantKey{}, job.Metadata["tenant"]))
+			fmt.Printf("%s job for %s: %s\n", job.Kind, job.Metadata["tenant"], leasehold.OutcomeOf(ctx, job, err))
+			return err
+		},
+	}
+	c, err := leasehold.NewClient(st, leasehold.Config{Logger: quiet(), Middleware: []leasehold.Middleware{tenants},
+		Queues: map[string]leasehold.QueueConfig{leasehold.DefaultQueue: {}}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	done := make(chan struct{})
+	leasehold.AddHandler(c, func(ctx context.Context, job *leasehold.Job[Charge]) error {
+		defer close(done)
+		fmt.Println("charging", job.Args.Customer, "of tenant", ctx.Value(tenantKey{}))
+		return nil
+	})
+	if err := c.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	_, err = c.Enqueue(context.WithValue(ctx, tenantKey{}, "suspended"), Charge{Customer: "c-1", Cents: 100}, nil)
+	fmt.Println(err)
+	if _, err := c.Enqueue(context.WithValue(ctx, tenantKey{}, "acme"), Charge{Customer: "c-2", Cents: 200}, nil); err != nil {
+		log.Fatal(err)
+	}
+	<-done
+	c.Stop(ctx) // the job's outcome is printed before Stop returns
+	// Output:
+	// leasehold: enqueue a charge job: middleware 0 refused it: tenant suspended
+	// charging c-2 of tenant acme
+	// charge job for acme: completed
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/jobmeta"
 	"github.com/leasehold/leasehold/internal/maintenance"
 	"github.com/leasehold/leasehold/internal/worker"
 )
@@ -89,6 +90,10 @@ type Job[T JobArgs] struct {
 	FencingToken int64
 	// EnqueuedAt is when the job was enqueued.
 	EnqueuedAt time.Time
+	// Metadata is the job's metadata as enqueued (EnqueueOptions.Metadata
+	// and what middleware added); nil when it has none. Changes to it are
+	// not stored.
+	Metadata map[string]string
 }
 
 // Handler runs jobs of one kind. Returning nil completes the job; an error
@@ -143,7 +148,8 @@ func AddHandler[T JobArgs, TTx any](c *Client[TTx], h Handler[T]) {
 	codec := c.cfg.Codec
 	c.addHandler(kind, func(ctx context.Context, m *worker.Message) error {
 		job := &Job[T]{ID: m.MessageID, Kind: kind, Queue: m.Queue, Key: m.Key, Attempt: m.Attempt,
-			MaxDeliveries: m.MaxDeliveries, Priority: m.Priority, FencingToken: m.FencingToken, EnqueuedAt: m.EnqueuedAt}
+			MaxDeliveries: m.MaxDeliveries, Priority: m.Priority, FencingToken: m.FencingToken, EnqueuedAt: m.EnqueuedAt,
+			Metadata: jobmeta.Decode(m.Attributes)}
 		if err := codec.Unmarshal(m.Payload, &job.Args); err != nil {
 			// The same bytes will not decode next time either.
 			return Permanent(fmt.Errorf("decode the args of a %s job: %w", kind, err))

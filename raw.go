@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/jobmeta"
 	"github.com/leasehold/leasehold/internal/worker"
 )
 
@@ -42,6 +43,10 @@ type RawJob struct {
 	// empty when the job asks for none. A job gets one when it is enqueued
 	// as a request (leasehold enqueue --reply-to).
 	ReplyTo string
+	// Metadata is the job's metadata as enqueued (EnqueueOptions.Metadata
+	// and what middleware added); nil when it has none, as for a job sent
+	// by other means. Changes to it are not stored.
+	Metadata map[string]string
 
 	msg *worker.Message
 }
@@ -85,7 +90,12 @@ func (c *Client[TTx]) HandleAny(h RawHandler) {
 
 // handleRaw runs m with the client's raw handler.
 func (c *Client[TTx]) handleRaw(ctx context.Context, m *worker.Message) error {
-	return c.fallback(ctx, &RawJob{ID: m.MessageID, Kind: m.Kind, Queue: m.Queue, Key: m.Key, Payload: m.Payload, Attempt: m.Attempt,
+	return c.fallback(ctx, rawJob(m))
+}
+
+// rawJob returns m's job as stored.
+func rawJob(m *worker.Message) *RawJob {
+	return &RawJob{ID: m.MessageID, Kind: m.Kind, Queue: m.Queue, Key: m.Key, Payload: m.Payload, Attempt: m.Attempt,
 		MaxDeliveries: m.MaxDeliveries, Priority: m.Priority, FencingToken: m.FencingToken, EnqueuedAt: m.EnqueuedAt,
-		ReplyTo: m.ReplyTo, msg: m})
+		ReplyTo: m.ReplyTo, Metadata: jobmeta.Decode(m.Attributes), msg: m}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/internal/jobmeta"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/postgres"
 )
@@ -83,7 +84,8 @@ func requireEnqueued[T leasehold.JobArgs](ctx context.Context, tb testing.TB, li
 					continue
 				}
 				job := &leasehold.Job[T]{ID: in.ID, Kind: in.Kind, Queue: in.Queue, Key: in.Key, Attempt: in.Deliveries,
-					MaxDeliveries: in.MaxDeliveries, FencingToken: in.FencingToken, EnqueuedAt: in.EnqueuedAt}
+					MaxDeliveries: in.MaxDeliveries, FencingToken: in.FencingToken, EnqueuedAt: in.EnqueuedAt,
+					Metadata: jobmeta.Decode(in.Attributes)}
 				if err := json.Unmarshal(in.Payload, &job.Args); err != nil {
 					tb.Fatalf("leaseholdtest: decode job %d: %v", in.ID, err)
 				}

@@ -97,16 +97,28 @@ func (w *Worker) giveBack(ctx context.Context, j *job, log *msgLog, msg *Message
 	return true
 }
 
-// call runs the handler, turning a panic into a *PanicError.
-func (w *Worker) call(ctx context.Context, log *msgLog, msg *Message) (err error) {
+// call runs the handler, turning a panic into a *PanicError, and logs the
+// panic: the handler's own, or one that a wrapper inside it recovered and
+// returned (see Recover).
+func (w *Worker) call(ctx context.Context, log *msgLog, msg *Message) error {
+	err := Recover(func() error { return w.cfg.Handler.Handle(ctx, msg) })
+	if p, ok := errors.AsType[*PanicError](err); ok {
+		log.Error("handler panicked", "panic", fmt.Sprint(p.Value), "stack", string(p.Stack))
+	}
+	return err
+}
+
+// Recover calls f and returns its result, or a *PanicError when it
+// panics. A handler that wraps another (with middleware) recovers the
+// inner one's panic with it, so that the wrapper sees the run end; the
+// worker logs the panic when the error reaches it.
+func Recover(f func() error) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			stack := debug.Stack()
-			log.Error("handler panicked", "panic", fmt.Sprint(v), "stack", string(stack))
-			err = &PanicError{Value: v, Stack: stack}
+			err = &PanicError{Value: v, Stack: debug.Stack()}
 		}
 	}()
-	return w.cfg.Handler.Handle(ctx, msg)
+	return f()
 }
 
 // fail records a failed delivery: retried after a backoff delay, or
