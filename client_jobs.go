@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/jobmeta"
 	"github.com/leasehold/leasehold/internal/storecore"
 	"github.com/leasehold/leasehold/store"
 )
@@ -40,8 +41,11 @@ type JobRow struct {
 	// EncodedArgs are the job's arguments as they were encoded at
 	// enqueue (JSON unless the client's Codec says otherwise).
 	EncodedArgs []byte
-	// Attributes are the message's attributes, set by the SQS API; nil
-	// for a job the client enqueued.
+	// Metadata are the job's metadata (EnqueueOptions.Metadata, and what
+	// enqueue middleware added); nil for none.
+	Metadata map[string]string
+	// Attributes are the message's attributes as stored: the client's
+	// encoding of Metadata, or the SQS API's message attributes.
 	Attributes []byte
 	// Attempt counts the job's claims, the running one included: zero
 	// before its first, and again after a retry (JobRetry, a redrive).
@@ -90,7 +94,7 @@ type JobRow struct {
 func jobRow(in store.Info) *JobRow {
 	return &JobRow{
 		ID: in.ID, Queue: in.Queue, Kind: in.Kind, Key: in.Key, State: in.State,
-		EncodedArgs: in.Payload, Attributes: in.Attributes,
+		EncodedArgs: in.Payload, Metadata: jobmeta.Decode(in.Attributes), Attributes: in.Attributes,
 		Attempt: in.Deliveries, MaxAttempts: in.MaxDeliveries, Priority: in.Priority, DedupID: in.DedupID,
 		CreatedAt: in.EnqueuedAt, ScheduledAt: in.VisibleAt, AttemptedAt: in.FirstClaimedAt, FinalizedAt: in.FinishedAt,
 		LeaseExpires: in.LeaseExpires, WorkerID: in.WorkerID, FencingToken: in.FencingToken,

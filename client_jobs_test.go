@@ -127,8 +127,11 @@ func TestJobGet(t *testing.T) {
 	onEachBackend(t, func(t *testing.T, st store.Store) {
 		f := newJobsFixture(t, st)
 		id := f.enqueue(sendEmail{To: "a@example.com"}, &leasehold.EnqueueOptions{Queue: "mail", Key: "user-1",
-			DedupID: "d-1", Priority: 7, MaxDeliveries: 3})
+			DedupID: "d-1", Priority: 7, MaxDeliveries: 3, Metadata: map[string]string{"tenant": "acme"}})
 		row := f.get(id)
+		if row.Metadata["tenant"] != "acme" || len(row.Metadata) != 1 {
+			t.Fatalf("JobGet's metadata = %v, want the enqueue's", row.Metadata)
+		}
 		if row.ID != id || row.Queue != "mail" || row.Kind != "send_email" || row.Key != "user-1" || row.DedupID != "d-1" ||
 			row.Priority != 7 || row.MaxAttempts != 3 || row.Attempt != 0 || row.State != leasehold.JobStatePending ||
 			string(row.EncodedArgs) != `{"to":"a@example.com"}` || row.CreatedAt.IsZero() || row.ScheduledAt.IsZero() ||
