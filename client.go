@@ -362,7 +362,7 @@ func (c *Client[TTx]) handle(ctx context.Context, m *worker.Message) error {
 func (c *Client[TTx]) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOptions) (*EnqueueResult, error) {
 	m, err := c.newMessage(args, opts)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("leasehold: %w", err)
 	}
 	res, err := c.st.Enqueue(ctx, []store.NewMessage{m})
 	if err != nil {
@@ -384,7 +384,7 @@ func (c *Client[TTx]) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOp
 func (c *Client[TTx]) EnqueueTx(ctx context.Context, tx TTx, args JobArgs, opts *EnqueueOptions) (*EnqueueResult, error) {
 	m, err := c.newMessage(args, opts)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("leasehold: %w", err)
 	}
 	res, err := c.st.EnqueueTx(ctx, tx, []store.NewMessage{m})
 	if err != nil {
@@ -393,18 +393,20 @@ func (c *Client[TTx]) EnqueueTx(ctx context.Context, tx TTx, args JobArgs, opts 
 	return &EnqueueResult{ID: res[0].ID, Duplicate: res[0].Duplicate}, nil
 }
 
-// newMessage turns a job into the message that stores it.
+// newMessage turns a job into the message that stores it: every enqueue
+// prepares each of its jobs here, and only here. Its errors name the job
+// but not the package, for the caller to place.
 func (c *Client[TTx]) newMessage(args JobArgs, opts *EnqueueOptions) (store.NewMessage, error) {
 	if args == nil {
-		return store.NewMessage{}, errors.New("leasehold: enqueue: the job args are nil")
+		return store.NewMessage{}, errors.New("enqueue: the job args are nil")
 	}
 	kind := args.Kind()
 	if kind == "" {
-		return store.NewMessage{}, fmt.Errorf("leasehold: enqueue: %T has an empty kind", args)
+		return store.NewMessage{}, fmt.Errorf("enqueue: %T has an empty kind", args)
 	}
 	payload, err := c.cfg.Codec.Marshal(args)
 	if err != nil {
-		return store.NewMessage{}, fmt.Errorf("leasehold: enqueue a %s job: encode its args: %w", kind, err)
+		return store.NewMessage{}, fmt.Errorf("enqueue a %s job: encode its args: %w", kind, err)
 	}
 	o := EnqueueOptions{}
 	if opts != nil {
@@ -423,13 +425,13 @@ func (c *Client[TTx]) newMessage(args JobArgs, opts *EnqueueOptions) (store.NewM
 	}
 	queue := cmp.Or(o.Queue, DefaultQueue)
 	if _, works := c.cfg.Queues[queue]; works && !c.knows(kind) {
-		return store.NewMessage{}, fmt.Errorf("leasehold: enqueue on queue %q, which this client works: %w; add its handler before enqueueing",
+		return store.NewMessage{}, fmt.Errorf("enqueue on queue %q, which this client works: %w; add its handler before enqueueing",
 			queue, &UnknownKindError{Kind: kind})
 	}
 	delay := o.Delay
 	if !o.RunAt.IsZero() {
 		if o.Delay != 0 {
-			return store.NewMessage{}, fmt.Errorf("leasehold: enqueue a %s job: both Delay (%s) and RunAt (%s) are set; set one", kind, o.Delay, o.RunAt)
+			return store.NewMessage{}, fmt.Errorf("enqueue a %s job: both Delay (%s) and RunAt (%s) are set; set one", kind, o.Delay, o.RunAt)
 		}
 		delay = max(0, o.RunAt.Sub(c.cfg.Clock.Now()))
 	}
