@@ -17,10 +17,6 @@ type EnqueueParams struct {
 	Opts *EnqueueOptions
 }
 
-// MaxEnqueueMany is the most jobs one EnqueueMany or EnqueueManyTx call
-// takes: the store's limit on a batch, store.MaxBatch.
-const MaxEnqueueMany = store.MaxBatch
-
 // EnqueueMany puts jobs on their queues in one store call, all or none,
 // each prepared as Enqueue prepares it. The results are in the order of
 // params: each names its job, or, for a duplicate, the job it repeats,
@@ -31,11 +27,11 @@ const MaxEnqueueMany = store.MaxBatch
 // A job that cannot be enqueued (nil args, an empty kind, args the Codec
 // cannot encode, an option out of range, an unknown kind on a queue the
 // client works) fails the whole call with an error naming its index in
-// params, from 0, and nothing is enqueued. So does a call of more than
-// MaxEnqueueMany jobs, which is refused rather than split, as parts
-// enqueued one after another could not be all or none: a program with
-// more jobs makes several calls, each all or none on its own. An empty
-// params enqueues nothing and returns no results.
+// params, from 0, and nothing is enqueued. A call of more than
+// store.MaxBatch (10,000) jobs is refused whole rather than split, as
+// parts enqueued one after another could not be all or none: a program
+// with more jobs makes several calls, each all or none on its own. An
+// empty params enqueues nothing and returns no results.
 //
 // On PostgreSQL, jobs without keys or dedup ids go in one statement, with
 // the wakeup of their queues, in one round trip; a batch with keys or
@@ -49,7 +45,9 @@ func (c *Client[TTx]) EnqueueMany(ctx context.Context, params []EnqueueParams) (
 // EnqueueTx is Enqueue: the jobs become visible when tx commits and
 // vanish if it rolls back. A duplicate may name a job that tx enqueued
 // itself. On PostgreSQL the locks of the jobs' keys and dedup ids are
-// held until tx ends.
+// held until tx ends; a database/sql transaction (through the store's
+// SQL view) takes its jobs one statement each, a pgx.Tx as EnqueueMany
+// does.
 func (c *Client[TTx]) EnqueueManyTx(ctx context.Context, tx TTx, params []EnqueueParams) ([]*EnqueueResult, error) {
 	return c.enqueueMany(params, " in a transaction", func(msgs []store.NewMessage) ([]store.Enqueued, error) {
 		return c.st.EnqueueTx(ctx, tx, msgs)
@@ -64,9 +62,9 @@ func (c *Client[TTx]) enqueueMany(params []EnqueueParams, where string,
 	switch {
 	case n == 0:
 		return []*EnqueueResult{}, nil
-	case n > MaxEnqueueMany:
-		return nil, fmt.Errorf("leasehold: enqueue many%s: %d jobs, the limit is %d a call (MaxEnqueueMany): a call is all or none, so it is not split; make several calls",
-			where, n, MaxEnqueueMany)
+	case n > store.MaxBatch:
+		return nil, fmt.Errorf("leasehold: enqueue many%s: %d jobs, the limit is %d a call (store.MaxBatch): a call is all or none, so it is not split; make several calls",
+			where, n, store.MaxBatch)
 	}
 	msgs := make([]store.NewMessage, n)
 	for i, p := range params {

@@ -133,8 +133,8 @@ func TestEnqueueManyRefused(t *testing.T) {
 				"job at index 2 of 3: enqueue a charge_card job: invalid argument: priority is 1001"},
 			{"a key over the limit, alone", []leasehold.EnqueueParams{{Args: chargeCard{}, Opts: &leasehold.EnqueueOptions{Key: strings.Repeat("k", store.MaxNameLength+1)}}},
 				"job at index 0 of 1: enqueue a charge_card job: invalid argument: key is 256 bytes"},
-			{"over the limit", make([]leasehold.EnqueueParams, leasehold.MaxEnqueueMany+1),
-				"enqueue many: 10001 jobs, the limit is 10000 a call (MaxEnqueueMany)"},
+			{"over the limit", make([]leasehold.EnqueueParams, store.MaxBatch+1),
+				"enqueue many: 10001 jobs, the limit is 10000 a call (store.MaxBatch)"},
 		} {
 			res, err := c.EnqueueMany(ctx, tc.params)
 			if err == nil || !strings.HasPrefix(err.Error(), "leasehold: "+tc.want) || strings.Contains(err.Error(), "\n") || res != nil {

@@ -290,11 +290,7 @@ func run(ctx context.Context, f flags, clk clock.Clock, stdout io.Writer) error 
 		return err
 	}
 
-	payload := strings.Repeat("x", f.payload)
-	params := make([]river.InsertManyParams, batchSize)
-	for i := range params {
-		params[i] = river.InsertManyParams{Args: benchArgs{Payload: payload}}
-	}
+	params := batchParams(f.payload)
 
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
@@ -408,6 +404,17 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
+// batchParams returns a batch of batchSize jobs whose args carry payload
+// bytes.
+func batchParams(payload int) []river.InsertManyParams {
+	args := benchArgs{Payload: strings.Repeat("x", payload)}
+	params := make([]river.InsertManyParams, batchSize)
+	for i := range params {
+		params[i] = river.InsertManyParams{Args: args}
+	}
+	return params
+}
+
 // insertResult is what --insert reports.
 type insertResult struct {
 	DB            string  `json:"db"`
@@ -433,11 +440,7 @@ func runInsert(ctx context.Context, f flags, clk clock.Clock, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
-	payload := strings.Repeat("x", f.payload)
-	params := make([]river.InsertManyParams, batchSize)
-	for i := range params {
-		params[i] = river.InsertManyParams{Args: benchArgs{Payload: payload}}
-	}
+	params := batchParams(f.payload)
 	api := "InsertManyFast"
 	insert := func(p []river.InsertManyParams) (int, error) { return client.InsertManyFast(ctx, p) }
 	if f.insertAPI == "many" {
