@@ -608,6 +608,8 @@ type BlockedKey struct {
 // error other than a per-message result changed nothing, except Extend.
 type Store interface {
 	// Enqueue adds messages, all or none. The results are in input order.
+	// A batch of several with a message that is bad input is refused with
+	// a *BatchError naming it.
 	Enqueue(ctx context.Context, msgs []NewMessage) ([]Enqueued, error)
 	// Claim leases up to c.Max visible pending messages of a queue, the
 	// highest priority first and, within one priority, the oldest visible
