@@ -404,7 +404,7 @@ func (c *Client[TTx]) dispatch(ctx context.Context, m *worker.Message) error {
 func (c *Client[TTx]) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOptions) (*EnqueueResult, error) {
 	p, err := c.prepare(ctx, args, opts, false)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("leasehold: %w", err)
 	}
 	res, err := c.st.Enqueue(ctx, []store.NewMessage{p.msg})
 	if err != nil {
@@ -426,7 +426,7 @@ func (c *Client[TTx]) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOp
 func (c *Client[TTx]) EnqueueTx(ctx context.Context, tx TTx, args JobArgs, opts *EnqueueOptions) (*EnqueueResult, error) {
 	p, err := c.prepare(ctx, args, opts, true)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("leasehold: %w", err)
 	}
 	res, err := c.st.EnqueueTx(ctx, tx, []store.NewMessage{p.msg})
 	if err != nil {
@@ -439,15 +439,15 @@ func (c *Client[TTx]) EnqueueTx(ctx context.Context, tx TTx, args JobArgs, opts 
 // metadata, and returns the job's options resolved.
 func (c *Client[TTx]) newMessage(args JobArgs, opts *EnqueueOptions) (store.NewMessage, EnqueueOptions, error) {
 	if args == nil {
-		return store.NewMessage{}, EnqueueOptions{}, errors.New("leasehold: enqueue: the job args are nil")
+		return store.NewMessage{}, EnqueueOptions{}, errors.New("enqueue: the job args are nil")
 	}
 	kind := args.Kind()
 	if kind == "" {
-		return store.NewMessage{}, EnqueueOptions{}, fmt.Errorf("leasehold: enqueue: %T has an empty kind", args)
+		return store.NewMessage{}, EnqueueOptions{}, fmt.Errorf("enqueue: %T has an empty kind", args)
 	}
 	payload, err := c.cfg.Codec.Marshal(args)
 	if err != nil {
-		return store.NewMessage{}, EnqueueOptions{}, fmt.Errorf("leasehold: enqueue a %s job: encode its args: %w", kind, err)
+		return store.NewMessage{}, EnqueueOptions{}, fmt.Errorf("enqueue a %s job: encode its args: %w", kind, err)
 	}
 	o := EnqueueOptions{}
 	if opts != nil {
@@ -472,13 +472,13 @@ func (c *Client[TTx]) newMessage(args JobArgs, opts *EnqueueOptions) (store.NewM
 	}
 	queue := cmp.Or(o.Queue, DefaultQueue)
 	if _, works := c.cfg.Queues[queue]; works && !c.knows(kind) {
-		return store.NewMessage{}, EnqueueOptions{}, fmt.Errorf("leasehold: enqueue on queue %q, which this client works: %w; add its handler before enqueueing",
+		return store.NewMessage{}, EnqueueOptions{}, fmt.Errorf("enqueue on queue %q, which this client works: %w; add its handler before enqueueing",
 			queue, &UnknownKindError{Kind: kind})
 	}
 	delay := o.Delay
 	if !o.RunAt.IsZero() {
 		if o.Delay != 0 {
-			return store.NewMessage{}, EnqueueOptions{}, fmt.Errorf("leasehold: enqueue a %s job: both Delay (%s) and RunAt (%s) are set; set one", kind, o.Delay, o.RunAt)
+			return store.NewMessage{}, EnqueueOptions{}, fmt.Errorf("enqueue a %s job: both Delay (%s) and RunAt (%s) are set; set one", kind, o.Delay, o.RunAt)
 		}
 		delay = max(0, o.RunAt.Sub(c.cfg.Clock.Now()))
 	}
@@ -486,7 +486,7 @@ func (c *Client[TTx]) newMessage(args JobArgs, opts *EnqueueOptions) (store.NewM
 		Delay: delay, MaxDeliveries: o.MaxDeliveries, Priority: o.Priority}
 	if !o.Unique.isZero() {
 		if msg.UniqueKey, err = o.Unique.uniqueKey(kind, queue, args, payload, c.cfg.Clock.Now()); err != nil {
-			return store.NewMessage{}, EnqueueOptions{}, fmt.Errorf("leasehold: enqueue a %s job: %w", kind, err)
+			return store.NewMessage{}, EnqueueOptions{}, fmt.Errorf("enqueue a %s job: %w", kind, err)
 		}
 		msg.UniqueStates = o.Unique.ByState
 	}

@@ -47,7 +47,7 @@ func onEachBackend(t *testing.T, test func(t *testing.T, st store.Store)) {
 }
 
 // clientOf returns a client of st with cfg, quiet.
-func clientOf(t *testing.T, st store.Store, cfg leasehold.Config) *leasehold.Client[store.NoTx] {
+func clientOf(t testing.TB, st store.Store, cfg leasehold.Config) *leasehold.Client[store.NoTx] {
 	t.Helper()
 	cfg.Logger = quiet()
 	c, err := leasehold.NewClient(store.WithoutTx(st), cfg)

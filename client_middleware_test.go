@@ -155,7 +155,8 @@ func TestBadMetadataIsRefused(t *testing.T) {
 		}},
 		addMetadata("traceparent", "00-..."),
 	}})
-	if _, err := c.Enqueue(ctx, sendEmail{}, &leasehold.EnqueueOptions{Metadata: full}); err == nil || !strings.Contains(err.Error(), "metadata has 65 keys") || heard != err {
+	if _, err := c.Enqueue(ctx, sendEmail{}, &leasehold.EnqueueOptions{Metadata: full}); err == nil || !strings.Contains(err.Error(), "metadata has 65 keys") ||
+		heard == nil || heard.Error() != strings.TrimPrefix(err.Error(), "leasehold: ") {
 		t.Errorf("64 keys and one from middleware: %v; done heard %v", err, heard)
 	}
 	if s := count(t, st, "default"); s.Pending != 0 {
@@ -205,7 +206,9 @@ func TestEnqueueMiddleware(t *testing.T) {
 		if s := count(t, st, "default"); s.Pending != 0 {
 			t.Fatalf("%d jobs enqueued after the refusals, want none", s.Pending)
 		}
-		wantRefused := []string{"first", "refuser", "first done: " + err.Error()}
+		// The middleware hears the error without the package's prefix,
+		// which the caller's error bears.
+		wantRefused := []string{"first", "refuser", "first done: " + strings.TrimPrefix(err.Error(), "leasehold: ")}
 		if !equalStrings(calls, append(wantRefused, wantRefused...)) {
 			t.Fatalf("calls %q", calls)
 		}
@@ -423,6 +426,44 @@ func TestPanicUnderMiddlewareIsLoggedOnce(t *testing.T) {
 		}
 		if panics != 1 {
 			t.Errorf("%d log lines of the panic, want 1:\n%s", panics, strings.Join(logs.lines, ""))
+		}
+	})
+}
+
+// EnqueueMany runs the enqueue middleware for each job of the batch, and
+// each job's middleware hears its own result; a refused job refuses the
+// batch, and every job prepared before it hears the error.
+func TestEnqueueManyRunsMiddleware(t *testing.T) {
+	onEachBackend(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		var heard []string
+		c := clientOf(t, st, leasehold.Config{Middleware: []leasehold.Middleware{addMetadata("tenant", "acme"),
+			{Enqueue: func(_ context.Context, job *leasehold.EnqueueJob) (func(*leasehold.EnqueueResult, error), error) {
+				if job.Args.(sendEmail).To == "refused" {
+					return nil, errors.New("no")
+				}
+				return func(res *leasehold.EnqueueResult, err error) {
+					heard = append(heard, fmt.Sprintf("%s %v %v", job.Args.(sendEmail).To, res != nil, err != nil))
+				}, nil
+			}}}})
+		res, err := c.EnqueueMany(ctx, []leasehold.EnqueueParams{{Args: sendEmail{To: "a"}}, {Args: sendEmail{To: "b"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if row, err := c.JobGet(ctx, r.ID); err != nil || row.Metadata["tenant"] != "acme" {
+				t.Fatalf("job %d of the batch: %+v, %v; want the middleware's metadata", r.ID, row, err)
+			}
+		}
+		if _, err := c.EnqueueMany(ctx, []leasehold.EnqueueParams{{Args: sendEmail{To: "c"}}, {Args: sendEmail{To: "refused"}}}); err == nil ||
+			!strings.Contains(err.Error(), "job at index 1 of 2") {
+			t.Fatalf("a batch with a refused job: %v", err)
+		}
+		if want := []string{"a true false", "b true false", "c false true"}; !equalStrings(heard, want) {
+			t.Fatalf("the middleware heard %q, want %q", heard, want)
+		}
+		if s := count(t, st, "default"); s.Pending != 2 {
+			t.Fatalf("%d jobs pending, want the first batch's 2", s.Pending)
 		}
 	})
 }

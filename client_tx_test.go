@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 
 	"github.com/leasehold/leasehold"
@@ -65,54 +66,50 @@ func testEnqueueTx[TTx any](t *testing.T, c *leasehold.Client[TTx], st store.Sto
 }
 
 func TestEnqueueTxSQLite(t *testing.T) {
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(t.TempDir(), "tx.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	c, err := leasehold.NewClient(st, leasehold.Config{Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testEnqueueTx(t, c, st, st, func() (*sql.Tx, func(bool) error) {
-		tx, err := st.DB().BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tx, func(commit bool) error {
-			if commit {
-				return tx.Commit()
-			}
-			return tx.Rollback()
-		}
-	})
+	c, st, _ := txSQLite(t)
+	testEnqueueTx(t, c, st, st, sqlBegin(t, st.DB()))
 }
 
 func TestEnqueueTxPostgres(t *testing.T) {
-	ctx := context.Background()
-	pool := pgtest.Pool(t)
-	st, err := postgres.Open(ctx, postgres.Config{Pool: pool, Schema: pgtest.Schema(t, pool)})
+	c, st, pool := txPostgres(t)
+	testEnqueueTx(t, c, st, st, pgxBegin(t, pool))
+}
+
+// txSQLite opens a SQLite store for a transaction test, with a client of
+// it and another store on the same file, which sees what another process
+// would; the stores are closed when the test ends.
+func txSQLite(t *testing.T) (*leasehold.Client[*sql.Tx], *sqlite.Store, *sqlite.Store) {
+	path := filepath.Join(t.TempDir(), "tx.db")
+	var sts [2]*sqlite.Store
+	for i := range sts {
+		st, err := sqlite.Open(context.Background(), sqlite.Config{Path: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		sts[i] = st
+	}
+	c, err := leasehold.NewClient(sts[0], leasehold.Config{Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	return c, sts[0], sts[1]
+}
+
+// txPostgres opens a PostgreSQL store in a schema of its own for a
+// transaction test, with a client of it and its pool.
+func txPostgres(t *testing.T) (*leasehold.Client[pgx.Tx], *postgres.Store, *pgxpool.Pool) {
+	pool := pgtest.Pool(t)
+	st, err := postgres.Open(context.Background(), postgres.Config{Pool: pool, Schema: pgtest.Schema(t, pool)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
 	c, err := leasehold.NewClient(st, leasehold.Config{Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	testEnqueueTx(t, c, st, st, func() (pgx.Tx, func(bool) error) {
-		tx, err := pool.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tx, func(commit bool) error {
-			if commit {
-				return tx.Commit(ctx)
-			}
-			return tx.Rollback(ctx)
-		}
-	})
+	return c, st, pool
 }
 
 // A program whose queries go through database/sql enqueues in its
@@ -134,18 +131,44 @@ func TestEnqueueTxPostgresDatabaseSQL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testEnqueueTx(t, c, st, st.SQL(), func() (*sql.Tx, func(bool) error) {
-		tx, err := db.BeginTx(ctx, nil)
+	testEnqueueTx(t, c, st, st.SQL(), sqlBegin(t, db))
+}
+
+// sqlBegin returns a function that begins a transaction on db and gives
+// it with the function that ends it, committing or rolling back; one left
+// open by a failed test is rolled back when the test ends.
+func sqlBegin(t *testing.T, db *sql.DB) func() (*sql.Tx, func(commit bool) error) {
+	return func() (*sql.Tx, func(bool) error) {
+		tx, err := db.BeginTx(context.Background(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { _ = tx.Rollback() })
 		return tx, func(commit bool) error {
 			if commit {
 				return tx.Commit()
 			}
 			return tx.Rollback()
 		}
-	})
+	}
+}
+
+// pgxBegin is sqlBegin for a pgx pool.
+func pgxBegin(t *testing.T, pool *pgxpool.Pool) func() (pgx.Tx, func(commit bool) error) {
+	ctx := context.Background()
+	return func() (pgx.Tx, func(bool) error) {
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = tx.Rollback(ctx) })
+		return tx, func(commit bool) error {
+			if commit {
+				return tx.Commit(ctx)
+			}
+			return tx.Rollback(ctx)
+		}
+	}
 }
 
 // ExampleClient_EnqueueTx_postgres needs a database, so this test runs it,

@@ -46,6 +46,10 @@
 // The queues of one client share one lease keeper (one store call per
 // renewal round for every lease held), one completer and one reaper.
 //
+// EnqueueMany enqueues a batch of jobs in one store call, all or none,
+// with results in the batch's order; EnqueueManyTx does so inside the
+// program's transaction, as EnqueueTx does for one job.
+//
 // EnqueueTx enqueues inside the program's own transaction (the
 // transactional outbox): Client is generic in the store's transaction
 // type, pgx.Tx for store/postgres (*sql.Tx through its SQL view), *sql.Tx

@@ -276,3 +276,40 @@ func Example_middleware() {
 	// charging c-2 of tenant acme
 	// charge job for acme: completed
 }
+
+// A batch of jobs goes in with one store call, all or none; the results
+// come back in the order of the batch, a repeated dedup id marked as a
+// duplicate of the first job. A bad job anywhere refuses the whole batch.
+func ExampleClient_EnqueueMany() {
+	ctx := context.Background()
+	st, err := memory.New(memory.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer st.Close()
+	c, err := leasehold.NewClient(st, leasehold.Config{Logger: quiet()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	res, err := c.EnqueueMany(ctx, []leasehold.EnqueueParams{
+		{Args: Charge{Customer: "c-1", Cents: 100}, Opts: &leasehold.EnqueueOptions{Key: "c-1", DedupID: "order-1"}},
+		{Args: Charge{Customer: "c-1", Cents: 200}, Opts: &leasehold.EnqueueOptions{Key: "c-1"}},
+		{Args: Charge{Customer: "c-1", Cents: 100}, Opts: &leasehold.EnqueueOptions{Key: "c-1", DedupID: "order-1"}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, r := range res {
+		fmt.Println(r.ID, r.Duplicate)
+	}
+	_, err = c.EnqueueMany(ctx, []leasehold.EnqueueParams{
+		{Args: Charge{Customer: "c-2", Cents: 100}},
+		{Args: Charge{Customer: "c-2", Cents: 200}, Opts: &leasehold.EnqueueOptions{Priority: 5000}},
+	})
+	fmt.Println(err)
+	// Output:
+	// 1 false
+	// 2 false
+	// 1 true
+	// leasehold: job at index 1 of 2: enqueue a charge job: invalid argument: priority is 5000, must be -1000 to 1000
+}

@@ -188,7 +188,7 @@ func (c *Client[TTx]) prepare(ctx context.Context, args JobArgs, opts *EnqueueOp
 		}
 		done, err := mw.Enqueue(ctx, job)
 		if err != nil {
-			_, err = p.finish(nil, fmt.Errorf("leasehold: enqueue a %s job: middleware %d refused it: %w", m.Kind, i, err))
+			_, err = p.finish(nil, fmt.Errorf("enqueue a %s job: middleware %d refused it: %w", m.Kind, i, err))
 			return nil, err
 		}
 		if done != nil {
@@ -196,7 +196,7 @@ func (c *Client[TTx]) prepare(ctx context.Context, args JobArgs, opts *EnqueueOp
 		}
 	}
 	if p.msg.Attributes, err = jobmeta.Encode(job.Metadata); err != nil {
-		_, err = p.finish(nil, fmt.Errorf("leasehold: enqueue a %s job: %w", m.Kind, err))
+		_, err = p.finish(nil, fmt.Errorf("enqueue a %s job: %w", m.Kind, err))
 		return nil, err
 	}
 	return p, nil

@@ -122,6 +122,25 @@ func (e *NoRecordError) Error() string {
 
 func (e *NoRecordError) Unwrap() error { return ErrNotFound }
 
+// BatchError reports the message of a batch that Enqueue refused, by its
+// index in the batch: the batch enqueued nothing. It wraps the reason,
+// which wraps ErrInvalid. A batch of one message is refused with the
+// reason alone.
+type BatchError struct {
+	// Index is the refused message's index in the batch, from 0.
+	Index int
+	// Len is the number of messages in the batch.
+	Len int
+	// Err is why the message was refused.
+	Err error
+}
+
+func (e *BatchError) Error() string {
+	return fmt.Sprintf("message %d of %d: %v", e.Index+1, e.Len, e.Err)
+}
+
+func (e *BatchError) Unwrap() error { return e.Err }
+
 // NewMessage is a message to enqueue.
 type NewMessage struct {
 	// Queue is required: 1 to MaxNameLength bytes.
@@ -592,6 +611,8 @@ type BlockedKey struct {
 // error other than a per-message result changed nothing, except Extend.
 type Store interface {
 	// Enqueue adds messages, all or none. The results are in input order.
+	// A batch of several with a message that is bad input is refused with
+	// a *BatchError naming it.
 	Enqueue(ctx context.Context, msgs []NewMessage) ([]Enqueued, error)
 	// Claim leases up to c.Max visible pending messages of a queue, the
 	// highest priority first and, within one priority, the oldest visible

@@ -46,6 +46,10 @@ type flags struct {
 	concurrency int
 	payload     int
 	asJSON      bool
+	// insert, when positive, measures inserts alone instead: this many
+	// jobs in batches of batchSize, with insertAPI.
+	insert    int
+	insertAPI string
 }
 
 // result has the shape of `leasehold bench --json`.
@@ -71,6 +75,8 @@ func main() {
 	fs.IntVar(&f.concurrency, "concurrency", 2000, "River MaxWorkers of the one queue")
 	fs.IntVar(&f.payload, "payload", 100, "payload size in bytes (a string of that many 'x' in the job args)")
 	fs.BoolVar(&f.asJSON, "json", false, "print one JSON object")
+	fs.IntVar(&f.insert, "insert", 0, "measure inserts alone: insert this many jobs in batches of 1000 and report jobs/s")
+	fs.StringVar(&f.insertAPI, "insert-api", "fast", "with --insert: fast (InsertManyFast, COPY, no rows back) or many (InsertMany, rows back)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return
@@ -91,10 +97,20 @@ func main() {
 	case f.payload < 0:
 		fmt.Fprintf(os.Stderr, "river: --payload %d: must not be negative\n", f.payload)
 		os.Exit(2)
+	case f.insert < 0:
+		fmt.Fprintf(os.Stderr, "river: --insert %d: must not be negative\n", f.insert)
+		os.Exit(2)
+	case f.insertAPI != "fast" && f.insertAPI != "many":
+		fmt.Fprintf(os.Stderr, "river: --insert-api %q: must be fast or many\n", f.insertAPI)
+		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if err := run(ctx, f, clock.System(), os.Stdout); err != nil {
+	measure := run
+	if f.insert > 0 {
+		measure = runInsert
+	}
+	if err := measure(ctx, f, clock.System(), os.Stdout); err != nil {
 		fmt.Fprintf(os.Stderr, "river: %v\n", err)
 		os.Exit(1)
 	}
@@ -215,33 +231,45 @@ func ensureDatabase(ctx context.Context, dsn string) error {
 	return nil
 }
 
+// prepare creates River's database if it is missing, migrates it and
+// empties river_job, and returns a pool on it (closed by the caller) and
+// River's driver and logger.
+func prepare(ctx context.Context, f flags) (*pgxpool.Pool, *riverpgxv5.Driver, *slog.Logger, error) {
+	if err := ensureDatabase(ctx, f.dsn); err != nil {
+		return nil, nil, nil, err
+	}
+	pool, err := pgxpool.New(ctx, f.dsn)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	driver := riverpgxv5.New(pool)
+	// River logs to stdout by default; keep stdout for the result.
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	migrator, err := rivermigrate.New(driver, &rivermigrate.Config{Logger: logger})
+	if err == nil {
+		_, err = migrator.Migrate(ctx, rivermigrate.DirectionUp, nil)
+	}
+	if err != nil {
+		pool.Close()
+		return nil, nil, nil, fmt.Errorf("river migrations: %w", err)
+	}
+	// Leftover jobs from earlier runs would make runs incomparable.
+	if _, err := pool.Exec(ctx, "TRUNCATE river_job"); err != nil {
+		pool.Close()
+		return nil, nil, nil, err
+	}
+	return pool, driver, logger, nil
+}
+
 // run measures River on clk, the time that latencies and the duration are
 // read on.
 func run(ctx context.Context, f flags, clk clock.Clock, stdout io.Writer) error {
 	version := riverVersion()
-	if err := ensureDatabase(ctx, f.dsn); err != nil {
-		return err
-	}
-	pool, err := pgxpool.New(ctx, f.dsn)
+	pool, driver, logger, err := prepare(ctx, f)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	driver := riverpgxv5.New(pool)
-	// River logs to stdout by default; keep stdout for the result.
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-
-	migrator, err := rivermigrate.New(driver, &rivermigrate.Config{Logger: logger})
-	if err != nil {
-		return err
-	}
-	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return fmt.Errorf("river migrations: %w", err)
-	}
-	// Leftover jobs from earlier runs would make runs incomparable.
-	if _, err := pool.Exec(ctx, "TRUNCATE river_job"); err != nil {
-		return err
-	}
 
 	lat := &latencies{}
 	var done, enqueued, failures atomic.Int64
@@ -262,11 +290,7 @@ func run(ctx context.Context, f flags, clk clock.Clock, stdout io.Writer) error 
 		return err
 	}
 
-	payload := strings.Repeat("x", f.payload)
-	params := make([]river.InsertManyParams, batchSize)
-	for i := range params {
-		params[i] = river.InsertManyParams{Args: benchArgs{Payload: payload}}
-	}
+	params := batchParams(f.payload)
 
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
@@ -378,4 +402,79 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// batchParams returns a batch of batchSize jobs whose args carry payload
+// bytes.
+func batchParams(payload int) []river.InsertManyParams {
+	args := benchArgs{Payload: strings.Repeat("x", payload)}
+	params := make([]river.InsertManyParams, batchSize)
+	for i := range params {
+		params[i] = river.InsertManyParams{Args: args}
+	}
+	return params
+}
+
+// insertResult is what --insert reports.
+type insertResult struct {
+	DB            string  `json:"db"`
+	Mode          string  `json:"mode"`
+	API           string  `json:"api"`
+	Batch         int     `json:"batch"`
+	Jobs          int     `json:"jobs"`
+	Seconds       float64 `json:"seconds"`
+	JobsPerSecond float64 `json:"jobs_per_second"`
+}
+
+// runInsert measures inserts alone: --insert jobs of --payload bytes in
+// batches of batchSize, one call each, from an insert-only client (no
+// queues worked), timed on clk from the first call to the last return.
+func runInsert(ctx context.Context, f flags, clk clock.Clock, stdout io.Writer) error {
+	version := riverVersion()
+	pool, driver, logger, err := prepare(ctx, f)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	client, err := river.NewClient(driver, &river.Config{Logger: logger})
+	if err != nil {
+		return err
+	}
+	params := batchParams(f.payload)
+	api := "InsertManyFast"
+	insert := func(p []river.InsertManyParams) (int, error) { return client.InsertManyFast(ctx, p) }
+	if f.insertAPI == "many" {
+		api = "InsertMany"
+		insert = func(p []river.InsertManyParams) (int, error) {
+			res, err := client.InsertMany(ctx, p)
+			return len(res), err
+		}
+	}
+	began := clk.Monotonic()
+	for left := f.insert; left > 0; left -= batchSize {
+		p := params[:min(left, batchSize)]
+		n, err := insert(p)
+		if err != nil {
+			return fmt.Errorf("%s: %w", api, err)
+		}
+		if n != len(p) {
+			return fmt.Errorf("%s inserted %d jobs of %d", api, n, len(p))
+		}
+	}
+	elapsed := (clk.Monotonic() - began).Seconds()
+	var stored int
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM river_job").Scan(&stored); err != nil {
+		return err
+	}
+	if stored != f.insert {
+		return fmt.Errorf("river_job holds %d jobs after inserting %d", stored, f.insert)
+	}
+	res := insertResult{DB: "river:" + redact(f.dsn), Mode: "insert", API: api, Batch: batchSize, Jobs: f.insert, Seconds: elapsed,
+		JobsPerSecond: float64(f.insert) / elapsed}
+	if f.asJSON {
+		fmt.Fprintf(os.Stderr, "river %s\n", version)
+		return json.NewEncoder(stdout).Encode(res)
+	}
+	fmt.Fprintf(stdout, "river %s\n%s, %s in batches of %d: %d jobs in %.2fs: %.0f jobs/s\n", version, res.DB, api, batchSize, res.Jobs, res.Seconds, res.JobsPerSecond)
+	return nil
 }

@@ -67,7 +67,7 @@ func CheckNewMessages(msgs []store.NewMessage, o store.Options) ([]store.NewMess
 	for i, m := range msgs {
 		if err := checkNewMessage(m, o); err != nil {
 			if len(msgs) > 1 {
-				return nil, fmt.Errorf("message %d of %d: %w", i+1, len(msgs), err)
+				return nil, &store.BatchError{Index: i, Len: len(msgs), Err: err}
 			}
 			return nil, err
 		}

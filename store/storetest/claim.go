@@ -51,8 +51,9 @@ func testEnqueueIsAtomic(t *testing.T, f Factory) {
 		{Queue: b.queue, Payload: []byte("ok")},
 		{Queue: "", Payload: []byte("bad")},
 	})
-	if !errors.Is(err, store.ErrInvalid) {
-		t.Fatalf("Enqueue with one bad message = %v, want ErrInvalid", err)
+	var bad *store.BatchError
+	if !errors.Is(err, store.ErrInvalid) || !errors.As(err, &bad) || bad.Index != 1 || bad.Len != 2 {
+		t.Fatalf("Enqueue with one bad message = %v, want ErrInvalid in a *store.BatchError naming message 1 (from 0) of 2", err)
 	}
 	if st := b.stats(); st.Pending != 0 {
 		t.Fatalf("a failed batch enqueued %d messages", st.Pending)
