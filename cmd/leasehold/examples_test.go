@@ -135,7 +135,7 @@ func (l shellLine) String() string {
 }
 
 // globalValueFlags are the root's flags that take a value.
-var globalValueFlags = []string{"--db", "--log-level", "--log-format"}
+var globalValueFlags = []string{"--db", "--schema", "--log-level", "--log-format"}
 
 // leaseholdRun is one leasehold stage of an example, as the test runs it.
 type leaseholdRun struct {
@@ -152,8 +152,9 @@ type leaseholdRun struct {
 // "leasehold") so that the example runs in a test, by these rules, and
 // tells what it runs:
 //   - --db names the test's database, leasehold.db in the example's
-//     directory; --log-level is debug, so that a command that runs until a
-//     signal says when it listens for one;
+//     directory, and --schema, which only PostgreSQL takes, is left out;
+//     --log-level is debug, so that a command that runs until a signal
+//     says when it listens for one;
 //   - work gets --drain, so that it ends once its queue is empty;
 //   - serve listens on port 0 of the host it names (127.0.0.1 by default);
 //   - bench runs 1 s, or 1000 messages at most.
