@@ -24,6 +24,16 @@ SELECT pg_advisory_xact_lock(hashtextextended(n, 0)) FROM unnest($1::text[]) AS 
 -- commits.
 SELECT pg_notify($1, q) FROM unnest($2::text[]) AS q
 
+-- name: indexScans
+-- For the rest of the transaction, plans read tables through their
+-- indexes wherever one serves: sequential and bitmap scans cost the
+-- planner more than any index scan. A plan made once and reused (a
+-- prepared statement's generic plan) is then index-backed whatever the
+-- table's size when it was made; without this, one made on a tiny table
+-- keeps scanning it as it grows. The statements run after it in one
+-- transaction may be prepared once per connection.
+SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true)
+
 -- name: isolation
 SELECT current_setting('transaction_isolation')
 
@@ -280,20 +290,16 @@ UPDATE {s}.messages SET state = {dead}, dead_reason = $3, last_error = $4, finis
 	visible_at = CASE WHEN $5 THEN COALESCE($1::timestamptz, now()) ELSE visible_at END
 WHERE id = ANY($2::bigint[])
 
--- name: reapScan
--- A bitmap scan of messages_processing, the planner's choice for a range,
--- visits every entry of the range in the table and marks none dead; an
--- ordered index scan marks the entries of leases that have ended since, so
--- each reap does not read them again. Finished leases leave such entries
--- at a rate of thousands a second until a VACUUM. A sequential scan would
--- read the whole table. The settings hold for the rest of the reaper's
--- transaction, whose updates find the expired rows by id.
-SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off
-
 -- name: expired
 -- The processing messages whose leases have expired, locked; those that
 -- another transaction holds are passed over, so that reapers running at
--- once never wait on each other.
+-- once never wait on each other. Run after indexScans, it reads
+-- messages_processing in order: a bitmap scan, the planner's choice for
+-- a range, visits every entry of the range in the table and marks none
+-- dead, where an ordered index scan marks the entries of leases that have
+-- ended since, so that each reap does not read them again. Finished
+-- leases leave such entries at a rate of thousands a second until a
+-- VACUUM.
 SELECT id, fencing_token, queue, key, deliveries, max_deliveries, COALESCE($1::timestamptz, now()) - locked_until, dead_letter_queue
 FROM {s}.messages WHERE state = {processing} AND locked_until <= COALESCE($1::timestamptz, now())
 FOR UPDATE SKIP LOCKED

@@ -18,6 +18,7 @@ type query int
 const (
 	qLockKeys query = iota
 	qNotify
+	qIndexScans
 	qIsolation
 	qInsertBulk
 	qInsertOne
@@ -39,7 +40,6 @@ const (
 	qRunning
 	qGiven
 	qHold
-	qReapScan
 	qExpired
 	qDeadRows
 	qRedrive
@@ -79,6 +79,7 @@ const (
 var queryNames = [nQueries]string{
 	qLockKeys:           "lockKeys",
 	qNotify:             "notify",
+	qIndexScans:         "indexScans",
 	qIsolation:          "isolation",
 	qInsertBulk:         "insertBulk",
 	qInsertOne:          "insertOne",
@@ -100,7 +101,6 @@ var queryNames = [nQueries]string{
 	qRunning:            "running",
 	qGiven:              "given",
 	qHold:               "hold",
-	qReapScan:           "reapScan",
 	qExpired:            "expired",
 	qDeadRows:           "deadRows",
 	qRedrive:            "redrive",
