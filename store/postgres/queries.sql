@@ -103,7 +103,12 @@ FROM u ORDER BY priority DESC, visible_at, id
 -- keys' waiting messages are read through messages_waiting, at most $3
 -- of each, without a lock: a message that changed meanwhile (a cancel)
 -- fails the update's second test of its state and is left out. The
--- batch comes back in its order.
+-- batch comes back in its order. A key's waiting messages are asked for
+-- as the range of the key, in key and id order, which messages_waiting
+-- gives and the primary key does not: asked for as the key, in id order,
+-- they could be read through the primary key from its first id,
+-- filtered, past every finished message of the table, where statistics
+-- gathered while the key's messages were most of it say that is cheaper.
 WITH heads AS (
 	SELECT id, key, priority, visible_at FROM {s}.messages
 	WHERE queue = $2 AND state = {pending} AND visible_at <= COALESCE($1::timestamptz, now())
@@ -120,7 +125,7 @@ members AS (
 		SELECT w.id, row_number() OVER (ORDER BY w.id) AS rn,
 			count(*) FILTER (WHERE w.visible_at > COALESCE($1::timestamptz, now())) OVER (ORDER BY w.id) AS hidden
 		FROM (SELECT id, visible_at FROM {s}.messages
-			WHERE queue = $2 AND key = hn.key AND state = {waiting} ORDER BY id LIMIT $3 - 1) AS w) AS f
+			WHERE queue = $2 AND key >= hn.key AND key <= hn.key AND state = {waiting} ORDER BY key, id LIMIT $3 - 1) AS w) AS f
 	WHERE hn.key IS NOT NULL),
 picked AS (
 	SELECT id, hn, rn FROM (SELECT id, hn, rn, row_number() OVER (ORDER BY hn, rn) AS n FROM members WHERE hidden = 0) AS m
