@@ -466,7 +466,7 @@ func (s *backend) lockKeys(ctx context.Context, r runner, names []string) error 
 	return r.lock(ctx, names)
 }
 
-func (s *backend) pgxRunner(tx pgx.Tx) runner { return pgxRunner{tx: tx, st: s.sql} }
+func (s *backend) pgxRunner(tx pgxTx) runner { return pgxRunner{tx: tx, st: s.sql} }
 
 func keyLock(queue, key string) string { return "k\x1f" + queue + "\x1f" + key }
 
@@ -590,7 +590,7 @@ func (s *backend) enqueueIn(ctx context.Context, r runner, msgs []store.NewMessa
 }
 
 func (s *backend) enqueueTx(ctx context.Context, r runner, msgs []store.NewMessage, wake *[]string) ([]store.Enqueued, error) {
-	if tx := r.pgx(); tx != nil && !needsLocks(msgs) {
+	if tx := r.batcher(); tx != nil && !needsLocks(msgs) {
 		return s.insertBulk(ctx, tx, msgs, wake)
 	}
 	if err := s.lockKeys(ctx, r, enqueueLocks(nil, msgs)); err != nil {

@@ -24,6 +24,14 @@ SELECT pg_advisory_xact_lock(hashtextextended(n, 0)) FROM unnest($1::text[]) AS 
 -- commits.
 SELECT pg_notify($1, q) FROM unnest($2::text[]) AS q
 
+-- name: begin
+-- READ COMMITTED whatever the server's default: key order relies on each
+-- statement seeing what committed before a key's lock was granted.
+BEGIN ISOLATION LEVEL READ COMMITTED
+
+-- name: commit
+COMMIT
+
 -- name: indexScans
 -- For the rest of the transaction, plans read tables through their
 -- indexes wherever one serves: sequential and bitmap scans cost the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/leasehold/leasehold/internal/storecore"
 	"github.com/leasehold/leasehold/store"
 )
@@ -40,37 +41,43 @@ func (s *backend) Settle(ctx context.Context, st storecore.Settlement) error {
 // settleOnce runs a settlement in a transaction whose statements go in
 // as few round trips as its rule allows: the begin, indexScans and every
 // statement whose result the rule does not read wait to go with the next
-// one whose rows it reads, or with the last. They run in order all the
-// same, and the first error among them ends the settlement. Its
+// one whose rows it reads, the commit with the last. They run in order all
+// the same, and the first error among them ends the settlement. Its
 // statements are prepared once per connection; indexScans keeps their
 // plans index-backed.
-func (s *backend) settleOnce(ctx context.Context, st storecore.Settlement) error {
-	t := &settleTx{s: s, queued: &pgx.Batch{}}
-	t.queued.BeginTx(pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
-	t.later(qIndexScans)
+func (s *backend) settleOnce(ctx context.Context, st storecore.Settlement) (err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	t := &settleTx{s: s, conn: conn, queued: &pgx.Batch{}}
 	defer func() {
-		if t.tx != nil {
-			t.tx.Rollback(ctx)
+		// A connection left inside the transaction, by an error, rolls it
+		// back; one that cannot goes out of the pool when released.
+		if conn.Conn().PgConn().TxStatus() != 'I' {
+			conn.Exec(ctx, "ROLLBACK")
 		}
+		conn.Release()
 	}()
+	t.later(qBegin)
+	t.later(qIndexScans)
 	if err := st.Settle(ctx, t); err != nil {
 		return err
 	}
 	t.countCompleted()
-	if err := t.flush(ctx); err != nil {
-		return err
+	t.later(qCommit)
+	tag, err := t.flushTag(ctx)
+	if err == nil && tag.String() != "COMMIT" {
+		err = fmt.Errorf("commit: %w", pgx.ErrTxCommitRollback)
 	}
-	if err := t.tx.Commit(ctx); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
+	return err
 }
 
 // settleTx is one settling transaction.
 type settleTx struct {
 	s *backend
-	// tx is the transaction once its begin has gone.
-	tx pgx.Tx
+	// conn is the connection the transaction runs on.
+	conn *pgxpool.Conn
 	// queued are the statements not sent yet, in order.
 	queued *pgx.Batch
 	// completed counts the messages CompleteCurrent completed, by queue,
@@ -83,19 +90,12 @@ func (t *settleTx) later(q query, args ...any) {
 	t.queued.Queue(t.s.sql.Text(q), args...)
 }
 
-// send sends the queued statements and returns their results, the
-// transaction begun if it was not.
+// send sends the queued statements and returns their results, read up
+// to the last, which the caller reads.
 func (t *settleTx) send(ctx context.Context) (pgx.BatchResults, error) {
 	b := t.queued
 	t.queued = &pgx.Batch{}
-	var br pgx.BatchResults
-	if t.tx == nil {
-		br = t.s.pool.SendBatch(ctx, b)
-		t.tx = br.Tx()
-	} else {
-		br = t.tx.SendBatch(ctx, b)
-	}
-	// All but the last, which the caller reads.
+	br := t.conn.SendBatch(ctx, b)
 	for range len(b.QueuedQueries) - 1 {
 		if _, err := br.Exec(); err != nil {
 			br.Close()
@@ -107,15 +107,21 @@ func (t *settleTx) send(ctx context.Context) (pgx.BatchResults, error) {
 
 // flush runs the queued statements.
 func (t *settleTx) flush(ctx context.Context) error {
+	_, err := t.flushTag(ctx)
+	return err
+}
+
+// flushTag runs the queued statements and returns the last one's tag.
+func (t *settleTx) flushTag(ctx context.Context) (pgconn.CommandTag, error) {
 	if t.queued.Len() == 0 {
-		return nil
+		return pgconn.CommandTag{}, nil
 	}
 	br, err := t.send(ctx)
 	if err != nil {
-		return err
+		return pgconn.CommandTag{}, err
 	}
-	_, err = br.Exec()
-	return errors.Join(err, br.Close())
+	tag, err := br.Exec()
+	return tag, errors.Join(err, br.Close())
 }
 
 // query runs the queued statements and q, whose rows it returns.
@@ -423,7 +429,7 @@ func (t *settleTx) Insert(ctx context.Context, msgs []store.NewMessage) error {
 	if err := t.flush(ctx); err != nil {
 		return err
 	}
-	_, err := t.s.enqueueTx(ctx, t.s.pgxRunner(t.tx), msgs, nil)
+	_, err := t.s.enqueueTx(ctx, t.s.pgxRunner(t.conn), msgs, nil)
 	return err
 }
 

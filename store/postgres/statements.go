@@ -18,6 +18,8 @@ type query int
 const (
 	qLockKeys query = iota
 	qNotify
+	qBegin
+	qCommit
 	qIndexScans
 	qIsolation
 	qInsertBulk
@@ -79,6 +81,8 @@ const (
 var queryNames = [nQueries]string{
 	qLockKeys:           "lockKeys",
 	qNotify:             "notify",
+	qBegin:              "begin",
+	qCommit:             "commit",
 	qIndexScans:         "indexScans",
 	qIsolation:          "isolation",
 	qInsertBulk:         "insertBulk",
