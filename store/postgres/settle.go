@@ -45,7 +45,7 @@ func (s *backend) Settle(ctx context.Context, st storecore.Settlement) error {
 // the same, and the first error among them ends the settlement. Its
 // statements are prepared once per connection; indexScans keeps their
 // plans index-backed.
-func (s *backend) settleOnce(ctx context.Context, st storecore.Settlement) (err error) {
+func (s *backend) settleOnce(ctx context.Context, st storecore.Settlement) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
