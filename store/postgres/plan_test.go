@@ -160,6 +160,39 @@ func TestEnqueueLookupsFollowTableGrowth(t *testing.T) {
 	})
 }
 
+// TestRunsSurviveStaleStatistics gathers statistics while one key's
+// waiting messages are the whole table, then finishes most of them and
+// claims the rest of the key with runs. Read in id order through the
+// primary key, as those statistics make look cheap, the key's waiting
+// messages would come after every finished one.
+func TestRunsSurviveStaleStatistics(t *testing.T) {
+	ctx := context.Background()
+	f := newPlanFixture(t)
+	if _, err := f.setup.Exec(ctx, `INSERT INTO `+f.schema+`.messages (queue, key, payload, state, max_deliveries, enqueued_at, visible_at)
+		SELECT 'q', 'k', '\x00', CASE WHEN i = 1 THEN 0 ELSE 1 END, 5, now(), now() FROM generate_series(1, 5000) AS i;
+		ANALYZE `+f.schema+`.messages;
+		UPDATE `+f.schema+`.messages SET state = 3, finished_at = now() WHERE id <= 4000;
+		UPDATE `+f.schema+`.messages SET state = 0 WHERE id = 4001`); err != nil {
+		t.Fatal(err)
+	}
+	before := f.counter(t, indexFetchesQuery)
+	for range 10 {
+		ds, err := f.s.Claim(ctx, store.Claim{Queue: "q", WorkerID: "w", Max: 10, LeaseDuration: time.Minute, Runs: true})
+		if err != nil || len(ds) != 10 {
+			t.Fatalf("Claim = %d deliveries, %v; want a run of 10", len(ds), err)
+		}
+		if _, err := f.s.Complete(ctx, []store.Completion{{Lease: ds[0].Lease}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.s.Fail(ctx, store.Failure{Lease: ds[1].Lease, Error: "back"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fetched := f.counter(t, indexFetchesQuery) - before; fetched > 1000 {
+		t.Errorf("10 claims with runs fetched %d rows through indexes, want at most 1,000; the table holds 4,000 finished", fetched)
+	}
+}
+
 // TestLeaseChecksUseThePrimaryKey checks that statements naming leases find
 // their rows through the primary key, never through messages_processing:
 // that index keeps an entry for every lease taken since the last VACUUM, so
@@ -325,6 +358,8 @@ const (
 	// Rows fetched by plain index scans of messages_processing; bitmap
 	// scans are not counted here.
 	processingFetchesQuery = `SELECT idx_tup_fetch FROM pg_stat_user_indexes WHERE schemaname = $1 AND indexrelname = 'messages_processing'`
+	// Rows fetched by plain index scans of any index of the table.
+	indexFetchesQuery = `SELECT idx_tup_fetch FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = 'messages'`
 )
 
 // unchanged runs op and fails the test if it changed the counter.

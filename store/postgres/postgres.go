@@ -476,14 +476,13 @@ func micros(d time.Duration) int64 { return d.Microseconds() }
 // (queue, key) or (queue, dedup id) names, in a fixed order so that two
 // transactions never wait on each other in a cycle.
 func (s *backend) lockKeys(ctx context.Context, r runner, names []string) error {
-	if len(names) == 0 {
+	if names = distinct(names); len(names) == 0 {
 		return nil
 	}
-	slices.Sort(names)
-	return r.lock(ctx, slices.Compact(names))
+	return r.lock(ctx, names)
 }
 
-func (s *backend) pgxRunner(tx pgx.Tx) runner { return pgxRunner{tx: tx, st: s.sql} }
+func (s *backend) pgxRunner(tx pgxTx) runner { return pgxRunner{tx: tx, st: s.sql} }
 
 func keyLock(queue, key string) string { return "k\x1f" + queue + "\x1f" + key }
 
@@ -792,11 +791,25 @@ func nullBytes(b []byte) any {
 }
 
 func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, error) {
-	q := qClaim
+	args := []any{s.now(), c.Queue, c.Max, c.WorkerID, micros(c.LeaseDuration)}
+	var rows pgx.Rows
+	var err error
 	if c.Runs {
-		q = qClaimRuns
+		// claimRuns costs more to plan than to run: it is prepared once
+		// per connection, its plan kept index-backed by indexScans, sent
+		// with it in one round trip and one implicit transaction.
+		b := &pgx.Batch{}
+		b.Queue(s.sql.Text(qIndexScans))
+		b.Queue(s.sql.Text(qClaimRuns), args...)
+		br := s.pool.SendBatch(ctx, b)
+		defer br.Close()
+		if _, err := br.Exec(); err != nil {
+			return nil, err
+		}
+		rows, err = br.Query()
+	} else {
+		rows, err = s.pool.Query(ctx, s.sql.Text(qClaim), append([]any{replan}, args...)...)
 	}
-	rows, err := s.pool.Query(ctx, s.sql.Text(q), replan, s.now(), c.Queue, c.Max, c.WorkerID, micros(c.LeaseDuration))
 	if err != nil {
 		return nil, err
 	}

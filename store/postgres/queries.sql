@@ -24,6 +24,24 @@ SELECT pg_advisory_xact_lock(hashtextextended(n, 0)) FROM unnest($1::text[]) AS 
 -- commits.
 SELECT pg_notify($1, q) FROM unnest($2::text[]) AS q
 
+-- name: begin
+-- READ COMMITTED whatever the server's default: key order relies on each
+-- statement seeing what committed before a key's lock was granted.
+BEGIN ISOLATION LEVEL READ COMMITTED
+
+-- name: commit
+COMMIT
+
+-- name: indexScans
+-- For the rest of the transaction, plans read tables through their
+-- indexes wherever one serves: sequential and bitmap scans cost the
+-- planner more than any index scan. A plan made once and reused (a
+-- prepared statement's generic plan) is then index-backed whatever the
+-- table's size when it was made; without this, one made on a tiny table
+-- keeps scanning it as it grows. The statements run after it in one
+-- transaction may be prepared once per connection.
+SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true)
+
 -- name: isolation
 SELECT current_setting('transaction_isolation')
 
@@ -143,7 +161,11 @@ FROM u ORDER BY priority DESC, visible_at, id
 -- lines' order (see arrival in the migrations), at most $3 of each,
 -- without a lock: a message that changed meanwhile (a cancel)
 -- fails the update's second test of its state and is left out. The
--- batch comes back in its order.
+-- batch comes back in its order. Line order is messages_waiting's and
+-- not the primary key's, so no statistics (say, gathered while the key's
+-- messages were most of the table) can make reading them in id order
+-- through the primary key, filtered, past every finished message of the
+-- table, look cheaper.
 WITH heads AS (
 	SELECT id, key, priority, visible_at FROM {s}.messages
 	WHERE queue = $2 AND state = {pending} AND visible_at <= COALESCE($1::timestamptz, now())
@@ -333,20 +355,16 @@ UPDATE {s}.messages SET state = {dead}, dead_reason = $3, last_error = $4, finis
 	errors = {s}.with_error(errors, deliveries, COALESCE($1::timestamptz, now()), worker_id, $4, {maxErrors})
 WHERE id = ANY($2::bigint[])
 
--- name: reapScan
--- A bitmap scan of messages_processing, the planner's choice for a range,
--- visits every entry of the range in the table and marks none dead; an
--- ordered index scan marks the entries of leases that have ended since, so
--- each reap does not read them again. Finished leases leave such entries
--- at a rate of thousands a second until a VACUUM. A sequential scan would
--- read the whole table. The settings hold for the rest of the reaper's
--- transaction, whose updates find the expired rows by id.
-SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off
-
 -- name: expired
 -- The processing messages whose leases have expired, locked; those that
 -- another transaction holds are passed over, so that reapers running at
--- once never wait on each other.
+-- once never wait on each other. Run after indexScans, it reads
+-- messages_processing in order: a bitmap scan, the planner's choice for
+-- a range, visits every entry of the range in the table and marks none
+-- dead, where an ordered index scan marks the entries of leases that have
+-- ended since, so that each reap does not read them again. Finished
+-- leases leave such entries at a rate of thousands a second until a
+-- VACUUM.
 SELECT id, fencing_token, queue, key, deliveries, max_deliveries, COALESCE($1::timestamptz, now()) - locked_until, dead_letter_queue,
 	COALESCE(arrival, id)
 FROM {s}.messages WHERE state = {processing} AND locked_until <= COALESCE($1::timestamptz, now())

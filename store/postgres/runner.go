@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/leasehold/leasehold/internal/sqlstate"
 )
@@ -21,12 +22,20 @@ type runner interface {
 	lock(ctx context.Context, names []string) error
 	// notify sends a notification with each queue's name on channel.
 	notify(ctx context.Context, channel string, queues []string) error
-	// pgx returns the pgx transaction, if the runner has one.
-	pgx() pgx.Tx
+	// pgx returns the pgx transaction, or the pooled connection inside
+	// one, if the runner has one.
+	pgx() pgxTx
+}
+
+// pgxTx is a pgx transaction, or a pooled connection inside one.
+type pgxTx interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	batcher
 }
 
 type pgxRunner struct {
-	tx pgx.Tx
+	tx pgxTx
 	st *sqlstate.Statements[query]
 }
 
@@ -51,7 +60,7 @@ func (r pgxRunner) notify(ctx context.Context, channel string, queues []string) 
 	return err
 }
 
-func (r pgxRunner) pgx() pgx.Tx { return r.tx }
+func (r pgxRunner) pgx() pgxTx { return r.tx }
 
 type sqlRunner struct{ tx *sql.Tx }
 
@@ -86,4 +95,4 @@ func (r sqlRunner) notify(ctx context.Context, channel string, queues []string) 
 	return nil
 }
 
-func (r sqlRunner) pgx() pgx.Tx { return nil }
+func (r sqlRunner) pgx() pgxTx { return nil }

@@ -4,11 +4,13 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/leasehold/leasehold/internal/storecore"
 	"github.com/leasehold/leasehold/store"
 )
@@ -21,17 +23,23 @@ const deadlockAttempts = 3
 // back to end a deadlock.
 const deadlockDetected = "40P01"
 
-// inTxAgain runs fn in one READ COMMITTED transaction, and again, up to
-// deadlockAttempts in all, while the server rolls it back to end a
-// deadlock: such a transaction changed nothing.
-func (s *backend) inTxAgain(ctx context.Context, fn func(tx pgx.Tx) error) error {
+// again runs fn, and again, up to deadlockAttempts in all, while the
+// server rolls the transaction fn runs back to end a deadlock: such a
+// transaction changed nothing.
+func again(fn func() error) error {
 	for attempt := 1; ; attempt++ {
-		err := s.inTx(ctx, fn)
+		err := fn()
 		var pe *pgconn.PgError
 		if attempt == deadlockAttempts || !errors.As(err, &pe) || pe.Code != deadlockDetected {
 			return err
 		}
 	}
+}
+
+// inTxAgain runs fn in one READ COMMITTED transaction, again while the
+// server ends a deadlock with it (see again).
+func (s *backend) inTxAgain(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return again(func() error { return s.inTx(ctx, fn) })
 }
 
 // Settle runs fn in one READ COMMITTED transaction. A settlement locks
@@ -40,39 +48,141 @@ func (s *backend) inTxAgain(ctx context.Context, fn func(tx pgx.Tx) error) error
 // earlier one that brings it back) can wait on each other; the server
 // then rolls one back, and it runs again.
 func (s *backend) Settle(ctx context.Context, st storecore.Settlement) error {
-	return s.inTxAgain(ctx, func(tx pgx.Tx) error {
-		t := &settleTx{s: s, tx: tx}
-		if err := st.Settle(ctx, t); err != nil {
-			return err
+	return again(func() error { return s.settleOnce(ctx, st) })
+}
+
+// settleOnce runs a settlement in a transaction whose statements go in
+// as few round trips as its rule allows: the begin, indexScans and every
+// statement whose result the rule does not read wait to go with the next
+// one whose rows it reads, the commit with the last. They run in order all
+// the same, and the first error among them ends the settlement. Its
+// statements are prepared once per connection; indexScans keeps their
+// plans index-backed.
+func (s *backend) settleOnce(ctx context.Context, st storecore.Settlement) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	t := &settleTx{s: s, conn: conn, queued: &pgx.Batch{}}
+	defer func() {
+		// A connection left inside the transaction, by an error, rolls it
+		// back; one that cannot goes out of the pool when released.
+		if conn.Conn().PgConn().TxStatus() != 'I' {
+			conn.Exec(ctx, "ROLLBACK")
 		}
-		return t.countCompleted(ctx)
-	})
+		conn.Release()
+	}()
+	t.later(qBegin)
+	t.later(qIndexScans)
+	if err := st.Settle(ctx, t); err != nil {
+		return err
+	}
+	t.countCompleted()
+	t.later(qCommit)
+	tag, err := t.flushTag(ctx)
+	if err == nil && tag.String() != "COMMIT" {
+		err = fmt.Errorf("commit: %w", pgx.ErrTxCommitRollback)
+	}
+	return err
 }
 
 // settleTx is one settling transaction.
 type settleTx struct {
-	s  *backend
-	tx pgx.Tx
+	s *backend
+	// conn is the connection the transaction runs on.
+	conn *pgxpool.Conn
+	// queued are the statements not sent yet, in order.
+	queued *pgx.Batch
 	// completed counts the messages CompleteCurrent completed, by queue,
 	// for countCompleted.
 	completed map[string]int64
 }
+
+// later queues a statement whose result the settlement does not read.
+func (t *settleTx) later(q query, args ...any) {
+	t.queued.Queue(t.s.sql.Text(q), args...)
+}
+
+// send sends the queued statements and returns their results, read up
+// to the last, which the caller reads.
+func (t *settleTx) send(ctx context.Context) (pgx.BatchResults, error) {
+	b := t.queued
+	t.queued = &pgx.Batch{}
+	br := t.conn.SendBatch(ctx, b)
+	for range len(b.QueuedQueries) - 1 {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return nil, err
+		}
+	}
+	return br, nil
+}
+
+// flush runs the queued statements.
+func (t *settleTx) flush(ctx context.Context) error {
+	_, err := t.flushTag(ctx)
+	return err
+}
+
+// flushTag runs the queued statements and returns the last one's tag.
+func (t *settleTx) flushTag(ctx context.Context) (pgconn.CommandTag, error) {
+	if t.queued.Len() == 0 {
+		return pgconn.CommandTag{}, nil
+	}
+	br, err := t.send(ctx)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	tag, err := br.Exec()
+	return tag, errors.Join(err, br.Close())
+}
+
+// query runs the queued statements and q, whose rows it returns.
+func (t *settleTx) query(ctx context.Context, q query, args ...any) (pgx.Rows, error) {
+	t.later(q, args...)
+	br, err := t.send(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		br.Close()
+		return nil, err
+	}
+	return &batchRows{Rows: rows, br: br}, nil
+}
+
+// batchRows are the rows of a batch's last statement; closing them closes
+// the batch.
+type batchRows struct {
+	pgx.Rows
+	br  pgx.BatchResults
+	err error
+}
+
+func (r *batchRows) Close() {
+	r.Rows.Close()
+	if r.br != nil {
+		r.err, r.br = r.br.Close(), nil
+	}
+}
+
+func (r *batchRows) Err() error { return cmp.Or(r.Rows.Err(), r.err) }
 
 // countCompleted adds the completions to their queues' counts, in this
 // connection's shard; no trigger counts them (see the migrations). It runs
 // last, after every other lock the transaction takes: a completion waiting
 // on a key's lock must not hold a count row that other completions of the
 // queue need meanwhile.
-func (t *settleTx) countCompleted(ctx context.Context) error {
+func (t *settleTx) countCompleted() {
 	if len(t.completed) == 0 {
-		return nil
+		return
 	}
 	qs, ns := make([]string, 0, len(t.completed)), make([]int64, 0, len(t.completed))
 	for q, n := range t.completed {
 		qs, ns = append(qs, q), append(ns, n)
 	}
-	_, err := t.tx.Exec(ctx, t.s.sql.Text(qCountCompleted), replan, qs, ns)
-	return err
+	t.later(qCountCompleted, qs, ns)
 }
 
 func (t *settleTx) CompleteCurrent(ctx context.Context, cs []store.Completion) ([]storecore.Held, error) {
@@ -87,10 +197,10 @@ func (t *settleTx) CompleteCurrent(ctx context.Context, cs []store.Completion) (
 		for i, c := range cs {
 			late[i] = c.Late
 		}
-		rows, err = t.tx.Query(ctx, t.s.sql.Text(qCompleteLate), replan, t.s.now(), ids, fences, late)
+		rows, err = t.query(ctx, qCompleteLate, t.s.now(), ids, fences, late)
 		dest = append(dest, &h.Repeated)
 	} else {
-		rows, err = t.tx.Query(ctx, t.s.sql.Text(qComplete), replan, t.s.now(), ids, fences)
+		rows, err = t.query(ctx, qComplete, t.s.now(), ids, fences)
 	}
 	if err != nil {
 		return nil, err
@@ -112,20 +222,27 @@ func (t *settleTx) CompleteCurrent(ctx context.Context, cs []store.Completion) (
 }
 
 func (t *settleTx) Current(ctx context.Context, l store.Lease) (storecore.Held, bool, error) {
-	return held(t.tx.QueryRow(ctx, t.s.sql.Text(qCurrent), replan, t.s.now(), l.MessageID, l.FencingToken), l)
+	rows, err := t.query(ctx, qCurrent, t.s.now(), l.MessageID, l.FencingToken)
+	return held(rows, err, l)
 }
 
 func (t *settleTx) Given(ctx context.Context, l store.Lease) (storecore.Held, bool, error) {
-	return held(t.tx.QueryRow(ctx, t.s.sql.Text(qGiven), replan, l.MessageID, l.FencingToken), l)
+	rows, err := t.query(ctx, qGiven, l.MessageID, l.FencingToken)
+	return held(rows, err, l)
 }
 
-// held reads the message of lease l from row, which current or given
+// held reads the message of lease l from rows, which current or given
 // found, if it found one.
-func held(row pgx.Row, l store.Lease) (storecore.Held, bool, error) {
+func held(rows pgx.Rows, err error, l store.Lease) (storecore.Held, bool, error) {
+	if err != nil {
+		return storecore.Held{}, false, err
+	}
 	h := storecore.Held{Lease: l}
 	var deliveries, max int32
 	var key, dlq *string
-	err := row.Scan(&deliveries, &max, &h.Queue, &key, &dlq, &h.Arrival)
+	_, err = pgx.CollectExactlyOneRow(rows, func(r pgx.CollectableRow) (struct{}, error) {
+		return struct{}{}, r.Scan(&deliveries, &max, &h.Queue, &key, &dlq, &h.Arrival)
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return storecore.Held{}, false, nil
 	}
@@ -137,11 +254,7 @@ func held(row pgx.Row, l store.Lease) (storecore.Held, bool, error) {
 }
 
 func (t *settleTx) Expired(ctx context.Context) ([]storecore.Held, error) {
-	// Read messages_processing in order (see reapScan in queries.sql).
-	if _, err := t.tx.Exec(ctx, t.s.sql.Text(qReapScan)); err != nil {
-		return nil, err
-	}
-	rows, err := t.tx.Query(ctx, t.s.sql.Text(qExpired), replan, t.s.now())
+	rows, err := t.query(ctx, qExpired, t.s.now())
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +279,7 @@ func (t *settleTx) Running(ctx context.Context, lines []storecore.Line) ([]store
 	for i, l := range lines {
 		queues[i], keys[i] = l.Queue, l.Key
 	}
-	rows, err := t.tx.Query(ctx, t.s.sql.Text(qRunning), replan, queues, keys)
+	rows, err := t.query(ctx, qRunning, queues, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +299,7 @@ func (t *settleTx) Find(ctx context.Context, ids []int64) ([]storecore.Found, er
 	// key's line takes them: a promotion running meanwhile must not make a
 	// message this changes its key's head again. A message's key never
 	// changes, so reading them unlocked is safe.
-	keyRows, err := t.tx.Query(ctx, t.s.sql.Text(qKeysOf), replan, ids)
+	keyRows, err := t.query(ctx, qKeysOf, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -201,10 +314,8 @@ func (t *settleTx) Find(ctx context.Context, ids []int64) ([]storecore.Found, er
 	}); err != nil {
 		return nil, err
 	}
-	if err := t.s.lockKeys(ctx, t.runner(), locks); err != nil {
-		return nil, err
-	}
-	rows, err := t.tx.Query(ctx, t.s.sql.Text(qCancelRows), replan, ids)
+	t.lock(locks)
+	rows, err := t.query(ctx, qCancelRows, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -220,8 +331,8 @@ func (t *settleTx) Find(ctx context.Context, ids []int64) ([]storecore.Found, er
 }
 
 func (t *settleTx) Kill(ctx context.Context, ids []int64, reason store.DeadReason, errText string, visibleNow bool) error {
-	_, err := t.tx.Exec(ctx, t.s.sql.Text(qKill), replan, t.s.now(), ids, string(reason), errText, visibleNow)
-	return err
+	t.later(qKill, t.s.now(), ids, string(reason), errText, visibleNow)
+	return nil
 }
 
 // Movable reads the candidates unlocked, takes the locks of their keys'
@@ -233,9 +344,9 @@ func (t *settleTx) Movable(ctx context.Context, m store.Move) ([]storecore.Trans
 	var rows pgx.Rows
 	var err error
 	if m.State == store.Dead {
-		rows, err = t.tx.Query(ctx, t.s.sql.Text(qMovableDead), replan, m.Queue, toSource, m.Limit)
+		rows, err = t.query(ctx, qMovableDead, m.Queue, toSource, m.Limit)
 	} else {
-		rows, err = t.tx.Query(ctx, t.s.sql.Text(qMovablePending), replan, t.s.now(), m.Queue, m.Limit, toSource)
+		rows, err = t.query(ctx, qMovablePending, t.s.now(), m.Queue, m.Limit, toSource)
 	}
 	if err != nil {
 		return nil, err
@@ -258,10 +369,8 @@ func (t *settleTx) Movable(ctx context.Context, m store.Move) ([]storecore.Trans
 			locks = append(locks, keyLock(m.Queue, f.Key), keyLock(f.To, f.Key))
 		}
 	}
-	if err := t.s.lockKeys(ctx, t.runner(), locks); err != nil {
-		return nil, err
-	}
-	rows, err = t.tx.Query(ctx, t.s.sql.Text(qMovableLock), replan, ids, m.Queue, int16(m.State))
+	t.lock(locks)
+	rows, err = t.query(ctx, qMovableLock, ids, m.Queue, int16(m.State))
 	if err != nil {
 		return nil, err
 	}
@@ -280,7 +389,7 @@ func (t *settleTx) Movable(ctx context.Context, m store.Move) ([]storecore.Trans
 }
 
 func (t *settleTx) Recorded(ctx context.Context, queues []string) ([]string, error) {
-	rows, err := t.tx.Query(ctx, t.s.sql.Text(qRecorded), replan, queues)
+	rows, err := t.query(ctx, qRecorded, queues)
 	if err != nil {
 		return nil, err
 	}
@@ -289,22 +398,20 @@ func (t *settleTx) Recorded(ctx context.Context, queues []string) ([]string, err
 
 func (t *settleTx) Transfer(ctx context.Context, ts []storecore.Transfer, a storecore.Arrival) error {
 	for _, tr := range ts {
-		if _, err := t.tx.Exec(ctx, t.s.sql.Text(qTransfer), replan, t.s.now(), tr.ID, tr.To, a.Dead, nullable(string(a.Reason)),
-			a.Error, int32(a.MaxDeliveries), nullable(a.DeadLetterQueue)); err != nil {
-			return err
-		}
+		t.later(qTransfer, t.s.now(), tr.ID, tr.To, a.Dead, nullable(string(a.Reason)), a.Error, int32(a.MaxDeliveries),
+			nullable(a.DeadLetterQueue))
 	}
 	return nil
 }
 
 func (t *settleTx) Retry(ctx context.Context, ids []int64, delay time.Duration, errText string, setError, uncount bool) error {
-	_, err := t.tx.Exec(ctx, t.s.sql.Text(qRetry), replan, t.s.now(), ids, micros(delay), errText, setError, uncount)
-	return err
+	t.later(qRetry, t.s.now(), ids, micros(delay), errText, setError, uncount)
+	return nil
 }
 
 func (t *settleTx) Hold(ctx context.Context, ids []int64, uncount bool) error {
-	_, err := t.tx.Exec(ctx, t.s.sql.Text(qHold), replan, ids, uncount)
-	return err
+	t.later(qHold, ids, uncount)
+	return nil
 }
 
 // Cancel cancels the messages and tells every process of the database,
@@ -312,25 +419,25 @@ func (t *settleTx) Hold(ctx context.Context, ids []int64, uncount bool) error {
 // empty, which names no queue: their workers then renew their leases at
 // once, and learn which were cancelled.
 func (t *settleTx) Cancel(ctx context.Context, ids []int64) error {
-	if _, err := t.tx.Exec(ctx, t.s.sql.Text(qCancel), replan, t.s.now(), ids); err != nil {
-		return err
-	}
-	return t.runner().notify(ctx, t.s.channel, []string{""})
+	t.later(qCancel, t.s.now(), ids)
+	t.later(qNotify, t.s.channel, []string{""})
+	return nil
 }
 
+// Rerun brings the messages back one statement each, in order: each
+// statement sees the ones before it, so that of two messages of a key
+// only the first becomes its head.
 func (t *settleTx) Rerun(ctx context.Context, ms []storecore.Found) error {
 	for _, m := range ms {
-		if _, err := t.tx.Exec(ctx, t.s.sql.Text(qRedrive), replan, t.s.now(), m.ID); err != nil {
-			return err
-		}
+		t.later(qRedrive, t.s.now(), m.ID)
 	}
 	t.uncount(ms)
 	return nil
 }
 
 func (t *settleTx) Hasten(ctx context.Context, ids []int64) error {
-	_, err := t.tx.Exec(ctx, t.s.sql.Text(qHasten), replan, t.s.now(), ids)
-	return err
+	t.later(qHasten, t.s.now(), ids)
+	return nil
 }
 
 func (t *settleTx) Delete(ctx context.Context, ms []storecore.Found) error {
@@ -338,9 +445,7 @@ func (t *settleTx) Delete(ctx context.Context, ms []storecore.Found) error {
 	for i, m := range ms {
 		ids[i] = m.ID
 	}
-	if _, err := t.tx.Exec(ctx, t.s.sql.Text(qPurge), replan, ids); err != nil {
-		return err
-	}
+	t.later(qPurge, ids)
 	t.uncount(ms)
 	return nil
 }
@@ -366,25 +471,36 @@ func (t *settleTx) Lock(ctx context.Context, lines []storecore.Line, msgs []stor
 	for _, l := range lines {
 		locks = append(locks, keyLock(l.Queue, l.Key))
 	}
-	return t.s.lockKeys(ctx, t.runner(), locks)
+	t.lock(locks)
+	return nil
+}
+
+// lock queues the taking of the advisory locks of names, in lockKeys's
+// order.
+func (t *settleTx) lock(names []string) {
+	if names = distinct(names); len(names) > 0 {
+		t.later(qLockKeys, names)
+	}
 }
 
 func (t *settleTx) Promote(ctx context.Context, lines []storecore.Line) error {
 	for _, l := range lines {
-		if _, err := t.tx.Exec(ctx, t.s.sql.Text(qPromote), replan, l.Queue, l.Key); err != nil {
-			return err
-		}
+		t.later(qPromote, l.Queue, l.Key)
 	}
 	return nil
 }
 
 func (t *settleTx) Insert(ctx context.Context, msgs []store.NewMessage) error {
-	_, err := t.s.enqueueTx(ctx, t.runner(), msgs, nil)
+	if err := t.flush(ctx); err != nil {
+		return err
+	}
+	_, err := t.s.enqueueTx(ctx, t.s.pgxRunner(t.conn), msgs, nil)
 	return err
 }
 
 func (t *settleTx) Notify(ctx context.Context, queues []string) error {
-	return t.s.notify(ctx, t.runner(), queues, nil)
+	if len(queues) > 0 {
+		t.later(qNotify, t.s.channel, distinct(queues))
+	}
+	return nil
 }
-
-func (t *settleTx) runner() runner { return t.s.pgxRunner(t.tx) }

@@ -18,6 +18,9 @@ type query int
 const (
 	qLockKeys query = iota
 	qNotify
+	qBegin
+	qCommit
+	qIndexScans
 	qIsolation
 	qInsertBulk
 	qInsertOne
@@ -41,7 +44,6 @@ const (
 	qRunning
 	qGiven
 	qHold
-	qReapScan
 	qExpired
 	qDeadRows
 	qRedrive
@@ -83,6 +85,9 @@ const (
 var queryNames = [nQueries]string{
 	qLockKeys:           "lockKeys",
 	qNotify:             "notify",
+	qBegin:              "begin",
+	qCommit:             "commit",
+	qIndexScans:         "indexScans",
 	qIsolation:          "isolation",
 	qInsertBulk:         "insertBulk",
 	qInsertOne:          "insertOne",
@@ -106,7 +111,6 @@ var queryNames = [nQueries]string{
 	qRunning:            "running",
 	qGiven:              "given",
 	qHold:               "hold",
-	qReapScan:           "reapScan",
 	qExpired:            "expired",
 	qDeadRows:           "deadRows",
 	qRedrive:            "redrive",
