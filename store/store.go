@@ -271,6 +271,25 @@ type Claim struct {
 	// lets the rest run on. False: a key's messages are claimed one at a
 	// time.
 	Runs bool
+	// Independent, with Runs, gives each message of a run a lease that
+	// stands on its own, as Amazon SQS FIFO queues keep a visibility
+	// timeout per message: the message is claimed so (each message keeps
+	// how it was claimed until its next claim), and when it goes back to
+	// the queue (a failure that will be retried, a release, a reap of its
+	// expired lease) the later messages of its key stay processing under
+	// their leases, and it alone goes back, its delivery counted as
+	// usual, each message of a reap judged on its own (dead on its last
+	// delivery). A message that goes back becomes its key's head again,
+	// claimable at once, unless a message of its key before it is still
+	// processing or the key has a head already: then it waits, and goes
+	// when it is the key's first. In every claim with runs, a run stops
+	// at the first message of its key that is processing: a claim never
+	// gives out a message behind one that is processing. A key whose
+	// processing messages were all claimed Independent lets its first
+	// waiting message go as soon as none of them comes before it. A
+	// message claimed without it that goes back still brings back the
+	// later ones claimed without it. Only with Runs.
+	Independent bool
 }
 
 // Delivery is a claimed message and its lease.
