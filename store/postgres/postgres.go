@@ -796,7 +796,11 @@ func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, e
 	if c.Runs {
 		q = qClaimRuns
 	}
-	rows, err := s.pool.Query(ctx, s.sql.Text(q), replan, s.now(), c.Queue, c.Max, c.WorkerID, micros(c.LeaseDuration))
+	args := []any{replan, s.now(), c.Queue, c.Max, c.WorkerID, micros(c.LeaseDuration)}
+	if c.Runs {
+		args = append(args, c.Independent)
+	}
+	rows, err := s.pool.Query(ctx, s.sql.Text(q), args...)
 	if err != nil {
 		return nil, err
 	}

@@ -125,7 +125,7 @@ func held(row pgx.Row, l store.Lease) (storecore.Held, bool, error) {
 	h := storecore.Held{Lease: l}
 	var deliveries, max int32
 	var key, dlq *string
-	err := row.Scan(&deliveries, &max, &h.Queue, &key, &dlq, &h.Arrival)
+	err := row.Scan(&deliveries, &max, &h.Queue, &key, &dlq, &h.Arrival, &h.Independent)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return storecore.Held{}, false, nil
 	}
@@ -149,7 +149,7 @@ func (t *settleTx) Expired(ctx context.Context) ([]storecore.Held, error) {
 	var h storecore.Held
 	var key, dlq *string
 	var deliveries, max int32
-	_, err = pgx.ForEachRow(rows, []any{&h.MessageID, &h.FencingToken, &h.Queue, &key, &deliveries, &max, &h.StuckFor, &dlq, &h.Arrival}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&h.MessageID, &h.FencingToken, &h.Queue, &key, &deliveries, &max, &h.StuckFor, &dlq, &h.Arrival, &h.Independent}, func() error {
 		h.Key, h.Deliveries, h.MaxDeliveries, h.DeadLetterQueue = deref(key), int(deliveries), int(max), deref(dlq)
 		out = append(out, h)
 		return nil
@@ -173,7 +173,7 @@ func (t *settleTx) Running(ctx context.Context, lines []storecore.Line) ([]store
 	var out []storecore.Held
 	var h storecore.Held
 	var key *string
-	_, err = pgx.ForEachRow(rows, []any{&h.MessageID, &h.FencingToken, &h.Queue, &key, &h.Arrival}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&h.MessageID, &h.FencingToken, &h.Queue, &key, &h.Arrival, &h.Independent, &h.Pending}, func() error {
 		h.Key = deref(key)
 		out = append(out, h)
 		return nil
