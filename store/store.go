@@ -257,10 +257,11 @@ type Claim struct {
 	// to Max messages in all, each with its own lease of this claim and
 	// its delivery counted, as Amazon SQS FIFO queues give a receive
 	// several messages of one group. A run stops at the first of the
-	// key's messages that is not visible yet. The results hold each key's
-	// messages together, in order. The key stays busy while any of its
-	// messages is processing: its next message goes only once none is
-	// pending or processing. Completing a run's messages out of order is
+	// key's messages that is not visible yet, and at the first that is
+	// processing (see Independent). The results hold each key's messages
+	// together, in order. The key stays busy while any of its messages is
+	// processing: its next message goes only once none is pending or
+	// processing (unless the processing ones were claimed Independent). Completing a run's messages out of order is
 	// allowed. When a message of a run goes back to the queue (a failure
 	// that will be retried, a release, a reap of its expired lease), the
 	// later messages of its key that are still processing go back with
@@ -281,14 +282,15 @@ type Claim struct {
 	// usual, each message of a reap judged on its own (dead on its last
 	// delivery). A message that goes back becomes its key's head again,
 	// claimable at once, unless a message of its key before it is still
-	// processing or the key has a head already: then it waits, and goes
-	// when it is the key's first. In every claim with runs, a run stops
-	// at the first message of its key that is processing: a claim never
-	// gives out a message behind one that is processing. A key whose
-	// processing messages were all claimed Independent lets its first
-	// waiting message go as soon as none of them comes before it. A
-	// message claimed without it that goes back still brings back the
-	// later ones claimed without it. Only with Runs.
+	// processing or the key has a pending head already: then it waits,
+	// behind it. In every claim with runs, a run stops at the first
+	// message of its key that is processing, so that no claim gives out
+	// a message behind one that is processing. A key's first waiting
+	// message goes (when the message before it finishes) once the key
+	// has no pending message and each of its processing ones was claimed
+	// Independent and comes after it. A message claimed without it that
+	// goes back still brings back the later ones claimed without it.
+	// Only with Runs.
 	Independent bool
 }
 
