@@ -279,10 +279,11 @@ type Claim struct {
 	// to Max messages in all, each with its own lease of this claim and
 	// its delivery counted, as Amazon SQS FIFO queues give a receive
 	// several messages of one group. A run stops at the first of the
-	// key's messages that is not visible yet. The results hold each key's
-	// messages together, in order. The key stays busy while any of its
-	// messages is processing: its next message goes only once none is
-	// pending or processing. Completing a run's messages out of order is
+	// key's messages that is not visible yet, and at the first that is
+	// processing (see Independent). The results hold each key's messages
+	// together, in order. The key stays busy while any of its messages is
+	// processing: its next message goes only once none is pending or
+	// processing (unless the processing ones were claimed Independent). Completing a run's messages out of order is
 	// allowed. When a message of a run goes back to the queue (a failure
 	// that will be retried, a release, a reap of its expired lease), the
 	// later messages of its key that are still processing go back with
@@ -293,6 +294,26 @@ type Claim struct {
 	// lets the rest run on. False: a key's messages are claimed one at a
 	// time.
 	Runs bool
+	// Independent, with Runs, gives each message of a run a lease that
+	// stands on its own, as Amazon SQS FIFO queues keep a visibility
+	// timeout per message: the message is claimed so (each message keeps
+	// how it was claimed until its next claim), and when it goes back to
+	// the queue (a failure that will be retried, a release, a reap of its
+	// expired lease) the later messages of its key stay processing under
+	// their leases, and it alone goes back, its delivery counted as
+	// usual, each message of a reap judged on its own (dead on its last
+	// delivery). A message that goes back becomes its key's head again,
+	// claimable at once, unless a message of its key before it is still
+	// processing or the key has a pending head already: then it waits,
+	// behind it. In every claim with runs, a run stops at the first
+	// message of its key that is processing, so that no claim gives out
+	// a message behind one that is processing. A key's first waiting
+	// message goes (when the message before it finishes) once the key
+	// has no pending message and each of its processing ones was claimed
+	// Independent and comes after it. A message claimed without it that
+	// goes back still brings back the later ones claimed without it.
+	// Only with Runs.
+	Independent bool
 }
 
 // Delivery is a claimed message and its lease.

@@ -83,6 +83,9 @@ type ReceiveOptions struct {
 	// Runs claims each keyed message with the next messages of its key
 	// (see store.Claim's Runs).
 	Runs bool
+	// Independent, with Runs, gives each message of a run a lease of its
+	// own (see store.Claim's Independent).
+	Independent bool
 }
 
 // Receive claims up to o.Max messages. With a positive o.Wait it long-polls:
@@ -90,7 +93,8 @@ type ReceiveOptions struct {
 // in this process and otherwise looking again every PollInterval, and
 // returns no messages (and no error) when o.Wait passes.
 func (m *Mailbox) Receive(ctx context.Context, o ReceiveOptions) ([]*Message, error) {
-	c := store.Claim{Queue: m.queue, WorkerID: m.workerID, Max: o.Max, LeaseDuration: o.Visibility, Runs: o.Runs}
+	c := store.Claim{Queue: m.queue, WorkerID: m.workerID, Max: o.Max, LeaseDuration: o.Visibility, Runs: o.Runs,
+		Independent: o.Independent}
 	deadline := m.clk.Monotonic() + o.Wait
 	var timer clock.Timer
 	defer func() {

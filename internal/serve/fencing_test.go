@@ -1,10 +1,10 @@
 package serve_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +12,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/leasehold/leasehold/clock/clocktest"
+	"github.com/leasehold/leasehold/internal/serve"
+	"github.com/leasehold/leasehold/store"
 )
 
 // fifoQueue creates a FIFO queue with content-based deduplication.
@@ -82,11 +86,22 @@ func TestFIFOReceivesAGroupTogether(t *testing.T) {
 	})
 }
 
-// A message of a FIFO group that is not deleted in time brings back the
-// group's later messages still in flight, even those whose visibility was
-// extended: the next receive gets them again in order. The expired
-// handles answer as SQS's do, and change nothing.
-func TestFIFOMessageBackBringsTheRestBack(t *testing.T) {
+// changeVisibility sets the visibility timeout of a received message.
+func (f *fixture) changeVisibility(url, handle string, timeout int32) {
+	f.t.Helper()
+	if _, err := f.c.ChangeMessageVisibility(f.ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(url),
+		ReceiptHandle: aws.String(handle), VisibilityTimeout: timeout}); err != nil {
+		f.t.Fatalf("ChangeMessageVisibility: %v", err)
+	}
+}
+
+// Each message of a FIFO group received together keeps a visibility
+// timeout of its own, as in SQS: one that is not deleted in time is
+// visible again alone, and the group gives it out again at once, while
+// its later messages, their timeouts extended, stay hidden under their
+// handles; no receive gets a message behind one that is hidden. The
+// expired handle answers as SQS's does, and changes nothing.
+func TestFIFOVisibilityIsPerMessage(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		f := setup(t, b, options{})
 		url := f.fifoQueue("back.fifo", nil)
@@ -101,36 +116,119 @@ func TestFIFOMessageBackBringsTheRestBack(t *testing.T) {
 			}
 		}
 		for _, m := range got[3:] {
-			if _, err := f.c.ChangeMessageVisibility(f.ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(url),
-				ReceiptHandle: aws.String(m.handle), VisibilityTimeout: 300}); err != nil {
-				t.Fatal(err)
-			}
+			f.changeVisibility(url, m.handle, 300)
 		}
 		f.clk.Advance(31 * time.Second)
 		f.reap()
 		wantExpired(t, "DeleteMessage of the expired message", f.delete(url, got[2].handle), got[2].handle)
-		wantExpired(t, "DeleteMessage of one brought back", f.delete(url, got[3].handle), got[3].handle)
-		_, err := f.c.ChangeMessageVisibility(f.ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(url),
-			ReceiptHandle: aws.String(got[4].handle), VisibilityTimeout: 60})
-		wantExpired(t, "ChangeMessageVisibility of one brought back", err, got[4].handle)
-		out, err := f.c.DeleteMessageBatch(f.ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: []types.DeleteMessageBatchRequestEntry{
-			{Id: aws.String("e"), ReceiptHandle: aws.String(got[4].handle)}}})
-		if err != nil || len(out.Failed) != 1 || *out.Failed[0].Code != "InvalidParameterValue" || !strings.HasSuffix(*out.Failed[0].Message, "The receipt handle has expired.") {
-			t.Fatalf("DeleteMessageBatch of an expired handle = %+v, %v", out, err)
-		}
 		again := f.receive(url, 10, 30)
-		if !slices.Equal(bodies(again), want[2:]) {
-			t.Fatalf("received again %v, want %v", bodies(again), want[2:])
+		if !slices.Equal(bodies(again), want[2:3]) {
+			t.Fatalf("received again %v, want %v: the later ones are hidden", bodies(again), want[2:3])
 		}
-		a, _ := f.c.ReceiveMessage(f.ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 1,
-			MessageSystemAttributeNames: []types.MessageSystemAttributeName{"ApproximateReceiveCount"}})
-		if len(a.Messages) != 0 {
-			t.Fatalf("the group is in flight, yet a receive got %v", *a.Messages[0].Body)
+		if more := f.receive(url, 10, 30); len(more) != 0 {
+			t.Fatalf("received %v while every message of the group is hidden", bodies(more))
 		}
-		for _, m := range again {
+		for _, m := range append(again, got[3:]...) {
 			if err := f.delete(url, m.handle); err != nil {
-				t.Fatal(err)
+				t.Fatalf("DeleteMessage %s: %v", m.body, err)
 			}
+		}
+		if rest := f.receive(url, 10, 30); len(rest) != 0 {
+			t.Fatalf("received %v after every message was deleted", bodies(rest))
+		}
+	})
+}
+
+// A FIFO message made visible again, by a visibility timeout of zero or
+// of one second that ends, is received again at once, after the groups
+// that were waiting, without the later message of its group received
+// with it, which is hidden for its own 30 seconds (Amazon's recorded
+// answers).
+func TestFIFOMessageVisibleAgainAlone(t *testing.T) {
+	for _, timeout := range []int32{0, 1} {
+		t.Run(fmt.Sprintf("timeout %d", timeout), func(t *testing.T) {
+			forEachBackend(t, func(t *testing.T, b backend) {
+				f := setup(t, b, options{})
+				url := f.fifoQueue("alone.fifo", map[string]string{"VisibilityTimeout": "30"})
+				for _, m := range []struct{ body, group string }{{"g1-m1", "g1"}, {"g1-m2", "g1"}, {"g2-m1", "g2"}} {
+					f.send(url, m.body, m.group)
+				}
+				f.clk.Advance(time.Millisecond)
+				got := f.receive(url, 2, 30)
+				if want := []string{"g1-m1", "g1-m2"}; !slices.Equal(bodies(got), want) {
+					t.Fatalf("received %v, want %v", bodies(got), want)
+				}
+				f.changeVisibility(url, got[0].handle, timeout)
+				f.clk.Advance(2 * time.Second)
+				f.reap()
+				if again, want := f.receive(url, 3, 30), []string{"g2-m1", "g1-m1"}; !slices.Equal(bodies(again), want) {
+					t.Fatalf("timeout %d: received %v, want %v", timeout, bodies(again), want)
+				}
+			})
+		})
+	}
+}
+
+// When one message of a FIFO group received together gets a longer
+// visibility timeout, the messages before it come back when their
+// timeouts end, and it and those after it stay hidden (Amazon's
+// recorded answers).
+func TestFIFOLongerTimeoutHidesTheRest(t *testing.T) {
+	for extended := range 3 {
+		t.Run(fmt.Sprintf("message %d extended", extended), func(t *testing.T) {
+			forEachBackend(t, func(t *testing.T, b backend) {
+				f := setup(t, b, options{})
+				url := f.fifoQueue("longer.fifo", map[string]string{"VisibilityTimeout": "1"})
+				want := []string{"foo", "bar", "baz"}
+				for _, body := range want {
+					f.send(url, body, "1")
+				}
+				got := f.receive(url, 5, 1)
+				if !slices.Equal(bodies(got), want) {
+					t.Fatalf("received %v, want %v", bodies(got), want)
+				}
+				f.changeVisibility(url, got[extended].handle, 4)
+				f.clk.Advance(2500 * time.Millisecond)
+				f.reap()
+				if again := f.receive(url, 5, 1); !slices.Equal(bodies(again), want[:extended]) {
+					t.Fatalf("message %d extended: received %v, want %v", extended, bodies(again), want[:extended])
+				}
+			})
+		})
+	}
+}
+
+// tickingReleases is a store whose clock moves on a millisecond before
+// each release, as real time does between two transactions.
+type tickingReleases struct {
+	store.Store
+	clk *clocktest.Clock
+}
+
+func (s tickingReleases) Release(ctx context.Context, r store.Release) error {
+	s.clk.Advance(time.Millisecond)
+	return s.Store.Release(ctx, r)
+}
+
+// Messages received with a visibility timeout of zero go back in the
+// order received: the groups a receive took come again in their old
+// order, after a group that was waiting (Amazon's recorded answer). The
+// queue's timeout is zero, as an SDK sends no receive's timeout of zero.
+func TestFIFOZeroVisibilityKeepsGroupOrder(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		f := setup(t, b, options{adjust: func(c *serve.Config) {
+			c.Store = tickingReleases{c.Store, c.Clock.(*clocktest.Clock)}
+		}})
+		url := f.fifoQueue("zero.fifo", map[string]string{"VisibilityTimeout": "0"})
+		for _, m := range []struct{ body, group string }{{"g1-m1", "g1"}, {"g2-m1", "g2"}, {"g2-m2", "g2"}, {"g3-m1", "g3"}, {"g1-m2", "g1"}} {
+			f.send(url, m.body, m.group)
+		}
+		f.clk.Advance(time.Millisecond)
+		if got, want := f.receive(url, 3, 0), []string{"g1-m1", "g1-m2", "g2-m1"}; !slices.Equal(bodies(got), want) {
+			t.Fatalf("received %v, want %v", bodies(got), want)
+		}
+		if got, want := f.receive(url, 10, 0), []string{"g3-m1", "g1-m1", "g1-m2", "g2-m1", "g2-m2"}; !slices.Equal(bodies(got), want) {
+			t.Fatalf("received again %v, want %v", bodies(got), want)
 		}
 	})
 }

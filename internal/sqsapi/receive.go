@@ -80,10 +80,13 @@ func (a *API) receiveMessage(ctx context.Context, c *call) (any, error) {
 	}
 
 	// On a FIFO queue a receive takes a group's messages together, in
-	// order, and no other receive gets one of the group until they are
-	// all done: a claim with runs.
+	// order: a claim with runs. Each message keeps a visibility timeout
+	// of its own, as in SQS: one that becomes visible again goes back
+	// alone, while the rest stay hidden, and no receive gets a message of
+	// the group behind one that is hidden (independent leases).
 	mb := mailbox.New(mailbox.Config{Store: a.receives, Queue: q.name(), WorkerID: a.cfg.WorkerID, PollInterval: a.cfg.PollInterval, Clock: a.clk})
-	got, err := mb.Receive(ctx, mailbox.ReceiveOptions{Max: n, Visibility: visibility, Wait: wait, Stop: a.drain.Done(), Runs: q.fifo})
+	got, err := mb.Receive(ctx, mailbox.ReceiveOptions{Max: n, Visibility: visibility, Wait: wait, Stop: a.drain.Done(),
+		Runs: q.fifo, Independent: q.fifo})
 	if err != nil {
 		return nil, err
 	}
@@ -116,12 +119,14 @@ func (a *API) receiveMessage(ctx context.Context, c *call) (any, error) {
 // each (so that, as with ChangeMessageVisibility to zero, a message on
 // its last allowed receive is dead). Their handles still delete them on
 // a standard queue, until another receive takes them; a FIFO queue's
-// have expired. A group's messages go back last first, so that none
-// brings back the rest of its run uncounted. A message that cannot be
-// given back comes back when its short lease ends.
+// have expired. They go back in the order received, so that the groups
+// a receive took are received again in their old order (the leases of a
+// FIFO queue's runs are independent: none brings back another). A
+// message that cannot be given back comes back when its short lease
+// ends.
 func (a *API) giveBack(ctx context.Context, leases []store.Lease) error {
-	for i := len(leases) - 1; i >= 0; i-- {
-		if err := a.st.Release(ctx, store.Release{Lease: leases[i]}); err != nil && !errors.Is(err, store.ErrLeaseLost) {
+	for _, l := range leases {
+		if err := a.st.Release(ctx, store.Release{Lease: l}); err != nil && !errors.Is(err, store.ErrLeaseLost) {
 			return err
 		}
 	}

@@ -196,6 +196,9 @@ func CheckClaim(c store.Claim) error {
 	if c.Max < 1 || c.Max > store.MaxBatch {
 		return invalid("claim of %d messages, must be 1 to %d", c.Max, store.MaxBatch)
 	}
+	if c.Independent && !c.Runs {
+		return invalid("claim with Independent but without Runs: independent leases are a mode of runs")
+	}
 	if err := CheckLease(c.LeaseDuration); err != nil {
 		return err
 	}

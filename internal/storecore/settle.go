@@ -21,7 +21,7 @@ import (
 //	   └──fail, retries───┘  └──lease expired (reap)──▶ pending, or dead on the last delivery
 //	waiting ──its key's head finished──▶ pending
 //	waiting ──claim with runs, behind its key's head──▶ processing
-//	processing ──an earlier message of its run went back──▶ waiting
+//	processing ──an earlier message of its run went back──▶ waiting (not when claimed independent)
 //	pending, waiting, processing ──cancel──▶ cancelled
 //	dead, of a message with a dead-letter queue ══▶ pending or waiting there instead
 //	pending (visible), dead ──move──▶ pending or waiting in another queue
@@ -51,6 +51,14 @@ type Held struct {
 	// goes after every message of its key already there. Set by
 	// Current, Given, Expired and Running.
 	Arrival int64
+	// Independent says the message was claimed with independent leases
+	// (see store.Claim): its return brings back none of its key's later
+	// messages, and another's return does not bring it back. Set by
+	// Current, Given, Expired and Running.
+	Independent bool
+	// Pending marks a message that Running found pending, its key's
+	// head, rather than processing.
+	Pending bool
 }
 
 // Transfer is a message that a settling transaction moves to another
@@ -112,9 +120,11 @@ type SettleTx interface {
 	// Expired returns the processing messages whose leases have run out,
 	// passing over those another transaction holds locked.
 	Expired(ctx context.Context) ([]Held, error)
-	// Running returns the processing messages of the lines, locked, in
-	// any order: a run's messages, of which those after one that goes
-	// back go back with it.
+	// Running returns the pending and processing messages of the lines,
+	// in any order, the pending ones marked: a run's messages, of which
+	// those after one that goes back go back with it (unless claimed
+	// independent), and the head that a message going back must wait
+	// behind.
 	Running(ctx context.Context, lines []Line) ([]Held, error)
 	// Find returns the messages with the ids, in any order, leaving out
 	// ids that name none; a backend that locks keys takes the locks of
@@ -166,8 +176,10 @@ type SettleTx interface {
 	// all in one call, so that two transactions never wait on each other.
 	Lock(ctx context.Context, lines []Line, msgs []store.NewMessage) error
 	// Promote lets the oldest waiting message of each line go, where the
-	// line has no message left pending or processing: a key stays busy
-	// while any message of a run is processing.
+	// line has no message pending, and none processing that was claimed
+	// without independent leases or that comes before it: a key stays
+	// busy while any message of a run is processing, unless its run's
+	// leases are independent, and then only while one before it is.
 	Promote(ctx context.Context, lines []Line) error
 	// Insert enqueues messages (replies), already checked, and tells other
 	// processes of their queues.
@@ -436,21 +448,28 @@ func (rl *release) Settle(ctx context.Context, tx SettleTx) error {
 // giveBack returns processing messages to the queue, visible after
 // delay, with errText as their last error when setError, and their
 // deliveries taken back when uncount. A message of a key brings back
-// the later messages of its key that are still processing, the rest of
-// its run: those wait behind it, their leases lost and their deliveries
-// taken back, so that a message that keeps failing does not use up the
-// budgets of those claimed with it. The first message of a key that goes
-// back is its head again, pending, unless an earlier message of the key
-// is still processing: then it waits too, and goes when the key is free.
-// The messages of leaving are going to other queues in this transaction
-// (in after, as dead letters): still processing, they count as finished.
+// the later messages of its key that are still processing and were not
+// claimed independent (see store.Claim), the rest of its run: those wait
+// behind it, their leases lost and their deliveries taken back, so that
+// a message that keeps failing does not use up the budgets of those
+// claimed with it. Those claimed independent keep their leases. The
+// first message of a key that goes back is its head again, pending,
+// unless the key has a pending head already or an earlier message of the
+// key is still processing: then it waits too, and goes when the key is
+// free. The key's other messages going back in the same step wait behind
+// it: those claimed independent go back on their own, as the first does;
+// the others are brought back by it. The messages of leaving are going
+// to other queues in this transaction (in after, as dead letters): still
+// processing, they count as finished.
 func giveBack(ctx context.Context, tx SettleTx, hs []Held, delay time.Duration, errText string, setError, uncount bool, leaving map[int64]bool) error {
 	var lines []Line
 	first := map[Line]Held{} // each key's first message that goes back, by its place in the line
+	back := map[int64]bool{}
 	for _, h := range hs {
 		if h.Key == "" {
 			continue
 		}
+		back[h.MessageID] = true
 		l := Line{h.Queue, h.Key}
 		if f, ok := first[l]; !ok || h.Arrival < f.Arrival {
 			if !ok {
@@ -471,8 +490,11 @@ func giveBack(ctx context.Context, tx SettleTx, hs []Held, delay time.Duration, 
 			f, ok := first[l]
 			switch {
 			case !ok, leaving[r.MessageID], r.MessageID == f.MessageID:
-			case r.Arrival < f.Arrival:
-				busy[l] = true // an earlier message of the run is still processing
+			case r.Pending && !back[r.MessageID], r.Arrival < f.Arrival:
+				busy[l] = true // the key has a head, or an earlier message of it is still processing
+			case r.Independent:
+				// Its lease stands on its own: it stays, or goes back
+				// on its own below.
 			default:
 				brought = append(brought, r.MessageID)
 			}
@@ -484,7 +506,10 @@ func giveBack(ctx context.Context, tx SettleTx, hs []Held, delay time.Duration, 
 		case h.Key == "":
 			pending = append(pending, h.MessageID)
 		case first[l].MessageID != h.MessageID:
-			// Brought back by its key's first, which Running found
+			if h.Independent {
+				waiting = append(waiting, h.MessageID)
+			}
+			// Else brought back by its key's first, which Running found
 			// processing with it.
 		case busy[l]:
 			waiting = append(waiting, h.MessageID)
@@ -515,8 +540,9 @@ func giveBack(ctx context.Context, tx SettleTx, hs []Held, delay time.Duration, 
 // at once, or dead on their last delivery, as a failure would leave them,
 // "lease expired" their last error either way.
 // Of a key's expired messages, those after the first that goes back go
-// back with it, as the rest of its run, and are not dead-lettered. It
-// reports them in recovered.
+// back with it, as the rest of its run, and are not dead-lettered,
+// unless they were claimed independent: each of those is judged on its
+// own. It reports them in recovered.
 type reaping struct {
 	settled
 	recovered []store.Recovered
@@ -540,7 +566,7 @@ func (rp *reaping) Settle(ctx context.Context, tx SettleTx) error {
 	for i, h := range expired {
 		l := Line{h.Queue, h.Key}
 		r := store.Recovered{ID: h.MessageID, Queue: h.Queue, StuckFor: h.StuckFor}
-		r.Dead = lastDelivery(h) && !(h.Key != "" && goingBack[l])
+		r.Dead = lastDelivery(h) && (h.Independent || !(h.Key != "" && goingBack[l]))
 		if r.Dead {
 			if r.MovedTo = deadLetterQueue(h, ""); r.MovedTo != "" {
 				moves.ts = append(moves.ts, Transfer{ID: h.MessageID, Key: h.Key, To: r.MovedTo})

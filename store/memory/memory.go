@@ -102,6 +102,9 @@ type message struct {
 	uniqueKey string
 	// errors is its error history, oldest first, at most store.MaxErrors.
 	errors []store.AttemptError
+	// independent says its last claim gave it an independent lease (see
+	// store.Claim).
+	independent bool
 	// arrival is the message's place in its key's line: the arrivals
 	// count when it was enqueued or last moved to another queue, so
 	// that a moved message goes after every message of its key there.
@@ -138,6 +141,17 @@ type record struct {
 type keyLine struct {
 	running []*message
 	waiting []*message
+}
+
+// processingAfter returns the arrival of the line's first processing
+// message after arrival a; math.MaxInt64 when there is none.
+func (line *keyLine) processingAfter(a int64) int64 {
+	for _, r := range line.running {
+		if r.state == store.Processing && r.arrival > a {
+			return r.arrival
+		}
+	}
+	return math.MaxInt64
 }
 
 // insertByArrival adds m to ms, kept in order of arrival.
@@ -536,6 +550,7 @@ func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, e
 		m.deliveries++
 		m.worker = c.WorkerID
 		m.lockedUntil = until
+		m.independent = c.Independent
 		if m.firstClaimedAt == 0 {
 			m.firstClaimedAt = now
 		}
@@ -569,9 +584,11 @@ func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, e
 			continue
 		}
 		// The rest of its run: the key's next messages, in order, while
-		// they are visible.
+		// they are visible and come before the first of the key's
+		// messages after it that is processing.
 		line := q.keys[m.key]
-		for len(out) < c.Max && len(line.waiting) > 0 && line.waiting[0].visibleAt <= now {
+		stop := line.processingAfter(m.arrival)
+		for len(out) < c.Max && len(line.waiting) > 0 && line.waiting[0].visibleAt <= now && line.waiting[0].arrival < stop {
 			next := line.waiting[0]
 			line.waiting = line.waiting[1:]
 			line.running = insertByArrival(line.running, next)

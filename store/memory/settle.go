@@ -36,7 +36,7 @@ func (t *settleTx) b() *backend { return (*backend)(t) }
 
 func held(m *message) storecore.Held {
 	return storecore.Held{Lease: store.Lease{MessageID: m.id, FencingToken: m.fence}, Queue: m.queue.name, Key: m.key,
-		Deliveries: m.deliveries, MaxDeliveries: m.maxDeliv, DeadLetterQueue: m.dlq, Arrival: m.arrival}
+		Deliveries: m.deliveries, MaxDeliveries: m.maxDeliv, DeadLetterQueue: m.dlq, Arrival: m.arrival, Independent: m.independent}
 }
 
 func (t *settleTx) CompleteCurrent(_ context.Context, cs []store.Completion) ([]storecore.Held, error) {
@@ -102,9 +102,9 @@ func (t *settleTx) Running(_ context.Context, lines []storecore.Line) ([]storeco
 	for _, l := range lines {
 		if line := t.b().queues[l.Queue].keys[l.Key]; line != nil {
 			for _, m := range line.running {
-				if m.state == store.Processing {
-					out = append(out, held(m))
-				}
+				h := held(m)
+				h.Pending = m.state == store.Pending
+				out = append(out, h)
 			}
 		}
 	}
@@ -258,12 +258,12 @@ func (t *settleTx) Promote(_ context.Context, lines []storecore.Line) error {
 	for _, l := range lines {
 		q := t.b().queues[l.Queue]
 		line := q.keys[l.Key]
-		if line == nil || len(line.running) > 0 || len(line.waiting) == 0 {
+		if line == nil || len(line.waiting) == 0 || !line.free(line.waiting[0]) {
 			continue
 		}
 		next := line.waiting[0]
 		line.waiting = line.waiting[1:]
-		line.running = append(line.running, next)
+		line.running = insertByArrival(line.running, next)
 		q.setState(next, store.Pending)
 		q.pushPending(next, t.settling.now)
 	}
@@ -280,3 +280,15 @@ func (t *settleTx) Insert(_ context.Context, msgs []store.NewMessage) error {
 // Notify tells no one: the memory store has one process, which the caller
 // wakes.
 func (*settleTx) Notify(context.Context, []string) error { return nil }
+
+// free reports whether w, the line's first waiting message, may become
+// its head: the line has no pending message, and none processing that
+// was claimed without an independent lease or that comes before w.
+func (line *keyLine) free(w *message) bool {
+	for _, r := range line.running {
+		if r.state == store.Pending || !r.independent || r.arrival < w.arrival {
+			return false
+		}
+	}
+	return true
+}

@@ -63,7 +63,9 @@ func TestPlansFollowTableGrowth(t *testing.T) {
 // TestRunsFollowTableGrowth does what TestPlansFollowTableGrowth does for
 // a one-key queue claimed with runs, its messages given back (which reads
 // the key's running messages and holds the rest of a run) and completed
-// late: none of it scans the table once it has grown.
+// late, and claimed with independent leases, the first given back alone
+// and claimed again up to the run's processing messages: none of it
+// scans the table once it has grown.
 func TestRunsFollowTableGrowth(t *testing.T) {
 	ctx := context.Background()
 	f := newPlanFixture(t)
@@ -96,6 +98,27 @@ func TestRunsFollowTableGrowth(t *testing.T) {
 		}
 		res, err := s.Complete(ctx, cs)
 		if err != nil || slices.ContainsFunc(res, func(err error) bool { return err != nil }) {
+			t.Fatalf("Complete = %v, %v", res, err)
+		}
+		// Independent leases: the first goes back alone, and the next
+		// claim stops at the run's processing messages.
+		if _, err := s.Enqueue(ctx, msgs); err != nil {
+			t.Fatal(err)
+		}
+		independent := store.Claim{Queue: "q", WorkerID: "w", Max: 10, LeaseDuration: time.Minute, Runs: true, Independent: true}
+		ds, err = s.Claim(ctx, independent)
+		if err != nil || len(ds) != 4 {
+			t.Fatalf("Claim = %d deliveries, %v; want a run of 4", len(ds), err)
+		}
+		if err := s.Release(ctx, store.Release{Lease: ds[0].Lease}); err != nil {
+			t.Fatal(err)
+		}
+		head, err := s.Claim(ctx, independent)
+		if err != nil || len(head) != 1 {
+			t.Fatalf("Claim = %d deliveries, %v; want the head alone", len(head), err)
+		}
+		cs = []store.Completion{{Lease: head[0].Lease}, {Lease: ds[1].Lease}, {Lease: ds[2].Lease}, {Lease: ds[3].Lease}}
+		if res, err := s.Complete(ctx, cs); err != nil || slices.ContainsFunc(res, func(err error) bool { return err != nil }) {
 			t.Fatalf("Complete = %v, %v", res, err)
 		}
 	}

@@ -800,7 +800,7 @@ func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, e
 		// with it in one round trip and one implicit transaction.
 		b := &pgx.Batch{}
 		b.Queue(s.sql.Text(qIndexScans))
-		b.Queue(s.sql.Text(qClaimRuns), args...)
+		b.Queue(s.sql.Text(qClaimRuns), append(args, c.Independent)...)
 		br := s.pool.SendBatch(ctx, b)
 		defer br.Close()
 		if _, err := br.Exec(); err != nil {

@@ -133,12 +133,12 @@ UPDATE {s}.messages SET dedup_id = NULL WHERE id = $1
 -- sorted afterwards in claim order: the highest priority first, then the
 -- oldest visible. Delayed messages are read past in the index, whatever
 -- their priority. A paused queue gives nothing. A message's first claim
--- records its time.
+-- records its time. The leases are not independent.
 WITH u AS (
 	UPDATE {s}.messages m
 	SET state = {processing}, deliveries = m.deliveries + 1, fencing_token = nextval('{s}.fence'), worker_id = $4,
 		locked_until = COALESCE($1::timestamptz, now()) + $5 * interval '1 microsecond',
-		first_claimed_at = COALESCE(m.first_claimed_at, COALESCE($1::timestamptz, now()))
+		first_claimed_at = COALESCE(m.first_claimed_at, COALESCE($1::timestamptz, now())), independent = false
 	WHERE m.id = ANY(ARRAY(
 		SELECT id FROM {s}.messages
 		WHERE queue = $2 AND state = {pending} AND visible_at <= COALESCE($1::timestamptz, now())
@@ -155,8 +155,10 @@ FROM u ORDER BY priority DESC, visible_at, id
 -- name: claimRuns
 -- Claims as claim does, each keyed message bringing the rest of its run:
 -- the next waiting messages of its key, in order, up to the first that is
--- not visible; up to $3 messages in all, in claim order with each key's
--- run after its head. The heads are locked as claim locks them; their
+-- not visible, and before the key's first processing message after the
+-- head (read through messages_key_head); up to $3 messages in all, in
+-- claim order with each key's run after its head. With $6 their leases
+-- are independent. The heads are locked as claim locks them; their
 -- keys' waiting messages are read through messages_waiting in their
 -- lines' order (see arrival in the migrations), at most $3 of each,
 -- without a lock: a message that changed meanwhile (a cancel)
@@ -167,7 +169,7 @@ FROM u ORDER BY priority DESC, visible_at, id
 -- through the primary key, filtered, past every finished message of the
 -- table, look cheaper.
 WITH heads AS (
-	SELECT id, key, priority, visible_at FROM {s}.messages
+	SELECT id, key, priority, visible_at, COALESCE(arrival, id) AS arrival FROM {s}.messages
 	WHERE queue = $2 AND state = {pending} AND visible_at <= COALESCE($1::timestamptz, now())
 		AND NOT EXISTS (SELECT 1 FROM {s}.queues WHERE queue = $2 AND paused)
 	ORDER BY priority DESC, visible_at, id
@@ -177,12 +179,16 @@ members AS (
 	SELECT h.id, row_number() OVER (ORDER BY h.priority DESC, h.visible_at, h.id) AS hn, 0::bigint AS rn, 0::bigint AS hidden FROM heads h
 	UNION ALL
 	SELECT f.id, hn.hn, f.rn, f.hidden
-	FROM (SELECT id, key, row_number() OVER (ORDER BY priority DESC, visible_at, id) AS hn FROM heads) AS hn
+	FROM (SELECT id, key, arrival, row_number() OVER (ORDER BY priority DESC, visible_at, id) AS hn FROM heads) AS hn
 	CROSS JOIN LATERAL (
 		SELECT w.id, row_number() OVER (ORDER BY w.arrival) AS rn,
 			count(*) FILTER (WHERE w.visible_at > COALESCE($1::timestamptz, now())) OVER (ORDER BY w.arrival) AS hidden
 		FROM (SELECT id, visible_at, COALESCE(arrival, id) AS arrival FROM {s}.messages
-			WHERE queue = $2 AND key = hn.key AND state = {waiting} ORDER BY COALESCE(arrival, id) LIMIT $3 - 1) AS w) AS f
+			WHERE queue = $2 AND key = hn.key AND state = {waiting}
+				AND COALESCE(arrival, id) < COALESCE((SELECT min(COALESCE(p.arrival, p.id)) FROM {s}.messages p
+					WHERE p.queue = $2 AND p.key = hn.key AND p.state IN ({pending}, {processing}) AND p.state = {processing}
+						AND COALESCE(p.arrival, p.id) > hn.arrival), 9223372036854775807)
+			ORDER BY COALESCE(arrival, id) LIMIT $3 - 1) AS w) AS f
 	WHERE hn.key IS NOT NULL),
 picked AS (
 	SELECT id, hn, rn FROM (SELECT id, hn, rn, row_number() OVER (ORDER BY hn, rn) AS n FROM members WHERE hidden = 0) AS m
@@ -191,7 +197,7 @@ u AS (
 	UPDATE {s}.messages m
 	SET state = {processing}, deliveries = m.deliveries + 1, fencing_token = nextval('{s}.fence'), worker_id = $4,
 		locked_until = COALESCE($1::timestamptz, now()) + $5 * interval '1 microsecond',
-		first_claimed_at = COALESCE(m.first_claimed_at, COALESCE($1::timestamptz, now()))
+		first_claimed_at = COALESCE(m.first_claimed_at, COALESCE($1::timestamptz, now())), independent = $6
 	WHERE m.id = ANY(ARRAY(SELECT id FROM picked)) AND m.state IN ({pending}, {waiting})
 	RETURNING m.id, m.key, m.payload, m.reply_to, m.dedup_id, m.deliveries, m.max_deliveries, m.enqueued_at,
 		m.fencing_token, m.locked_until, m.kind, m.priority, m.attributes, m.first_claimed_at, m.dead_letter_source)
@@ -297,23 +303,24 @@ WHERE id = ANY($2::bigint[]) AND state IN ({pending}, {waiting}, {processing})
 
 -- name: promote
 -- Lets the next waiting message of a key go, in its line's order, if
--- none of the key's messages is pending or processing (a run's other
--- messages may be). The
--- caller holds the key's lock, as does every change that makes a
+-- none of the key's messages is pending, nor processing (a run's other
+-- messages may be) unless leased independent and after it in the line.
+-- The caller holds the key's lock, as does every change that makes a
 -- message of a key wait.
-UPDATE {s}.messages SET state = {pending} WHERE id = (
+UPDATE {s}.messages m SET state = {pending} WHERE m.id = (
 	SELECT id FROM {s}.messages WHERE queue = $1 AND key = $2 AND state = {waiting} ORDER BY COALESCE(arrival, id) LIMIT 1)
-	AND NOT EXISTS (SELECT 1 FROM {s}.messages WHERE queue = $1 AND key = $2 AND state IN ({pending}, {processing}))
+	AND NOT EXISTS (SELECT 1 FROM {s}.messages h WHERE h.queue = $1 AND h.key = $2 AND h.state IN ({pending}, {processing})
+		AND (h.state = {pending} OR NOT h.independent OR COALESCE(h.arrival, h.id) < COALESCE(m.arrival, m.id)))
 
 -- name: running
--- The processing messages of the keys in the arrays of queues ($1) and
--- keys ($2), read from messages_key_head. The caller holds the keys'
--- locks; the rows are not locked, so that a completion of one of them
--- that waits for a key's lock holds no row this waits for. hold tests
--- their state again.
-SELECT m.id, m.fencing_token, m.queue, m.key, COALESCE(m.arrival, m.id) FROM unnest($1::text[], $2::text[]) AS l(queue, key)
+-- The pending and processing messages of the keys in the arrays of
+-- queues ($1) and keys ($2), read from messages_key_head. The caller
+-- holds the keys' locks; the rows are not locked, so that a completion
+-- of one of them that waits for a key's lock holds no row this waits
+-- for. hold tests their state again.
+SELECT m.id, m.fencing_token, m.queue, m.key, COALESCE(m.arrival, m.id), m.independent, m.state = {pending}
+FROM unnest($1::text[], $2::text[]) AS l(queue, key)
 JOIN {s}.messages m ON m.queue = l.queue AND m.key = l.key AND m.state IN ({pending}, {processing})
-WHERE m.state = {processing}
 
 -- name: hold
 -- Puts the messages in $1 that are still processing or pending back in
@@ -326,7 +333,7 @@ WHERE id = ANY($1::bigint[]) AND state + 0 IN ({processing}, {pending})
 -- name: current
 -- The message of one lease ($2, $3) if the lease is current, locked. The
 -- row is found through the primary key ("state + 0": see extend).
-SELECT m.deliveries, m.max_deliveries, m.queue, m.key, m.dead_letter_queue, COALESCE(m.arrival, m.id) FROM {s}.messages m
+SELECT m.deliveries, m.max_deliveries, m.queue, m.key, m.dead_letter_queue, COALESCE(m.arrival, m.id), m.independent FROM {s}.messages m
 WHERE m.id = $2 AND m.fencing_token = $3 AND m.state + 0 = {processing} AND m.locked_until > COALESCE($1::timestamptz, now())
 FOR UPDATE
 
@@ -334,7 +341,7 @@ FOR UPDATE
 -- The message of one lease ($1, $2) if no claim has taken it since:
 -- processing under its token, whatever the expiry, or pending under it;
 -- locked, and found through the primary key ("state + 0": see extend).
-SELECT m.deliveries, m.max_deliveries, m.queue, m.key, m.dead_letter_queue, COALESCE(m.arrival, m.id) FROM {s}.messages m
+SELECT m.deliveries, m.max_deliveries, m.queue, m.key, m.dead_letter_queue, COALESCE(m.arrival, m.id), m.independent FROM {s}.messages m
 WHERE m.id = $1 AND m.fencing_token = $2 AND m.state + 0 IN ({processing}, {pending})
 FOR UPDATE
 
@@ -366,7 +373,7 @@ WHERE id = ANY($2::bigint[])
 -- leases leave such entries at a rate of thousands a second until a
 -- VACUUM.
 SELECT id, fencing_token, queue, key, deliveries, max_deliveries, COALESCE($1::timestamptz, now()) - locked_until, dead_letter_queue,
-	COALESCE(arrival, id)
+	COALESCE(arrival, id), independent
 FROM {s}.messages WHERE state = {processing} AND locked_until <= COALESCE($1::timestamptz, now())
 FOR UPDATE SKIP LOCKED
 

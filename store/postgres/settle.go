@@ -241,7 +241,7 @@ func held(rows pgx.Rows, err error, l store.Lease) (storecore.Held, bool, error)
 	var deliveries, max int32
 	var key, dlq *string
 	_, err = pgx.CollectExactlyOneRow(rows, func(r pgx.CollectableRow) (struct{}, error) {
-		return struct{}{}, r.Scan(&deliveries, &max, &h.Queue, &key, &dlq, &h.Arrival)
+		return struct{}{}, r.Scan(&deliveries, &max, &h.Queue, &key, &dlq, &h.Arrival, &h.Independent)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return storecore.Held{}, false, nil
@@ -262,7 +262,7 @@ func (t *settleTx) Expired(ctx context.Context) ([]storecore.Held, error) {
 	var h storecore.Held
 	var key, dlq *string
 	var deliveries, max int32
-	_, err = pgx.ForEachRow(rows, []any{&h.MessageID, &h.FencingToken, &h.Queue, &key, &deliveries, &max, &h.StuckFor, &dlq, &h.Arrival}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&h.MessageID, &h.FencingToken, &h.Queue, &key, &deliveries, &max, &h.StuckFor, &dlq, &h.Arrival, &h.Independent}, func() error {
 		h.Key, h.Deliveries, h.MaxDeliveries, h.DeadLetterQueue = deref(key), int(deliveries), int(max), deref(dlq)
 		out = append(out, h)
 		return nil
@@ -286,7 +286,7 @@ func (t *settleTx) Running(ctx context.Context, lines []storecore.Line) ([]store
 	var out []storecore.Held
 	var h storecore.Held
 	var key *string
-	_, err = pgx.ForEachRow(rows, []any{&h.MessageID, &h.FencingToken, &h.Queue, &key, &h.Arrival}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&h.MessageID, &h.FencingToken, &h.Queue, &key, &h.Arrival, &h.Independent, &h.Pending}, func() error {
 		h.Key = deref(key)
 		out = append(out, h)
 		return nil

@@ -52,10 +52,10 @@ UPDATE leasehold_meta SET value = value + ? WHERE name = 'fence'
 -- name: claim
 -- Claims up to ?6 visible pending messages of queue ?4 at time ?5, in
 -- claim order, for worker ?2 until ?3, fencing them from ?1 on. A
--- message's first claim records its time.
+-- message's first claim records its time; its lease is not independent.
 UPDATE leasehold_messages AS m
 SET state = {processing}, deliveries = m.deliveries + 1, fencing_token = ?1 + c.rn, worker_id = ?2, locked_until = ?3,
-	first_claimed_at = coalesce(m.first_claimed_at, ?5)
+	first_claimed_at = coalesce(m.first_claimed_at, ?5), independent = 0
 FROM (SELECT id, row_number() OVER (ORDER BY priority DESC, visible_at, id) AS rn
 	-- LIMIT inside, so the numbering never walks the backlog.
 	FROM (SELECT id, priority, visible_at FROM leasehold_messages
@@ -68,26 +68,34 @@ RETURNING id, key, payload, reply_to, dedup_id, deliveries, max_deliveries, enqu
 
 -- name: claimable
 -- Up to ?3 visible pending messages of queue ?1 at time ?2, in claim
--- order, with their keys: the heads a claim with runs takes, each with
--- the rest of its run.
-SELECT id, key FROM leasehold_messages
+-- order, with their keys and places in their lines: the heads a claim
+-- with runs takes, each with the rest of its run.
+SELECT id, key, COALESCE(arrival, id) FROM leasehold_messages
 WHERE queue = ?1 AND state = {pending} AND visible_at <= ?2
 	AND NOT EXISTS (SELECT 1 FROM leasehold_queues WHERE queue = ?1 AND paused)
 ORDER BY priority DESC, visible_at, id LIMIT ?3
 
 -- name: runNext
--- The next ?3 waiting messages of key ?2 of queue ?1, in their line's
--- order (see arrival in the migrations), with their visible times: the
--- rest of a run, which the claim cuts at the first that is not visible.
-SELECT id, visible_at FROM leasehold_messages WHERE queue = ?1 AND key = ?2 AND state = {waiting} ORDER BY COALESCE(arrival, id) LIMIT ?3
+-- The next ?3 waiting messages of key ?2 of queue ?1 after its head (in
+-- its line at ?4), in their line's order (see arrival in the
+-- migrations), with their visible times, up to the key's first message
+-- after the head that is processing (read from leasehold_key_head, whose
+-- WHERE term the first test repeats): the rest of a run, which the claim
+-- cuts at the first that is not visible.
+SELECT id, visible_at FROM leasehold_messages WHERE queue = ?1 AND key = ?2 AND state = {waiting}
+	AND COALESCE(arrival, id) < coalesce((SELECT min(COALESCE(arrival, id)) FROM leasehold_messages
+		WHERE queue = ?1 AND key = ?2 AND state IN ({pending}, {processing}) AND state = {processing} AND COALESCE(arrival, id) > ?4),
+		9223372036854775807)
+ORDER BY COALESCE(arrival, id) LIMIT ?3
 
 -- name: claimRun
 -- Claims the pending and waiting messages in the JSON array of ids ?6 as
 -- claim claims, fencing the array's nth (from 0) with ?1 + n + 1, so that
--- the tokens follow the array's order.
+-- the tokens follow the array's order; with ?7 their leases are
+-- independent.
 UPDATE leasehold_messages AS m
 SET state = {processing}, deliveries = m.deliveries + 1, fencing_token = ?1 + j.key + 1, worker_id = ?2, locked_until = ?3,
-	first_claimed_at = coalesce(m.first_claimed_at, ?5)
+	first_claimed_at = coalesce(m.first_claimed_at, ?5), independent = ?7
 FROM json_each(?6) AS j
 WHERE m.id = j.value AND m.queue = ?4 AND m.state IN ({pending}, {waiting})
 RETURNING id, key, payload, reply_to, dedup_id, deliveries, max_deliveries, enqueued_at, fencing_token, kind, priority,
@@ -127,28 +135,30 @@ JOIN (SELECT value ->> 0 AS id, value ->> 1 AS fence FROM json_each(?1)) AS j ON
 WHERE m.state = {completed}
 
 -- name: current
-SELECT deliveries, max_deliveries, queue, key, dead_letter_queue, COALESCE(arrival, id) FROM leasehold_messages
+SELECT deliveries, max_deliveries, queue, key, dead_letter_queue, COALESCE(arrival, id), independent FROM leasehold_messages
 WHERE id = ? AND fencing_token = ? AND state = {processing} AND locked_until > ?
 
 -- name: given
 -- The message of a lease if no claim has taken it since: processing under
 -- its token, whatever the expiry, or pending under it.
-SELECT deliveries, max_deliveries, queue, key, dead_letter_queue, COALESCE(arrival, id) FROM leasehold_messages
+SELECT deliveries, max_deliveries, queue, key, dead_letter_queue, COALESCE(arrival, id), independent FROM leasehold_messages
 WHERE id = ? AND fencing_token = ? AND state IN ({processing}, {pending})
 
 -- name: promote
 -- Lets the next waiting message of key ?2 go, in its line's order, if
--- none of the key's messages is pending or processing (a run's other
--- messages may be).
+-- none of the key's messages is pending, nor processing (a run's other
+-- messages may be) unless leased independent and after it in the line.
 UPDATE leasehold_messages SET state = {pending} WHERE id = (
 	SELECT id FROM leasehold_messages WHERE queue = ?1 AND key = ?2 AND state = {waiting} ORDER BY COALESCE(arrival, id) LIMIT 1)
-	AND NOT EXISTS (SELECT 1 FROM leasehold_messages WHERE queue = ?1 AND key = ?2 AND state IN ({pending}, {processing}))
+	AND NOT EXISTS (SELECT 1 FROM leasehold_messages h WHERE h.queue = ?1 AND h.key = ?2 AND h.state IN ({pending}, {processing})
+		AND (h.state = {pending} OR NOT h.independent
+			OR COALESCE(h.arrival, h.id) < COALESCE(leasehold_messages.arrival, leasehold_messages.id)))
 
 -- name: running
--- The processing messages of key ?2 of queue ?1, read from
--- leasehold_key_head, whose WHERE term the first test repeats.
-SELECT id, fencing_token, queue, key, COALESCE(arrival, id) FROM leasehold_messages
-WHERE queue = ?1 AND key = ?2 AND state IN ({pending}, {processing}) AND state = {processing}
+-- The pending and processing messages of key ?2 of queue ?1, read from
+-- leasehold_key_head.
+SELECT id, fencing_token, queue, key, COALESCE(arrival, id), independent, state = {pending} FROM leasehold_messages
+WHERE queue = ?1 AND key = ?2 AND state IN ({pending}, {processing})
 
 -- name: hold
 -- Puts the messages in the JSON array of ids ?2 back in their keys'
@@ -200,8 +210,8 @@ WHERE id IN (SELECT value FROM json_each(?4))
 
 -- name: expired
 -- The processing messages whose leases expired by ?1.
-SELECT id, fencing_token, queue, key, deliveries, max_deliveries, locked_until, dead_letter_queue, COALESCE(arrival, id) FROM leasehold_messages
-WHERE state = {processing} AND locked_until <= ?1
+SELECT id, fencing_token, queue, key, deliveries, max_deliveries, locked_until, dead_letter_queue, COALESCE(arrival, id), independent
+FROM leasehold_messages WHERE state = {processing} AND locked_until <= ?1
 
 -- name: deadIDs
 -- A queue's dead messages.

@@ -26,8 +26,8 @@ func TestRunPlansSearch(t *testing.T) {
 		plan []string
 	}{
 		{"claimable", queryPlan(t, s, s.b.st.Text(qClaimable), "q", 0, 10)},
-		{"runNext", queryPlan(t, s, s.b.st.Text(qRunNext), "q", "k", 10)},
-		{"claimRun", queryPlan(t, s, s.b.st.Text(qClaimRun), 0, "w", 0, "q", 0, "[1,2]")},
+		{"runNext", queryPlan(t, s, s.b.st.Text(qRunNext), "q", "k", 10, 1)},
+		{"claimRun", queryPlan(t, s, s.b.st.Text(qClaimRun), 0, "w", 0, "q", 0, "[1,2]", true)},
 		{"running", queryPlan(t, s, s.b.st.Text(qRunning), "q", "k")},
 		{"promote", queryPlan(t, s, s.b.st.Text(qPromote), "q", "k")},
 		{"hold", queryPlan(t, s, s.b.st.Text(qHold), true, "[1,2]")},

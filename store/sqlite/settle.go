@@ -105,7 +105,7 @@ func (t settleTx) Given(ctx context.Context, l store.Lease) (storecore.Held, boo
 func (t settleTx) held(row *sql.Row, l store.Lease) (storecore.Held, bool, error) {
 	h := storecore.Held{Lease: l}
 	var key, dlq sql.NullString
-	err := row.Scan(&h.Deliveries, &h.MaxDeliveries, &h.Queue, &key, &dlq, &h.Arrival)
+	err := row.Scan(&h.Deliveries, &h.MaxDeliveries, &h.Queue, &key, &dlq, &h.Arrival, &h.Independent)
 	if errors.Is(err, sql.ErrNoRows) {
 		return storecore.Held{}, false, nil
 	}
@@ -125,8 +125,9 @@ func (t settleTx) Expired(ctx context.Context) ([]storecore.Held, error) {
 		var deliveries, max int
 		var lockedUntil, arrival int64
 		var dlq sql.NullString
-		h, err := scanHeld(r.Scan, &deliveries, &max, &lockedUntil, &dlq, &arrival)
-		h.Arrival = arrival
+		var independent bool
+		h, err := scanHeld(r.Scan, &deliveries, &max, &lockedUntil, &dlq, &arrival, &independent)
+		h.Arrival, h.Independent = arrival, independent
 		h.Deliveries, h.MaxDeliveries, h.DeadLetterQueue = deliveries, max, dlq.String
 		h.StuckFor = time.Duration(t.now-lockedUntil) * time.Microsecond
 		return h, err
@@ -142,8 +143,9 @@ func (t settleTx) Running(ctx context.Context, lines []storecore.Line) ([]storec
 		}
 		hs, err := sqlstate.Collect(rows, func(r *sql.Rows) (storecore.Held, error) {
 			var arrival int64
-			h, err := scanHeld(r.Scan, &arrival)
-			h.Arrival = arrival
+			var independent, pending bool
+			h, err := scanHeld(r.Scan, &arrival, &independent, &pending)
+			h.Arrival, h.Independent, h.Pending = arrival, independent, pending
 			return h, err
 		})
 		if err != nil {

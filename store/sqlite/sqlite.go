@@ -691,7 +691,7 @@ func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, e
 			if ids, err = s.runs(ctx, tx, c, now); err != nil || len(ids) == 0 {
 				return err
 			}
-			out, err = s.claimRows(ctx, tx, c, until, s.st.prepared[qClaimRun], base, c.WorkerID, until, c.Queue, now, idsJSON(ids))
+			out, err = s.claimRows(ctx, tx, c, until, s.st.prepared[qClaimRun], base, c.WorkerID, until, c.Queue, now, idsJSON(ids), c.Independent)
 		} else {
 			out, err = s.claimRows(ctx, tx, c, until, s.st.prepared[qClaim], base, c.WorkerID, until, c.Queue, now, c.Max)
 		}
@@ -712,17 +712,18 @@ func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, e
 // runs returns the ids a claim with runs takes, in its order: the
 // claimable messages in claim order, each keyed one followed by the rest
 // of its run (the key's next waiting messages, in order, while they are
-// visible), up to c.Max in all.
+// visible and before the key's first processing message after it), up
+// to c.Max in all.
 func (s *backend) runs(ctx context.Context, tx *sql.Tx, c store.Claim, now int64) ([]int64, error) {
 	rows, err := tx.StmtContext(ctx, s.st.prepared[qClaimable]).QueryContext(ctx, c.Queue, now, c.Max)
 	if err != nil {
 		return nil, err
 	}
 	type head struct {
-		id  int64
-		key sql.NullString
+		id, arrival int64
+		key         sql.NullString
 	}
-	heads, err := sqlstate.Collect(rows, func(r *sql.Rows) (h head, err error) { return h, r.Scan(&h.id, &h.key) })
+	heads, err := sqlstate.Collect(rows, func(r *sql.Rows) (h head, err error) { return h, r.Scan(&h.id, &h.key, &h.arrival) })
 	if err != nil {
 		return nil, err
 	}
@@ -735,7 +736,7 @@ func (s *backend) runs(ctx context.Context, tx *sql.Tx, c store.Claim, now int64
 		if !h.key.Valid || len(ids) == c.Max {
 			continue
 		}
-		run, err := s.runNext(ctx, tx, c.Queue, h.key.String, c.Max-len(ids), now)
+		run, err := s.runNext(ctx, tx, c.Queue, h.key.String, h.arrival, c.Max-len(ids), now)
 		if err != nil {
 			return nil, err
 		}
@@ -745,9 +746,10 @@ func (s *backend) runs(ctx context.Context, tx *sql.Tx, c store.Claim, now int64
 }
 
 // runNext returns the ids of at most n waiting messages of the key that
-// come next, in order, up to the first that is not visible at now.
-func (s *backend) runNext(ctx context.Context, tx *sql.Tx, queue, key string, n int, now int64) ([]int64, error) {
-	rows, err := tx.StmtContext(ctx, s.st.prepared[qRunNext]).QueryContext(ctx, queue, key, n)
+// come next after its head, at arrival in its line, in order, up to the
+// first that is not visible at now or that comes after a processing one.
+func (s *backend) runNext(ctx context.Context, tx *sql.Tx, queue, key string, arrival int64, n int, now int64) ([]int64, error) {
+	rows, err := tx.StmtContext(ctx, s.st.prepared[qRunNext]).QueryContext(ctx, queue, key, n, arrival)
 	if err != nil {
 		return nil, err
 	}

@@ -149,6 +149,8 @@ func Run(t *testing.T, f Factory, opts ...Option) {
 		{"RunPoisonHead", testRunPoisonHead},
 		{"RunDeadOrCancelledGoesOn", testRunDeadOrCancelledGoesOn},
 		{"RunBlockedKeys", testRunBlockedKeys},
+		{"RunIndependentRelease", testRunIndependentRelease},
+		{"RunIndependentReap", testRunIndependentReap},
 
 		// Error histories (errorhistory.go).
 		{"ErrorHistory", testErrorHistory},
