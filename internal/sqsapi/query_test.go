@@ -407,3 +407,21 @@ func TestRequestsFromWebPagesAreRefusedWithoutSignatures(t *testing.T) {
 		t.Fatalf("the queue is gone after refused requests: %d %s", a.status, a.body)
 	}
 }
+
+// ListDeadLetterSourceQueues answers the query protocol with each source
+// queue's URL as a QueueUrl element, as the JSON protocol lists them.
+func TestQueryListsDeadLetterSources(t *testing.T) {
+	b := setup(t, nil)
+	b.call(t, "CreateQueue", `{"QueueName":"dlq"}`)
+	policy := url.QueryEscape(`{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":"3"}`)
+	for _, n := range []string{"a", "b"} {
+		if a := b.query(t, formRequest("/", "Action=CreateQueue&QueueName="+n+"&Attribute.1.Name=RedrivePolicy&Attribute.1.Value="+policy)); a.status != 200 {
+			t.Fatalf("CreateQueue %s: %d %s", n, a.status, a.body)
+		}
+	}
+	a := b.query(t, formRequest("/000000000000/dlq", "Action=ListDeadLetterSourceQueues"))
+	want := "<ListDeadLetterSourceQueuesResult><QueueUrl>http://h:1/000000000000/a</QueueUrl><QueueUrl>http://h:1/000000000000/b</QueueUrl></ListDeadLetterSourceQueuesResult>"
+	if a.status != 200 || !strings.Contains(a.body, want) {
+		t.Fatalf("ListDeadLetterSourceQueues: %d %s\nwant %s", a.status, a.body, want)
+	}
+}
