@@ -400,9 +400,12 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if outcome == "ok" {
 			outcome = ae.code
 		}
-		if c.query {
+		switch {
+		case c.query && acceptsJSON(r):
+			writeQueryJSONError(w, ae, id)
+		case c.query:
 			writeXMLError(w, ae, id)
-		} else {
+		default:
 			writeError(w, ae)
 		}
 	} else {
@@ -411,10 +414,14 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				a.log.Error("sqs batch entry failed", "request_id", id, "action", name, "error", cause)
 			}
 		}
-		if c.query {
+		switch {
+		case c.query && acceptsJSON(r):
+			w.Header().Set("Content-Type", queryJSONContentType)
+			_ = encodeQueryJSON(w, name, id, out)
+		case c.query:
 			w.Header().Set("Content-Type", xmlContentType)
 			_ = encodeXML(w, name, id, out)
-		} else {
+		default:
 			w.Header().Set("Content-Type", contentType)
 			_ = encodeJSON(w, out)
 		}

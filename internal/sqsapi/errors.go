@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/leasehold/leasehold/store"
@@ -105,9 +104,7 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	h := w.Header()
 	h.Set("Content-Type", contentType)
 	h.Set("X-Amzn-Query-Error", e.code+";"+e.fault())
-	if e.retryAfter > 0 {
-		h.Set("Retry-After", strconv.Itoa(e.retryAfter))
-	}
+	setRetryAfter(h, e)
 	w.WriteHeader(e.status)
 	_ = encodeJSON(w, struct {
 		Type    string `json:"__type"`

@@ -425,3 +425,74 @@ func TestQueryListsDeadLetterSources(t *testing.T) {
 		t.Fatalf("ListDeadLetterSourceQueues: %d %s\nwant %s", a.status, a.body, want)
 	}
 }
+
+// A query request that accepts JSON is answered in JSON in Amazon SQS's
+// shape: the response's tree under its action's name, maps as lists of
+// their entries, lists of queue URLs and messages under their lower-case
+// names, and errors as Error with Code, Message and Type.
+func TestQueryAnswersJSONWhenAccepted(t *testing.T) {
+	b := setup(t, nil)
+	b.call(t, "CreateQueue", `{"QueueName":"q","Attributes":{"VisibilityTimeout":"40"}}`)
+	b.call(t, "SendMessage", `{"QueueUrl":"q","MessageBody":"hi \"there\"\r"}`)
+	get := func(path, query, accept string) (int, string, map[string]any) {
+		t.Helper()
+		r := httptest.NewRequest(http.MethodGet, "http://h:1"+path+"?"+query, nil)
+		if accept != "" {
+			r.Header.Set("Accept", accept)
+		}
+		w := httptest.NewRecorder()
+		b.api.ServeHTTP(w, r)
+		var doc map[string]any
+		if w.Header().Get("Content-Type") == "application/json" {
+			if err := json.Unmarshal(w.Body.Bytes(), &doc); err != nil {
+				t.Fatalf("%s: not JSON: %v\n%s", query, err, w.Body.String())
+			}
+		}
+		return w.Code, w.Body.String(), doc
+	}
+	status, body, doc := get("/", "Action=ListQueues&Version=2012-11-05", "application/json")
+	id := func(resp map[string]any) any { return resp["ResponseMetadata"].(map[string]any)["RequestId"] }
+	resp, _ := doc["ListQueuesResponse"].(map[string]any)
+	if status != 200 || resp == nil || id(resp) == "" ||
+		!reflect.DeepEqual(resp["ListQueuesResult"], map[string]any{"queueUrls": []any{"http://h:1/000000000000/q"}}) {
+		t.Fatalf("ListQueues: %d %s", status, body)
+	}
+	if status, body, _ := get("/", "Action=ListQueues", "text/xml, application/json"); status != 200 || !strings.Contains(body, "<ListQueuesResponse") {
+		t.Fatalf("ListQueues accepting XML first: %d %s", status, body)
+	}
+	if status, body, _ := get("/", "Action=ListQueues", ""); status != 200 || !strings.Contains(body, "<ListQueuesResponse") {
+		t.Fatalf("ListQueues without Accept: %d %s", status, body)
+	}
+
+	_, body, doc = get("/000000000000/q", "Action=GetQueueAttributes&AttributeName.1=VisibilityTimeout", "application/json")
+	want := map[string]any{"GetQueueAttributesResponse": map[string]any{
+		"GetQueueAttributesResult": map[string]any{"Attributes": []any{map[string]any{"Name": "VisibilityTimeout", "Value": "40"}}},
+		"ResponseMetadata":         map[string]any{"RequestId": id(doc["GetQueueAttributesResponse"].(map[string]any))},
+	}}
+	if !reflect.DeepEqual(doc, want) {
+		t.Fatalf("GetQueueAttributes: %s\nwant %v", body, want)
+	}
+
+	_, body, doc = get("/", "Action=ReceiveMessage&QueueUrl=http%3A%2F%2Fh%3A1%2F000000000000%2Fq&AttributeName.1=ApproximateReceiveCount", "application/json")
+	result := doc["ReceiveMessageResponse"].(map[string]any)["ReceiveMessageResult"].(map[string]any)
+	msgs, _ := result["messages"].([]any)
+	if len(msgs) != 1 {
+		t.Fatalf("ReceiveMessage: %s", body)
+	}
+	m := msgs[0].(map[string]any)
+	if m["Body"] != "hi \"there\"\r" || !reflect.DeepEqual(m["Attributes"], []any{map[string]any{"Name": "ApproximateReceiveCount", "Value": "1"}}) {
+		t.Fatalf("ReceiveMessage: %s", body)
+	}
+
+	_, body, doc = get("/000000000000/q", "Action=PurgeQueue", "application/json")
+	if resp := doc["PurgeQueueResponse"].(map[string]any); len(resp) != 1 || id(resp) == "" {
+		t.Fatalf("PurgeQueue: %s", body)
+	}
+
+	status, body, doc = get("/", "Action=GetQueueUrl&QueueName=nope", "application/json")
+	e, _ := doc["Error"].(map[string]any)
+	if status != 400 || doc["RequestId"] == "" || !reflect.DeepEqual(e, map[string]any{"Code": "AWS.SimpleQueueService.NonExistentQueue",
+		"Message": "The specified queue does not exist for this wsdl version.", "Type": "Sender"}) {
+		t.Fatalf("GetQueueUrl of a missing queue: %d %s", status, body)
+	}
+}

@@ -45,22 +45,31 @@ func encodeXML(w io.Writer, action, id string, out any) error {
 func writeXMLError(w http.ResponseWriter, e *apiError, id string) {
 	h := w.Header()
 	h.Set("Content-Type", xmlContentType)
-	if e.retryAfter > 0 {
-		h.Set("Retry-After", strconv.Itoa(e.retryAfter))
-	}
+	setRetryAfter(h, e)
 	w.WriteHeader(e.status)
 	var b bytes.Buffer
 	b.WriteString(xml.Header)
 	b.WriteString("<ErrorResponse xmlns=\"" + xmlNamespace + "\"><Error><Type>" + e.fault() + "</Type>")
 	writeXMLText(&b, "Code", e.code)
-	message := e.message
-	if e.code == errQueueDoesNotExist.code {
-		// The query protocol's text of this error, as Amazon SQS words it.
-		message = "The specified queue does not exist for this wsdl version."
-	}
-	writeXMLText(&b, "Message", message)
+	writeXMLText(&b, "Message", queryMessage(e))
 	b.WriteString("<Detail/></Error><RequestId>" + id + "</RequestId></ErrorResponse>")
 	_, _ = w.Write(b.Bytes())
+}
+
+// queryMessage is e's text in the query protocol.
+func queryMessage(e *apiError) string {
+	if e.code == errQueueDoesNotExist.code {
+		// The query protocol's text of this error, as Amazon SQS words it.
+		return "The specified queue does not exist for this wsdl version."
+	}
+	return e.message
+}
+
+// setRetryAfter sets the Retry-After header of e, if it has one.
+func setRetryAfter(h http.Header, e *apiError) {
+	if e.retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(e.retryAfter))
+	}
 }
 
 // writeXMLFields writes the fields of v, a struct, by their json names,
