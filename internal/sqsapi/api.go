@@ -489,11 +489,18 @@ func (a *API) serve(w http.ResponseWriter, c *call) (any, error) {
 		return nil, errInvalidAction.f("the request has no X-Amz-Target header: the SQS JSON protocol names the action in it (X-Amz-Target: AmazonSQS.<Action>, Content-Type: %s)", contentType)
 	}
 	act, ok := a.acts[c.action]
-	if !ok {
+	if !ok || c.query && c.queuePath != "" && !queueEndpointAction(c.action) {
 		return nil, errInvalidAction.f("The action %s is not valid for this endpoint.", c.target)
 	}
 	c.body = body
 	return act(r.Context(), c)
+}
+
+// queueEndpointAction reports whether a query request sent to a queue's
+// URL may name action: Amazon SQS refuses there the actions that are
+// not about one queue, CreateQueue and ListQueues.
+func queueEndpointAction(action string) bool {
+	return action != "CreateQueue" && action != "ListQueues"
 }
 
 // abandoned reports whether err ended a request because its client went

@@ -496,3 +496,24 @@ func TestQueryAnswersJSONWhenAccepted(t *testing.T) {
 		t.Fatalf("GetQueueUrl of a missing queue: %d %s", status, body)
 	}
 }
+
+// A query request sent to a queue's URL may not name an action that is
+// about no one queue: CreateQueue and ListQueues are refused there with
+// InvalidAction, as from Amazon SQS, and nothing is created.
+func TestQueryRefusesServiceActionsAtAQueueURL(t *testing.T) {
+	b := setup(t, nil)
+	b.call(t, "CreateQueue", `{"QueueName":"q"}`)
+	for _, form := range []string{"Action=CreateQueue&QueueName=other", "Action=ListQueues"} {
+		a := b.query(t, formRequest("/000000000000/q", form))
+		action := strings.TrimPrefix(strings.Split(form, "&")[0], "Action=")
+		if a.status != 400 || a.Error.Code != "InvalidAction" || a.Error.Message != "The action "+action+" is not valid for this endpoint." {
+			t.Errorf("%s at a queue URL: %d %s", action, a.status, a.body)
+		}
+	}
+	if got := b.call(t, "GetQueueUrl", `{"QueueName":"other"}`); got.Type != "QueueDoesNotExist" {
+		t.Fatalf("CreateQueue at a queue URL created the queue: %+v", got)
+	}
+	if a := b.query(t, formRequest("/", "Action=ListQueues")); a.status != 200 {
+		t.Fatalf("ListQueues at /: %d %s", a.status, a.body)
+	}
+}
