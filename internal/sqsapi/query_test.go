@@ -319,7 +319,8 @@ func TestQueryAnswers(t *testing.T) {
 
 // The XML encoder writes every output the way SQS does: batches'
 // entries flattened under their action's names, booleans as text, maps
-// as Name/Value (or Key/Value) entries in key order.
+// as Name/Value (or Key/Value) entries in key order, and an empty result
+// as an empty element.
 func TestXMLOutputs(t *testing.T) {
 	out := batchOutput[sent]{Successful: []sent{{Id: "a", MessageId: "1", MD5OfMessageBody: "m"}},
 		Failed: []batchFailure{{Id: "b", SenderFault: true, Code: "InvalidParameterValue", Message: "x < y"}}}
@@ -343,6 +344,16 @@ func TestXMLOutputs(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "<ListQueueTagsResult><Tag><Key>a</Key><Value>2</Value></Tag><Tag><Key>z</Key><Value>1</Value></Tag></ListQueueTagsResult>") {
 		t.Fatalf("tags: %s", b.String())
+	}
+	// A result with nothing in it is an empty element.
+	b.Reset()
+	if err := encodeXML(&b, "ReceiveMessage", "r3", struct {
+		Messages []message `json:"Messages,omitempty"`
+	}{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "><ReceiveMessageResult/><ResponseMetadata>") {
+		t.Fatalf("empty receive: %s", b.String())
 	}
 }
 

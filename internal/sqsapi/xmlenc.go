@@ -24,7 +24,8 @@ const xmlNamespace = "http://queue.amazonaws.com/doc/2012-11-05/"
 const xmlContentType = "text/xml"
 
 // encodeXML writes out, action's output, as the query protocol's answer
-// to request id. An action without output (empty) has no Result element.
+// to request id. An action without output (empty) has no Result element,
+// and an output with nothing to write an empty one.
 func encodeXML(w io.Writer, action, id string, out any) error {
 	var b bytes.Buffer
 	b.Grow(4 << 10)
@@ -32,8 +33,16 @@ func encodeXML(w io.Writer, action, id string, out any) error {
 	b.WriteString("<" + action + "Response xmlns=\"" + xmlNamespace + "\">")
 	if _, none := out.(empty); !none {
 		b.WriteString("<" + action + "Result>")
+		start := b.Len()
 		writeXMLFields(&b, reflect.ValueOf(out), action)
-		b.WriteString("</" + action + "Result>")
+		if b.Len() == start {
+			// A result with nothing in it is an empty element, as
+			// Amazon SQS writes it: <ReceiveMessageResult/>.
+			b.Truncate(start - 1)
+			b.WriteString("/>")
+		} else {
+			b.WriteString("</" + action + "Result>")
+		}
 	}
 	b.WriteString("<ResponseMetadata><RequestId>" + id + "</RequestId></ResponseMetadata></" + action + "Response>")
 	_, err := w.Write(b.Bytes())
