@@ -19,8 +19,8 @@ import (
 // where it is); and ListDeadLetterSourceQueues.
 
 // errResourceNotFound is the error of the message move task actions for
-// a queue or task that does not exist.
-var errResourceNotFound = errorKind{400, "ResourceNotFoundException", "ResourceNotFoundException"}
+// a queue or task that does not exist: HTTP 404, as from Amazon SQS.
+var errResourceNotFound = errorKind{404, "ResourceNotFoundException", "ResourceNotFoundException"}
 
 // internalPrefix marks the attributes of a queue's record that this API
 // keeps for itself: never shown, never set by a request.

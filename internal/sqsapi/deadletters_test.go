@@ -2,6 +2,7 @@ package sqsapi
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"log/slog"
 	"maps"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
@@ -206,6 +208,17 @@ func wantAPIError(t *testing.T, what string, err error, code string) {
 	var ae smithy.APIError
 	if !errors.As(err, &ae) || ae.ErrorCode() != code {
 		t.Fatalf("%s: %v, want %s", what, err, code)
+	}
+}
+
+// wantRefused fails unless err is an API error of status, code and text
+// msg.
+func wantRefused(t *testing.T, what string, err error, status int, code, msg string) {
+	t.Helper()
+	var ae smithy.APIError
+	var re *awshttp.ResponseError
+	if !errors.As(err, &ae) || !errors.As(err, &re) || ae.ErrorCode() != code || ae.ErrorMessage() != msg || re.HTTPStatusCode() != status {
+		t.Fatalf("%s: %v\nwant %d %s %q", what, err, status, code, msg)
 	}
 }
 
@@ -406,9 +419,11 @@ func TestMessageMoveTasks(t *testing.T) {
 		_, err := f.c.StartMessageMoveTask(f.ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arn("plain"))})
 		wantAPIError(t, "a task from a queue that is no dead-letter queue", err, "InvalidParameterValue")
 		_, err = f.c.StartMessageMoveTask(f.ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arn("missing"))})
-		wantAPIError(t, "a task from a missing queue", err, "ResourceNotFoundException")
+		wantRefused(t, "a task from a missing queue", err, 404, "ResourceNotFoundException",
+			"The resource that you specified for the SourceArn parameter doesn't exist.")
 		_, err = f.c.StartMessageMoveTask(f.ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arn("dlq")), DestinationArn: aws.String(arn("missing"))})
-		wantAPIError(t, "a task to a missing queue", err, "ResourceNotFoundException")
+		wantRefused(t, "a task to a missing queue", err, 404, "ResourceNotFoundException",
+			"The resource that you specified for the DestinationArn parameter doesn't exist.")
 		_, err = f.c.StartMessageMoveTask(f.ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arn("dlq")), MaxNumberOfMessagesPerSecond: aws.Int32(501)})
 		wantAPIError(t, "a rate of 501", err, "InvalidParameterValue")
 		if got := f.tasks("dlq", 10); len(got) != 0 {
@@ -475,7 +490,15 @@ func TestMessageMoveTasks(t *testing.T) {
 		_, err = f.c.CancelMessageMoveTask(f.ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: start.TaskHandle})
 		wantAPIError(t, "cancel of a cancelled task", err, "AWS.SimpleQueueService.UnsupportedOperation")
 		_, err = f.c.CancelMessageMoveTask(f.ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: aws.String("bm8gc3VjaCB0YXNr")})
-		wantAPIError(t, "cancel of an unknown task", err, "ResourceNotFoundException")
+		wantRefused(t, "cancel with a handle that is none", err, 400, "InvalidParameterValue", "Value for parameter TaskHandle is invalid.")
+		handle := func(source, id string) *string {
+			return aws.String(base64.StdEncoding.EncodeToString([]byte(`{"taskId":"` + id + `","sourceArn":"` + arn(source) + `"}`)))
+		}
+		_, err = f.c.CancelMessageMoveTask(f.ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: handle("dlq", "nope")})
+		wantRefused(t, "cancel of an unknown task", err, 404, "ResourceNotFoundException", "Task does not exist.")
+		_, err = f.c.CancelMessageMoveTask(f.ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: handle("missing", "nope")})
+		wantRefused(t, "cancel of a task of a missing queue", err, 404, "ResourceNotFoundException",
+			"The resource that you specified for the SourceArn parameter doesn't exist.")
 		if got := f.drain(dest); !slices.Equal(got, []string{"m1", "m2", "m3", "m4"}) {
 			t.Fatalf("dest got %v", got)
 		}

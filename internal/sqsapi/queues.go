@@ -18,7 +18,7 @@ import (
 
 // unsetValues are what SQS takes an attribute that a queue does not show
 // to be, when CreateQueue compares a queue with the one it would make.
-var unsetValues = map[string]string{attrFifo: "false", attrContentDedup: "false", "KmsDataKeyReusePeriodSeconds": "300"}
+var unsetValues = map[string]string{attrFifo: "false", attrContentDedup: "false", attrKmsReuse: "300"}
 
 // A queue's tags are kept among the attributes of its record, each under
 // tagPrefix and its key, its value after a '=' so that an empty value is
@@ -96,7 +96,7 @@ func (a *API) createQueue(ctx context.Context, c *call) (any, error) {
 	for k, v := range in.Tags {
 		attrs[tagKey(k)] = tagValue(v)
 	}
-	rec, created, err := a.create(ctx, in.QueueName, attrs)
+	rec, created, err := a.create(ctx, in.QueueName, withEncryption(attrs))
 	if err != nil {
 		return nil, err
 	}
@@ -411,7 +411,7 @@ func (a *API) setQueueAttributes(ctx context.Context, c *call) (any, error) {
 	if len(attrs) == 0 {
 		return empty{}, nil
 	}
-	return a.setAttrs(ctx, q.name(), attrs)
+	return a.setAttrs(ctx, q.name(), withEncryption(attrs))
 }
 
 // setAttrs changes a queue's record and the cache.
@@ -483,7 +483,7 @@ func (a *API) tagQueue(ctx context.Context, c *call) (any, error) {
 	if tags > maxTags {
 		return nil, errInvalidParameter.f("a queue takes at most %d tags; %s would have %d", maxTags, q.name(), tags)
 	}
-	return a.setAttrs(ctx, q.name(), attrs)
+	return a.setAttrs(ctx, q.name(), withEncryption(attrs))
 }
 
 func (a *API) untagQueue(ctx context.Context, c *call) (any, error) {
@@ -506,7 +506,7 @@ func (a *API) untagQueue(ctx context.Context, c *call) (any, error) {
 		attrs[tagKey(k)] = ""
 		attrs[legacyTagPrefix+k] = ""
 	}
-	return a.setAttrs(ctx, q.name(), attrs)
+	return a.setAttrs(ctx, q.name(), withEncryption(attrs))
 }
 
 func (a *API) listQueueTags(ctx context.Context, c *call) (any, error) {

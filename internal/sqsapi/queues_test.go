@@ -182,3 +182,65 @@ func TestListQueuesWithAPrefixPagesEveryQueueOnce(t *testing.T) {
 		}
 	}
 }
+
+// Refused attributes and permissions get Amazon SQS's codes and texts,
+// word for word.
+func TestAttributeAndPermissionErrorsAreAmazons(t *testing.T) {
+	b := setup(t, nil)
+	b.call(t, "CreateQueue", `{"QueueName":"q"}`)
+	for _, tc := range []struct {
+		action, body, typ, msg string
+	}{
+		{"CreateQueue", `{"QueueName":"s","Attributes":{"FifoThroughputLimit":"perQueue"}}`, "InvalidAttributeName",
+			"You can specify the FifoThroughputLimit only when FifoQueue is set to true."},
+		{"CreateQueue", `{"QueueName":"s","Attributes":{"DeduplicationScope":"queue"}}`, "InvalidAttributeName",
+			"You can specify the DeduplicationScope only when FifoQueue is set to true."},
+		{"CreateQueue", `{"QueueName":"s","Attributes":{"ContentBasedDeduplication":"true"}}`, "InvalidAttributeName",
+			"Unknown Attribute ContentBasedDeduplication."},
+		{"GetQueueAttributes", `{"QueueUrl":"q","AttributeNames":["Foobar"]}`, "InvalidAttributeName", "Unknown Attribute Foobar."},
+		{"RemovePermission", `{"QueueUrl":"q","Label":"nope"}`, "InvalidParameterValueException",
+			"Value nope for parameter Label is invalid. Reason: can't find label."},
+		{"SetQueueAttributes", `{"QueueUrl":"q","Attributes":{"KmsMasterKeyId":"k","SqsManagedSseEnabled":"true"}}`, "InvalidAttributeName",
+			"You can use one type of server-side encryption (SSE) at one time. You can either enable KMS SSE or SQS SSE."},
+	} {
+		if got := b.call(t, tc.action, tc.body); got.status != 400 || got.Type != tc.typ || got.Msg != tc.msg {
+			t.Errorf("%s %s: %d %s %q\nwant %s %q", tc.action, tc.body, got.status, got.Type, got.Msg, tc.typ, tc.msg)
+		}
+	}
+	b.call(t, "AddPermission", `{"QueueUrl":"q","Label":"l","AWSAccountIds":["111122223333"],"Actions":["SendMessage"]}`)
+	var attrs struct{ Attributes map[string]string }
+	_ = json.Unmarshal(b.call(t, "GetQueueAttributes", `{"QueueUrl":"q","AttributeNames":["Policy"]}`).body, &attrs)
+	if !strings.Contains(attrs.Attributes["Policy"], `"Version":"2008-10-17"`) {
+		t.Fatalf("the policy AddPermission wrote: %s", attrs.Attributes["Policy"])
+	}
+}
+
+// A KMS key turns SQS-managed encryption off, and without a KMS key the
+// data key's reuse period is not shown, as in SQS.
+func TestKMSAttributes(t *testing.T) {
+	b := setup(t, nil)
+	b.call(t, "CreateQueue", `{"QueueName":"q"}`)
+	attrs := func() map[string]string {
+		t.Helper()
+		var out struct{ Attributes map[string]string }
+		if err := json.Unmarshal(b.call(t, "GetQueueAttributes", `{"QueueUrl":"q","AttributeNames":["All"]}`).body, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out.Attributes
+	}
+	if a := attrs(); a["SqsManagedSseEnabled"] != "true" || a["KmsMasterKeyId"] != "" || a["KmsDataKeyReusePeriodSeconds"] != "" {
+		t.Fatalf("at first: %v", a)
+	}
+	b.call(t, "SetQueueAttributes", `{"QueueUrl":"q","Attributes":{"KmsMasterKeyId":"k","KmsDataKeyReusePeriodSeconds":"6000"}}`)
+	if a := attrs(); a["SqsManagedSseEnabled"] != "false" || a["KmsMasterKeyId"] != "k" || a["KmsDataKeyReusePeriodSeconds"] != "6000" {
+		t.Fatalf("with a KMS key: %v", a)
+	}
+	b.call(t, "SetQueueAttributes", `{"QueueUrl":"q","Attributes":{"KmsMasterKeyId":"","KmsDataKeyReusePeriodSeconds":"300"}}`)
+	a := attrs()
+	if _, ok := a["KmsMasterKeyId"]; ok || a["SqsManagedSseEnabled"] != "false" {
+		t.Fatalf("with the KMS key cleared: %v", a)
+	}
+	if _, ok := a["KmsDataKeyReusePeriodSeconds"]; ok {
+		t.Fatalf("with the KMS key cleared, the reuse period is still shown: %v", a)
+	}
+}
