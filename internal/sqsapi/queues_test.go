@@ -244,3 +244,36 @@ func TestKMSAttributes(t *testing.T) {
 		t.Fatalf("with the KMS key cleared, the reuse period is still shown: %v", a)
 	}
 }
+
+// An empty MessageGroupId or MessageDeduplicationId is given, and
+// invalid, in both protocols, with Amazon's text; absent ones are not.
+func TestEmptyMessageIDsAreInvalid(t *testing.T) {
+	b := setup(t, nil)
+	b.call(t, "CreateQueue", `{"QueueName":"q"}`)
+	b.call(t, "CreateQueue", `{"QueueName":"f.fifo","Attributes":{"FifoQueue":"true"}}`)
+	text := func(what string) string {
+		return "Value  for parameter " + what + " is invalid. Reason: " + what + " can only include alphanumeric and punctuation characters. 1 to 128 in length."
+	}
+	for _, tc := range []struct{ body, what string }{
+		{`{"QueueUrl":"q","MessageBody":"x","MessageGroupId":""}`, "MessageGroupId"},
+		{`{"QueueUrl":"f.fifo","MessageBody":"x","MessageGroupId":"g","MessageDeduplicationId":""}`, "MessageDeduplicationId"},
+	} {
+		if got := b.call(t, "SendMessage", tc.body); got.status != 400 || got.Type != "InvalidParameterValueException" || got.Msg != text(tc.what) {
+			t.Errorf("%s: %d %s %q", tc.body, got.status, got.Type, got.Msg)
+		}
+	}
+	a := b.query(t, formRequest("/000000000000/q", "Action=SendMessage&MessageBody=x&MessageGroupId="))
+	if a.status != 400 || a.Error.Code != "InvalidParameterValue" || a.Error.Message != text("MessageGroupId") {
+		t.Errorf("query: %d %s", a.status, a.body)
+	}
+	if got := b.call(t, "SendMessage", `{"QueueUrl":"q","MessageBody":"x"}`); got.status != 200 {
+		t.Fatalf("a send without a group: %d %s", got.status, got.body)
+	}
+	var failed struct {
+		Failed []struct{ Id, Code, Message string }
+	}
+	_ = json.Unmarshal(b.call(t, "SendMessageBatch", `{"QueueUrl":"q","Entries":[{"Id":"a","MessageBody":"x","MessageGroupId":""},{"Id":"b","MessageBody":"y"}]}`).body, &failed)
+	if len(failed.Failed) != 1 || failed.Failed[0].Id != "a" || failed.Failed[0].Message != text("MessageGroupId") {
+		t.Fatalf("batch: %+v", failed)
+	}
+}
