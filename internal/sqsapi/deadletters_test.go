@@ -295,6 +295,34 @@ func TestDeadLetterQueueThroughTheAPI(t *testing.T) {
 	})
 }
 
+// A queue may be its own dead-letter queue, as in SQS: the policy is
+// taken, the queue lists itself as its source, and a message past its
+// maxReceiveCount stays dead in the queue, received no more.
+func TestQueueIsItsOwnDeadLetterQueue(t *testing.T) {
+	forEachDurable(t, func(t *testing.T, f *dlqFixture) {
+		self := f.create("self", nil)
+		if _, err := f.c.SetQueueAttributes(f.ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(self), Attributes: redrive("self", 1)}); err != nil {
+			t.Fatalf("SetQueueAttributes naming the queue itself: %v", err)
+		}
+		srcs, err := f.c.ListDeadLetterSourceQueues(f.ctx, &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(self)})
+		if err != nil || !slices.Equal(srcs.QueueUrls, []string{self}) {
+			t.Fatalf("ListDeadLetterSourceQueues = %+v, %v; want the queue itself", srcs, err)
+		}
+		f.send(self, "poison")
+		if ms := f.receive(self, 10); len(ms) != 1 {
+			t.Fatalf("first receive got %d messages", len(ms))
+		}
+		f.reap()
+		if ms := f.receive(self, 10); len(ms) != 0 {
+			t.Fatalf("a message past its maxReceiveCount was received again: %d", len(ms))
+		}
+		dead, err := store.ListDeadLetters(f.ctx, f.st, "self", 0, 10)
+		if err != nil || len(dead) != 1 || string(dead[0].Payload) != "poison" {
+			t.Fatalf("dead letters of the queue: %+v, %v", dead, err)
+		}
+	})
+}
+
 // cmpFirst keeps the first message received.
 func cmpFirst(first, m types.Message) types.Message {
 	if first.MessageId == nil {
@@ -303,8 +331,8 @@ func cmpFirst(first, m types.Message) types.Message {
 	return first
 }
 
-// A redrive policy names an existing queue of this server, another one,
-// of the same kind; ListDeadLetterSourceQueues lists, in pages, the
+// A redrive policy names an existing queue of this server (a queue
+// being created is none yet), of the same kind; ListDeadLetterSourceQueues lists, in pages, the
 // queues whose policy names the queue now.
 func TestListDeadLetterSourceQueues(t *testing.T) {
 	forEachDurable(t, func(t *testing.T, f *dlqFixture) {

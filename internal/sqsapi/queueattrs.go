@@ -242,7 +242,8 @@ type queue struct {
 	// queue has none, and its messages are received without limit.
 	maxReceive int
 	// deadLetterQueue is the name of the redrive policy's dead-letter
-	// queue; empty when it names none, and dead messages stay here.
+	// queue; empty when it names none or this queue, and dead messages
+	// stay here.
 	deadLetterQueue string
 }
 
@@ -266,7 +267,11 @@ func newQueue(rec store.QueueInfo) *queue {
 	q.visibility = time.Duration(num(attrVisibility)) * time.Second
 	if p := rec.Attributes[attrRedrive]; p != "" {
 		q.maxReceive, _ = parseRedrive(p)
-		q.deadLetterQueue = policyTarget(p)
+		// A policy that names the queue itself, as SQS allows, moves
+		// nothing: its dead letters stay dead where they are.
+		if t := policyTarget(p); t != rec.Queue {
+			q.deadLetterQueue = t
+		}
 	}
 	return q
 }
