@@ -188,6 +188,11 @@ type API struct {
 	queues    int
 	counted   bool
 	countedAt time.Duration
+	// deleted holds, under creating, when (Monotonic) this server
+	// deleted the queues it deleted within the cooldown, by name.
+	deleted map[string]time.Duration
+	// purges is held while a queue's last purge is checked and noted.
+	purges sync.Mutex
 
 	acts map[string]action
 	// completions, enqueues and receives share store calls among
@@ -266,7 +271,7 @@ func New(cfg Config) (*API, error) {
 	if err := errors.Join(err1, err2); err != nil {
 		return nil, fmt.Errorf("sqsapi: metrics: %w", err)
 	}
-	a := &API{cfg: cfg, st: cfg.Store, clk: clock.OrSystem(cfg.Clock), log: cfg.Logger, cache: map[string]cached{},
+	a := &API{cfg: cfg, st: cfg.Store, clk: clock.OrSystem(cfg.Clock), log: cfg.Logger, cache: map[string]cached{}, deleted: map[string]time.Duration{},
 		receipts: receipts{key: bytes.Clone(cfg.ReceiptKey)}, requests: requests, duration: duration}
 	a.buffered = newBodies(a.clk, cfg.MaxBufferedBytes)
 	a.authFailures = cfg.AuthLimiter

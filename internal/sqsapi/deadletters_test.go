@@ -696,7 +696,9 @@ func TestDeletedDeadLetterQueue(t *testing.T) {
 
 		// Created again, the queue takes dead letters again. (The source
 		// sets its policy again, so that the new queue lists it among
-		// its sources, which the move tasks below need.)
+		// its sources, which the move tasks below need.) Its name is
+		// free once the cooldown after its deletion has passed.
+		f.clk.Advance(cooldown)
 		dlq = f.create("dlq", nil)
 		if _, err := f.c.SetQueueAttributes(f.ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(src), Attributes: redrive("dlq", 1)}); err != nil {
 			t.Fatal(err)

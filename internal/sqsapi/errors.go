@@ -66,6 +66,8 @@ var (
 	errInternal               = errorKind{500, "InternalFailure", "InternalFailure"}
 	errUnavailable            = errorKind{503, "ServiceUnavailable", "ServiceUnavailable"}
 	errThrottled              = errorKind{400, "RequestThrottled", "RequestThrottled"}
+	errPurgeInProgress        = errorKind{403, "PurgeQueueInProgress", "AWS.SimpleQueueService.PurgeQueueInProgress"}
+	errQueueDeletedRecently   = errorKind{400, "QueueDeletedRecently", "AWS.SimpleQueueService.QueueDeletedRecently"}
 )
 
 // authError is a refused signature: HTTP 403 under the signer's code.

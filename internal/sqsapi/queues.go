@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -137,6 +138,9 @@ func (a *API) create(ctx context.Context, name string, attrs map[string]string) 
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return store.QueueInfo{}, false, err
 	}
+	if at, ok := a.deleted[name]; ok && a.clk.Monotonic()-at < cooldown {
+		return store.QueueInfo{}, false, errQueueDeletedRecently.f("You must wait 60 seconds after deleting a queue before you can create another with the same name.")
+	}
 	if now := a.clk.Monotonic(); !a.counted || now-a.countedAt >= a.cfg.CacheTTL {
 		names, err := a.st.Queues(ctx)
 		if err != nil {
@@ -184,8 +188,27 @@ func (a *API) remove(ctx context.Context, name string) error {
 	}
 	if existed {
 		a.queues = max(a.queues-1, 0)
+		a.tombstone(name)
 	}
 	return nil
+}
+
+// cooldown is how long after a queue's deletion its name cannot be
+// created again, and after a purge the queue cannot be purged again, as
+// in SQS.
+const cooldown = 60 * time.Second
+
+// tombstone records that this server deleted queue name now, so that
+// CreateQueue refuses the name for the cooldown, and forgets the names
+// deleted longer ago. Callers hold creating.
+func (a *API) tombstone(name string) {
+	now := a.clk.Monotonic()
+	for n, at := range a.deleted {
+		if now-at >= cooldown {
+			delete(a.deleted, n)
+		}
+	}
+	a.deleted[name] = now
 }
 
 // countLock serialises the creates and deletes of queues, which read and
@@ -351,10 +374,37 @@ func (a *API) purgeQueue(ctx context.Context, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := a.notePurge(ctx, q.name()); err != nil {
+		return nil, err
+	}
 	if _, err := a.st.PurgeQueue(ctx, q.name()); err != nil {
 		return nil, err
 	}
 	return empty{}, nil
+}
+
+// purgedAtKey keeps, in a queue's record, when it was last purged: the
+// Unix time in milliseconds, on the server's clock.
+const purgedAtKey = internalPrefix + "purgedAt"
+
+// notePurge records in the queue's record that it is purged now, unless
+// it was within the cooldown: then PurgeQueueInProgress, as in SQS. The
+// time is in the record, so that every server of the database, and one
+// restarted, keeps to it; a server checks and records one purge at a
+// time.
+func (a *API) notePurge(ctx context.Context, name string) error {
+	a.purges.Lock()
+	defer a.purges.Unlock()
+	rec, err := a.st.QueueInfo(ctx, name)
+	if err != nil {
+		return asMissingQueue(err, name)
+	}
+	now := a.clk.Now().UnixMilli()
+	if last, err := strconv.ParseInt(rec.Attributes[purgedAtKey], 10, 64); err == nil && now-last < cooldown.Milliseconds() {
+		return errPurgeInProgress.f("Only one PurgeQueue operation on %s is allowed every 60 seconds.", name)
+	}
+	_, err = a.setAttrs(ctx, name, map[string]string{purgedAtKey: strconv.FormatInt(now, 10)})
+	return err
 }
 
 func (a *API) getQueueAttributes(ctx context.Context, c *call) (any, error) {

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -220,14 +223,7 @@ func TestAttributeAndPermissionErrorsAreAmazons(t *testing.T) {
 func TestKMSAttributes(t *testing.T) {
 	b := setup(t, nil)
 	b.call(t, "CreateQueue", `{"QueueName":"q"}`)
-	attrs := func() map[string]string {
-		t.Helper()
-		var out struct{ Attributes map[string]string }
-		if err := json.Unmarshal(b.call(t, "GetQueueAttributes", `{"QueueUrl":"q","AttributeNames":["All"]}`).body, &out); err != nil {
-			t.Fatal(err)
-		}
-		return out.Attributes
-	}
+	attrs := func() map[string]string { return attrsOf(t, b, "q") }
 	if a := attrs(); a["SqsManagedSseEnabled"] != "true" || a["KmsMasterKeyId"] != "" || a["KmsDataKeyReusePeriodSeconds"] != "" {
 		t.Fatalf("at first: %v", a)
 	}
@@ -276,4 +272,82 @@ func TestEmptyMessageIDsAreInvalid(t *testing.T) {
 	if len(failed.Failed) != 1 || failed.Failed[0].Id != "a" || failed.Failed[0].Message != text("MessageGroupId") {
 		t.Fatalf("batch: %+v", failed)
 	}
+}
+
+// The 60-second cooldowns of SQS, on the server's clock: a queue purged
+// is not purged again within them (PurgeQueueInProgress, 403), and a
+// queue's name is not created again within them of its deletion
+// (QueueDeletedRecently); both in the query protocol too.
+func TestCooldowns(t *testing.T) {
+	b := setup(t, nil)
+	b.call(t, "CreateQueue", `{"QueueName":"q"}`)
+	if got := b.call(t, "PurgeQueue", `{"QueueUrl":"q"}`); got.status != 200 {
+		t.Fatalf("first purge: %d %s", got.status, got.body)
+	}
+	b.call(t, "SendMessage", `{"QueueUrl":"q","MessageBody":"kept"}`)
+	b.clk.Advance(cooldown - time.Millisecond)
+	got := b.call(t, "PurgeQueue", `{"QueueUrl":"q"}`)
+	if got.status != 403 || got.Type != "PurgeQueueInProgress" || got.Msg != "Only one PurgeQueue operation on q is allowed every 60 seconds." ||
+		got.header.Get("X-Amzn-Query-Error") != "AWS.SimpleQueueService.PurgeQueueInProgress;Sender" {
+		t.Fatalf("purge within the cooldown: %d %s %q %v", got.status, got.Type, got.Msg, got.header)
+	}
+	if a := b.query(t, formRequest("/000000000000/q", "Action=PurgeQueue")); a.status != 403 || a.Error.Code != "AWS.SimpleQueueService.PurgeQueueInProgress" {
+		t.Fatalf("query purge within the cooldown: %d %s", a.status, a.body)
+	}
+	if n := attrsOf(t, b, "q")["ApproximateNumberOfMessages"]; n != "1" {
+		t.Fatalf("a refused purge purged: %s messages", n)
+	}
+	b.clk.Advance(time.Millisecond)
+	if got := b.call(t, "PurgeQueue", `{"QueueUrl":"q"}`); got.status != 200 {
+		t.Fatalf("purge after the cooldown: %d %s", got.status, got.body)
+	}
+
+	b.call(t, "DeleteQueue", `{"QueueUrl":"q"}`)
+	b.clk.Advance(cooldown - time.Millisecond)
+	got = b.call(t, "CreateQueue", `{"QueueName":"q"}`)
+	if got.status != 400 || got.Type != "QueueDeletedRecently" ||
+		got.Msg != "You must wait 60 seconds after deleting a queue before you can create another with the same name." ||
+		got.header.Get("X-Amzn-Query-Error") != "AWS.SimpleQueueService.QueueDeletedRecently;Sender" {
+		t.Fatalf("create within the cooldown: %d %s %q", got.status, got.Type, got.Msg)
+	}
+	if got := b.call(t, "GetQueueUrl", `{"QueueName":"q"}`); got.Type != "QueueDoesNotExist" {
+		t.Fatalf("a refused create created: %+v", got)
+	}
+	if got := b.call(t, "CreateQueue", `{"QueueName":"other"}`); got.status != 200 {
+		t.Fatalf("another name: %d %s", got.status, got.body)
+	}
+	b.clk.Advance(time.Millisecond)
+	if got := b.call(t, "CreateQueue", `{"QueueName":"q"}`); got.status != 200 {
+		t.Fatalf("create after the cooldown: %d %s", got.status, got.body)
+	}
+}
+
+// A queue's last purge is kept in its record: a server started again on
+// the database refuses a purge within the cooldown too.
+func TestPurgeCooldownOutlivesTheServer(t *testing.T) {
+	forEachDurable(t, func(t *testing.T, f *dlqFixture) {
+		u := f.create("q", nil)
+		if _, err := f.c.PurgeQueue(f.ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(u)}); err != nil {
+			t.Fatal(err)
+		}
+		f.restart()
+		f.clk.Advance(cooldown / 2)
+		_, err := f.c.PurgeQueue(f.ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(u)})
+		wantRefused(t, "a purge within the cooldown, after a restart", err, 403, "AWS.SimpleQueueService.PurgeQueueInProgress",
+			"Only one PurgeQueue operation on q is allowed every 60 seconds.")
+		f.clk.Advance(cooldown / 2)
+		if _, err := f.c.PurgeQueue(f.ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(u)}); err != nil {
+			t.Fatalf("a purge after the cooldown: %v", err)
+		}
+	})
+}
+
+// attrsOf is every attribute of queue name.
+func attrsOf(t *testing.T, b bundle, name string) map[string]string {
+	t.Helper()
+	var out struct{ Attributes map[string]string }
+	if err := json.Unmarshal(b.call(t, "GetQueueAttributes", `{"QueueUrl":"`+name+`","AttributeNames":["All"]}`).body, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out.Attributes
 }
