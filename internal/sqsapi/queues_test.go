@@ -351,3 +351,23 @@ func attrsOf(t *testing.T, b bundle, name string) map[string]string {
 	}
 	return out.Attributes
 }
+
+// A message over the queue's MaximumMessageSize is refused with Amazon's
+// texts, which differ between SendMessage and a batch's entry.
+func TestTooLongMessageTexts(t *testing.T) {
+	b := setup(t, nil)
+	b.call(t, "CreateQueue", `{"QueueName":"q","Attributes":{"MaximumMessageSize":"1024"}}`)
+	long := strings.Repeat("x", 1025)
+	if got := b.call(t, "SendMessage", `{"QueueUrl":"q","MessageBody":"`+long+`"}`); got.status != 400 ||
+		got.Msg != "One or more parameters are invalid. Reason: Message must be shorter than 1024 bytes." {
+		t.Errorf("SendMessage: %d %q", got.status, got.Msg)
+	}
+	var out struct {
+		Failed []struct{ Id, Code, Message string }
+	}
+	_ = json.Unmarshal(b.call(t, "SendMessageBatch", `{"QueueUrl":"q","Entries":[{"Id":"a","MessageBody":"`+long+`"},{"Id":"b","MessageBody":"ok"}]}`).body, &out)
+	if len(out.Failed) != 1 || out.Failed[0].Id != "a" || out.Failed[0].Code != "InvalidParameterValue" ||
+		out.Failed[0].Message != "One or more parameters cannot be validated. Reason: Message must be shorter than 1024 bytes." {
+		t.Errorf("SendMessageBatch: %+v", out)
+	}
+}

@@ -42,9 +42,10 @@ const maxMessageIDLength = 128
 
 // origin is what a send request tells of its messages beyond their
 // entries: the X-Amzn-Trace-Id header, which becomes the AWSTraceHeader
-// of messages that set none.
+// of messages that set none, and whether they come in a batch.
 type origin struct {
 	traceHeader string
+	batch       bool
 }
 
 // origin is the origin of the messages c sends.
@@ -84,7 +85,13 @@ func prepare(q *queue, e *sendEntry, from origin) (store.NewMessage, sent, int, 
 	}
 	size := len(body) + msgSize
 	if size > q.maxSize {
-		return none, sent{}, 0, errInvalidParameter.f("One or more parameters are invalid. Reason: Message must be shorter than %d bytes.", q.maxSize)
+		// Amazon SQS words this one way for SendMessage and another for
+		// an entry of a batch.
+		verdict := "are invalid"
+		if from.batch {
+			verdict = "cannot be validated"
+		}
+		return none, sent{}, 0, errInvalidParameter.f("One or more parameters %s. Reason: Message must be shorter than %d bytes.", verdict, q.maxSize)
 	}
 	delay := q.delay
 	// A FIFO queue takes no delay of a message's own: a DelaySeconds of
@@ -288,6 +295,7 @@ func (a *API) sendMessageBatch(ctx context.Context, c *call) (any, error) {
 	}
 	var out batchOutput[sent]
 	from := a.origin(c)
+	from.batch = true
 	var msgs []store.NewMessage
 	var oks []sent
 	total := 0
