@@ -400,7 +400,7 @@ func TestPermissions(t *testing.T) {
 		}
 		arn := f.attrs(url)["QueueArn"]
 		p := read()
-		if p.Version != "2012-10-17" || len(p.Statement) != 2 {
+		if p.Version != "2008-10-17" || len(p.Statement) != 2 {
 			t.Fatalf("policy %+v", p)
 		}
 		s := p.Statement[0]

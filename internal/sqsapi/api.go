@@ -188,6 +188,11 @@ type API struct {
 	queues    int
 	counted   bool
 	countedAt time.Duration
+	// deleted holds, under creating, when (Monotonic) this server
+	// deleted the queues it deleted within the cooldown, by name.
+	deleted map[string]time.Duration
+	// purges is held while a queue's last purge is checked and noted.
+	purges sync.Mutex
 
 	acts map[string]action
 	// completions, enqueues and receives share store calls among
@@ -266,7 +271,7 @@ func New(cfg Config) (*API, error) {
 	if err := errors.Join(err1, err2); err != nil {
 		return nil, fmt.Errorf("sqsapi: metrics: %w", err)
 	}
-	a := &API{cfg: cfg, st: cfg.Store, clk: clock.OrSystem(cfg.Clock), log: cfg.Logger, cache: map[string]cached{},
+	a := &API{cfg: cfg, st: cfg.Store, clk: clock.OrSystem(cfg.Clock), log: cfg.Logger, cache: map[string]cached{}, deleted: map[string]time.Duration{},
 		receipts: receipts{key: bytes.Clone(cfg.ReceiptKey)}, requests: requests, duration: duration}
 	a.buffered = newBodies(a.clk, cfg.MaxBufferedBytes)
 	a.authFailures = cfg.AuthLimiter
@@ -400,9 +405,12 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if outcome == "ok" {
 			outcome = ae.code
 		}
-		if c.query {
+		switch {
+		case c.query && acceptsJSON(r):
+			writeQueryJSONError(w, ae, id)
+		case c.query:
 			writeXMLError(w, ae, id)
-		} else {
+		default:
 			writeError(w, ae)
 		}
 	} else {
@@ -411,10 +419,14 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				a.log.Error("sqs batch entry failed", "request_id", id, "action", name, "error", cause)
 			}
 		}
-		if c.query {
+		switch {
+		case c.query && acceptsJSON(r):
+			w.Header().Set("Content-Type", queryJSONContentType)
+			_ = encodeQueryJSON(w, name, id, out)
+		case c.query:
 			w.Header().Set("Content-Type", xmlContentType)
 			_ = encodeXML(w, name, id, out)
-		} else {
+		default:
 			w.Header().Set("Content-Type", contentType)
 			_ = encodeJSON(w, out)
 		}
@@ -482,11 +494,18 @@ func (a *API) serve(w http.ResponseWriter, c *call) (any, error) {
 		return nil, errInvalidAction.f("the request has no X-Amz-Target header: the SQS JSON protocol names the action in it (X-Amz-Target: AmazonSQS.<Action>, Content-Type: %s)", contentType)
 	}
 	act, ok := a.acts[c.action]
-	if !ok {
+	if !ok || c.query && c.queuePath != "" && !queueEndpointAction(c.action) {
 		return nil, errInvalidAction.f("The action %s is not valid for this endpoint.", c.target)
 	}
 	c.body = body
 	return act(r.Context(), c)
+}
+
+// queueEndpointAction reports whether a query request sent to a queue's
+// URL may name action: Amazon SQS refuses there the actions that are
+// not about one queue, CreateQueue and ListQueues.
+func queueEndpointAction(action string) bool {
+	return action != "CreateQueue" && action != "ListQueues"
 }
 
 // abandoned reports whether err ended a request because its client went

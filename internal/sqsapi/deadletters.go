@@ -19,8 +19,8 @@ import (
 // where it is); and ListDeadLetterSourceQueues.
 
 // errResourceNotFound is the error of the message move task actions for
-// a queue or task that does not exist.
-var errResourceNotFound = errorKind{400, "ResourceNotFoundException", "ResourceNotFoundException"}
+// a queue or task that does not exist: HTTP 404, as from Amazon SQS.
+var errResourceNotFound = errorKind{404, "ResourceNotFoundException", "ResourceNotFoundException"}
 
 // internalPrefix marks the attributes of a queue's record that this API
 // keeps for itself: never shown, never set by a request.
@@ -67,8 +67,8 @@ func (a *API) arnName(arn string) (string, bool) {
 
 // linkDeadLetterQueue checks the dead-letter queue that attrs' redrive
 // policy names for queue name, if any, and records name as its source,
-// before the policy is set: the target must exist, be another queue, and
-// be FIFO exactly when the queue is.
+// before the policy is set: the target must exist, and be FIFO exactly
+// when the queue is.
 func (a *API) linkDeadLetterQueue(ctx context.Context, name string, fifo bool, attrs map[string]string) error {
 	policy, ok := attrs[attrRedrive]
 	if !ok || policy == "" {
@@ -78,9 +78,7 @@ func (a *API) linkDeadLetterQueue(ctx context.Context, name string, fifo bool, a
 	if aerr != nil || target == "" {
 		return asError(aerr)
 	}
-	if target == name {
-		return errInvalidAttributeValue.f("invalid value for the parameter RedrivePolicy: a queue cannot be its own dead-letter queue")
-	}
+	// The target may be the queue itself, as in SQS (see newQueue).
 	if _, err := a.lookup(ctx, nameURL(target)); missingQueue(err) {
 		return errInvalidAttributeValue.f("invalid value for the parameter RedrivePolicy: dead-letter target %s does not exist", target)
 	} else if err != nil {

@@ -2,6 +2,7 @@ package sqsapi
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"log/slog"
 	"maps"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
@@ -209,6 +211,17 @@ func wantAPIError(t *testing.T, what string, err error, code string) {
 	}
 }
 
+// wantRefused fails unless err is an API error of status, code and text
+// msg.
+func wantRefused(t *testing.T, what string, err error, status int, code, msg string) {
+	t.Helper()
+	var ae smithy.APIError
+	var re *awshttp.ResponseError
+	if !errors.As(err, &ae) || !errors.As(err, &re) || ae.ErrorCode() != code || ae.ErrorMessage() != msg || re.HTTPStatusCode() != status {
+		t.Fatalf("%s: %v\nwant %d %s %q", what, err, status, code, msg)
+	}
+}
+
 // A message received maxReceiveCount times without a delete moves to the
 // policy's dead-letter queue, whole: body, attributes, first sent time;
 // there it is a new message with a count of its own and names its
@@ -282,6 +295,34 @@ func TestDeadLetterQueueThroughTheAPI(t *testing.T) {
 	})
 }
 
+// A queue may be its own dead-letter queue, as in SQS: the policy is
+// taken, the queue lists itself as its source, and a message past its
+// maxReceiveCount stays dead in the queue, received no more.
+func TestQueueIsItsOwnDeadLetterQueue(t *testing.T) {
+	forEachDurable(t, func(t *testing.T, f *dlqFixture) {
+		self := f.create("self", nil)
+		if _, err := f.c.SetQueueAttributes(f.ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(self), Attributes: redrive("self", 1)}); err != nil {
+			t.Fatalf("SetQueueAttributes naming the queue itself: %v", err)
+		}
+		srcs, err := f.c.ListDeadLetterSourceQueues(f.ctx, &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(self)})
+		if err != nil || !slices.Equal(srcs.QueueUrls, []string{self}) {
+			t.Fatalf("ListDeadLetterSourceQueues = %+v, %v; want the queue itself", srcs, err)
+		}
+		f.send(self, "poison")
+		if ms := f.receive(self, 10); len(ms) != 1 {
+			t.Fatalf("first receive got %d messages", len(ms))
+		}
+		f.reap()
+		if ms := f.receive(self, 10); len(ms) != 0 {
+			t.Fatalf("a message past its maxReceiveCount was received again: %d", len(ms))
+		}
+		dead, err := store.ListDeadLetters(f.ctx, f.st, "self", 0, 10)
+		if err != nil || len(dead) != 1 || string(dead[0].Payload) != "poison" {
+			t.Fatalf("dead letters of the queue: %+v, %v", dead, err)
+		}
+	})
+}
+
 // cmpFirst keeps the first message received.
 func cmpFirst(first, m types.Message) types.Message {
 	if first.MessageId == nil {
@@ -290,8 +331,8 @@ func cmpFirst(first, m types.Message) types.Message {
 	return first
 }
 
-// A redrive policy names an existing queue of this server, another one,
-// of the same kind; ListDeadLetterSourceQueues lists, in pages, the
+// A redrive policy names an existing queue of this server (a queue
+// being created is none yet), of the same kind; ListDeadLetterSourceQueues lists, in pages, the
 // queues whose policy names the queue now.
 func TestListDeadLetterSourceQueues(t *testing.T) {
 	forEachDurable(t, func(t *testing.T, f *dlqFixture) {
@@ -406,9 +447,11 @@ func TestMessageMoveTasks(t *testing.T) {
 		_, err := f.c.StartMessageMoveTask(f.ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arn("plain"))})
 		wantAPIError(t, "a task from a queue that is no dead-letter queue", err, "InvalidParameterValue")
 		_, err = f.c.StartMessageMoveTask(f.ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arn("missing"))})
-		wantAPIError(t, "a task from a missing queue", err, "ResourceNotFoundException")
+		wantRefused(t, "a task from a missing queue", err, 404, "ResourceNotFoundException",
+			"The resource that you specified for the SourceArn parameter doesn't exist.")
 		_, err = f.c.StartMessageMoveTask(f.ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arn("dlq")), DestinationArn: aws.String(arn("missing"))})
-		wantAPIError(t, "a task to a missing queue", err, "ResourceNotFoundException")
+		wantRefused(t, "a task to a missing queue", err, 404, "ResourceNotFoundException",
+			"The resource that you specified for the DestinationArn parameter doesn't exist.")
 		_, err = f.c.StartMessageMoveTask(f.ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(arn("dlq")), MaxNumberOfMessagesPerSecond: aws.Int32(501)})
 		wantAPIError(t, "a rate of 501", err, "InvalidParameterValue")
 		if got := f.tasks("dlq", 10); len(got) != 0 {
@@ -475,7 +518,15 @@ func TestMessageMoveTasks(t *testing.T) {
 		_, err = f.c.CancelMessageMoveTask(f.ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: start.TaskHandle})
 		wantAPIError(t, "cancel of a cancelled task", err, "AWS.SimpleQueueService.UnsupportedOperation")
 		_, err = f.c.CancelMessageMoveTask(f.ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: aws.String("bm8gc3VjaCB0YXNr")})
-		wantAPIError(t, "cancel of an unknown task", err, "ResourceNotFoundException")
+		wantRefused(t, "cancel with a handle that is none", err, 400, "InvalidParameterValue", "Value for parameter TaskHandle is invalid.")
+		handle := func(source, id string) *string {
+			return aws.String(base64.StdEncoding.EncodeToString([]byte(`{"taskId":"` + id + `","sourceArn":"` + arn(source) + `"}`)))
+		}
+		_, err = f.c.CancelMessageMoveTask(f.ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: handle("dlq", "nope")})
+		wantRefused(t, "cancel of an unknown task", err, 404, "ResourceNotFoundException", "Task does not exist.")
+		_, err = f.c.CancelMessageMoveTask(f.ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: handle("missing", "nope")})
+		wantRefused(t, "cancel of a task of a missing queue", err, 404, "ResourceNotFoundException",
+			"The resource that you specified for the SourceArn parameter doesn't exist.")
 		if got := f.drain(dest); !slices.Equal(got, []string{"m1", "m2", "m3", "m4"}) {
 			t.Fatalf("dest got %v", got)
 		}
@@ -645,7 +696,9 @@ func TestDeletedDeadLetterQueue(t *testing.T) {
 
 		// Created again, the queue takes dead letters again. (The source
 		// sets its policy again, so that the new queue lists it among
-		// its sources, which the move tasks below need.)
+		// its sources, which the move tasks below need.) Its name is
+		// free once the cooldown after its deletion has passed.
+		f.clk.Advance(cooldown)
 		dlq = f.create("dlq", nil)
 		if _, err := f.c.SetQueueAttributes(f.ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(src), Attributes: redrive("dlq", 1)}); err != nil {
 			t.Fatal(err)

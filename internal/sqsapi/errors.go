@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/leasehold/leasehold/store"
@@ -67,6 +66,8 @@ var (
 	errInternal               = errorKind{500, "InternalFailure", "InternalFailure"}
 	errUnavailable            = errorKind{503, "ServiceUnavailable", "ServiceUnavailable"}
 	errThrottled              = errorKind{400, "RequestThrottled", "RequestThrottled"}
+	errPurgeInProgress        = errorKind{403, "PurgeQueueInProgress", "AWS.SimpleQueueService.PurgeQueueInProgress"}
+	errQueueDeletedRecently   = errorKind{400, "QueueDeletedRecently", "AWS.SimpleQueueService.QueueDeletedRecently"}
 )
 
 // authError is a refused signature: HTTP 403 under the signer's code.
@@ -105,9 +106,7 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	h := w.Header()
 	h.Set("Content-Type", contentType)
 	h.Set("X-Amzn-Query-Error", e.code+";"+e.fault())
-	if e.retryAfter > 0 {
-		h.Set("Retry-After", strconv.Itoa(e.retryAfter))
-	}
+	setRetryAfter(h, e)
 	w.WriteHeader(e.status)
 	_ = encodeJSON(w, struct {
 		Type    string `json:"__type"`

@@ -145,16 +145,17 @@ func (a *API) sourceQueue(ctx context.Context, what, arn string) (store.QueueInf
 	if arn == "" {
 		return store.QueueInfo{}, errMissingParameter.f("the request must contain the parameter %s", what)
 	}
+	notFound := errResourceNotFound.f("The resource that you specified for the %s parameter doesn't exist.", what)
 	name, ok := a.arnName(arn)
 	if !ok {
-		return store.QueueInfo{}, errResourceNotFound.f("%s %q is not the ARN of a queue of this server", what, arn)
+		return store.QueueInfo{}, notFound
 	}
 	rec, err := a.st.QueueInfo(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
 		rec, err = a.adopt(ctx, name)
 	}
 	if missingQueue(err) {
-		return store.QueueInfo{}, errResourceNotFound.f("the queue %s of %s does not exist", name, what)
+		return store.QueueInfo{}, notFound
 	}
 	return rec, err
 }
@@ -314,16 +315,16 @@ func (a *API) cancelMessageMoveTask(ctx context.Context, c *call) (any, error) {
 	var h taskHandle
 	b, err := base64.StdEncoding.DecodeString(in.TaskHandle)
 	if err != nil || json.Unmarshal(b, &h) != nil || h.TaskID == "" {
-		return nil, errResourceNotFound.f("TaskHandle %q is not a handle this server gave", in.TaskHandle)
+		return nil, errInvalidParameter.f("Value for parameter TaskHandle is invalid.")
 	}
-	src, err := a.sourceQueue(ctx, "the task's source", h.SourceArn)
+	src, err := a.sourceQueue(ctx, "SourceArn", h.SourceArn)
 	if err != nil {
 		return nil, err
 	}
 	tasks := tasksOf(src)
 	i := slices.IndexFunc(tasks, func(t *moveTask) bool { return t.ID == h.TaskID })
 	if i < 0 {
-		return nil, errResourceNotFound.f("the message move task %s of %s does not exist", h.TaskID, src.Queue)
+		return nil, errResourceNotFound.f("Task does not exist.")
 	}
 	t := tasks[i]
 	switch t.Status {

@@ -115,7 +115,7 @@ func (a *API) addPermission(ctx context.Context, c *call) (any, error) {
 			return errInvalidParameter.f("Value %s for parameter Label is invalid. Reason: Already exists.", in.Label)
 		}
 		if len(p.doc) == 0 {
-			p.doc = map[string]any{"Version": "2012-10-17", "Id": arn + "/SQSDefaultPolicy"}
+			p.doc = map[string]any{"Version": "2008-10-17", "Id": arn + "/SQSDefaultPolicy"}
 		}
 		p.statements = append(p.statements, map[string]any{"Sid": in.Label, "Effect": "Allow",
 			"Principal": map[string]any{"AWS": oneOrList(principals)}, "Action": oneOrList(actions), "Resource": arn})
@@ -137,7 +137,7 @@ func (a *API) removePermission(ctx context.Context, c *call) (any, error) {
 	return a.changePolicy(ctx, c, in.QueueUrl, func(p *policy, _ string) *apiError {
 		i := p.find(in.Label)
 		if i < 0 {
-			return errInvalidParameter.f("Value %s for parameter Label is invalid. Reason: can't find label on existing policy.", in.Label)
+			return errInvalidParameter.f("Value %s for parameter Label is invalid. Reason: can't find label.", in.Label)
 		}
 		p.statements = slices.Delete(p.statements, i, i+1)
 		return nil

@@ -59,6 +59,7 @@ var flattenedNames = map[string]flattened{
 	"StringListValues":            {name: "StringListValue"},
 	"BinaryListValues":            {name: "BinaryListValue"},
 	"QueueUrls":                   {name: "QueueUrl"},
+	"queueUrls":                   {name: "QueueUrl"},
 	"Messages":                    {name: "Message"},
 	"Failed":                      {name: "BatchResultErrorEntry"},
 }
@@ -85,7 +86,7 @@ var inputCollections = func() map[string]string {
 	m := map[string]string{}
 	for field, f := range flattenedNames {
 		switch field {
-		case "QueueUrls", "Messages", "Failed":
+		case "QueueUrls", "queueUrls", "Messages", "Failed":
 		default:
 			m[f.name] = field
 		}

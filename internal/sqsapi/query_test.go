@@ -319,7 +319,8 @@ func TestQueryAnswers(t *testing.T) {
 
 // The XML encoder writes every output the way SQS does: batches'
 // entries flattened under their action's names, booleans as text, maps
-// as Name/Value (or Key/Value) entries in key order.
+// as Name/Value (or Key/Value) entries in key order, and an empty result
+// as an empty element.
 func TestXMLOutputs(t *testing.T) {
 	out := batchOutput[sent]{Successful: []sent{{Id: "a", MessageId: "1", MD5OfMessageBody: "m"}},
 		Failed: []batchFailure{{Id: "b", SenderFault: true, Code: "InvalidParameterValue", Message: "x < y"}}}
@@ -343,6 +344,16 @@ func TestXMLOutputs(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "<ListQueueTagsResult><Tag><Key>a</Key><Value>2</Value></Tag><Tag><Key>z</Key><Value>1</Value></Tag></ListQueueTagsResult>") {
 		t.Fatalf("tags: %s", b.String())
+	}
+	// A result with nothing in it is an empty element.
+	b.Reset()
+	if err := encodeXML(&b, "ReceiveMessage", "r3", struct {
+		Messages []message `json:"Messages,omitempty"`
+	}{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "><ReceiveMessageResult/><ResponseMetadata>") {
+		t.Fatalf("empty receive: %s", b.String())
 	}
 }
 
@@ -405,5 +416,115 @@ func TestRequestsFromWebPagesAreRefusedWithoutSignatures(t *testing.T) {
 	}
 	if a := b.query(t, formRequest("/", "Action=GetQueueUrl&QueueName=victim")); a.status != 200 {
 		t.Fatalf("the queue is gone after refused requests: %d %s", a.status, a.body)
+	}
+}
+
+// ListDeadLetterSourceQueues answers the query protocol with each source
+// queue's URL as a QueueUrl element, as the JSON protocol lists them.
+func TestQueryListsDeadLetterSources(t *testing.T) {
+	b := setup(t, nil)
+	b.call(t, "CreateQueue", `{"QueueName":"dlq"}`)
+	policy := url.QueryEscape(`{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:dlq","maxReceiveCount":"3"}`)
+	for _, n := range []string{"a", "b"} {
+		if a := b.query(t, formRequest("/", "Action=CreateQueue&QueueName="+n+"&Attribute.1.Name=RedrivePolicy&Attribute.1.Value="+policy)); a.status != 200 {
+			t.Fatalf("CreateQueue %s: %d %s", n, a.status, a.body)
+		}
+	}
+	a := b.query(t, formRequest("/000000000000/dlq", "Action=ListDeadLetterSourceQueues"))
+	want := "<ListDeadLetterSourceQueuesResult><QueueUrl>http://h:1/000000000000/a</QueueUrl><QueueUrl>http://h:1/000000000000/b</QueueUrl></ListDeadLetterSourceQueuesResult>"
+	if a.status != 200 || !strings.Contains(a.body, want) {
+		t.Fatalf("ListDeadLetterSourceQueues: %d %s\nwant %s", a.status, a.body, want)
+	}
+}
+
+// A query request that accepts JSON is answered in JSON in Amazon SQS's
+// shape: the response's tree under its action's name, maps as lists of
+// their entries, lists of queue URLs and messages under their lower-case
+// names, and errors as Error with Code, Message and Type.
+func TestQueryAnswersJSONWhenAccepted(t *testing.T) {
+	b := setup(t, nil)
+	b.call(t, "CreateQueue", `{"QueueName":"q","Attributes":{"VisibilityTimeout":"40"}}`)
+	b.call(t, "SendMessage", `{"QueueUrl":"q","MessageBody":"hi \"there\"\r"}`)
+	get := func(path, query, accept string) (int, string, map[string]any) {
+		t.Helper()
+		r := httptest.NewRequest(http.MethodGet, "http://h:1"+path+"?"+query, nil)
+		if accept != "" {
+			r.Header.Set("Accept", accept)
+		}
+		w := httptest.NewRecorder()
+		b.api.ServeHTTP(w, r)
+		var doc map[string]any
+		if w.Header().Get("Content-Type") == "application/json" {
+			if err := json.Unmarshal(w.Body.Bytes(), &doc); err != nil {
+				t.Fatalf("%s: not JSON: %v\n%s", query, err, w.Body.String())
+			}
+		}
+		return w.Code, w.Body.String(), doc
+	}
+	status, body, doc := get("/", "Action=ListQueues&Version=2012-11-05", "application/json")
+	id := func(resp map[string]any) any { return resp["ResponseMetadata"].(map[string]any)["RequestId"] }
+	resp, _ := doc["ListQueuesResponse"].(map[string]any)
+	if status != 200 || resp == nil || id(resp) == "" ||
+		!reflect.DeepEqual(resp["ListQueuesResult"], map[string]any{"queueUrls": []any{"http://h:1/000000000000/q"}}) {
+		t.Fatalf("ListQueues: %d %s", status, body)
+	}
+	if status, body, _ := get("/", "Action=ListQueues", "text/xml, application/json"); status != 200 || !strings.Contains(body, "<ListQueuesResponse") {
+		t.Fatalf("ListQueues accepting XML first: %d %s", status, body)
+	}
+	if status, body, _ := get("/", "Action=ListQueues", ""); status != 200 || !strings.Contains(body, "<ListQueuesResponse") {
+		t.Fatalf("ListQueues without Accept: %d %s", status, body)
+	}
+
+	_, body, doc = get("/000000000000/q", "Action=GetQueueAttributes&AttributeName.1=VisibilityTimeout", "application/json")
+	want := map[string]any{"GetQueueAttributesResponse": map[string]any{
+		"GetQueueAttributesResult": map[string]any{"Attributes": []any{map[string]any{"Name": "VisibilityTimeout", "Value": "40"}}},
+		"ResponseMetadata":         map[string]any{"RequestId": id(doc["GetQueueAttributesResponse"].(map[string]any))},
+	}}
+	if !reflect.DeepEqual(doc, want) {
+		t.Fatalf("GetQueueAttributes: %s\nwant %v", body, want)
+	}
+
+	_, body, doc = get("/", "Action=ReceiveMessage&QueueUrl=http%3A%2F%2Fh%3A1%2F000000000000%2Fq&AttributeName.1=ApproximateReceiveCount", "application/json")
+	result := doc["ReceiveMessageResponse"].(map[string]any)["ReceiveMessageResult"].(map[string]any)
+	msgs, _ := result["messages"].([]any)
+	if len(msgs) != 1 {
+		t.Fatalf("ReceiveMessage: %s", body)
+	}
+	m := msgs[0].(map[string]any)
+	if m["Body"] != "hi \"there\"\r" || !reflect.DeepEqual(m["Attributes"], []any{map[string]any{"Name": "ApproximateReceiveCount", "Value": "1"}}) {
+		t.Fatalf("ReceiveMessage: %s", body)
+	}
+
+	_, body, doc = get("/000000000000/q", "Action=PurgeQueue", "application/json")
+	if resp := doc["PurgeQueueResponse"].(map[string]any); len(resp) != 1 || id(resp) == "" {
+		t.Fatalf("PurgeQueue: %s", body)
+	}
+
+	status, body, doc = get("/", "Action=GetQueueUrl&QueueName=nope", "application/json")
+	e, _ := doc["Error"].(map[string]any)
+	if status != 400 || doc["RequestId"] == "" || !reflect.DeepEqual(e, map[string]any{"Code": "AWS.SimpleQueueService.NonExistentQueue",
+		"Message": "The specified queue does not exist for this wsdl version.", "Type": "Sender"}) {
+		t.Fatalf("GetQueueUrl of a missing queue: %d %s", status, body)
+	}
+}
+
+// A query request sent to a queue's URL may not name an action that is
+// about no one queue: CreateQueue and ListQueues are refused there with
+// InvalidAction, as from Amazon SQS, and nothing is created.
+func TestQueryRefusesServiceActionsAtAQueueURL(t *testing.T) {
+	b := setup(t, nil)
+	b.call(t, "CreateQueue", `{"QueueName":"q"}`)
+	for _, form := range []string{"Action=CreateQueue&QueueName=other", "Action=ListQueues"} {
+		a := b.query(t, formRequest("/000000000000/q", form))
+		action := strings.TrimPrefix(strings.Split(form, "&")[0], "Action=")
+		if a.status != 400 || a.Error.Code != "InvalidAction" || a.Error.Message != "The action "+action+" is not valid for this endpoint." {
+			t.Errorf("%s at a queue URL: %d %s", action, a.status, a.body)
+		}
+	}
+	if got := b.call(t, "GetQueueUrl", `{"QueueName":"other"}`); got.Type != "QueueDoesNotExist" {
+		t.Fatalf("CreateQueue at a queue URL created the queue: %+v", got)
+	}
+	if a := b.query(t, formRequest("/", "Action=ListQueues")); a.status != 200 {
+		t.Fatalf("ListQueues at /: %d %s", a.status, a.body)
 	}
 }

@@ -26,6 +26,8 @@ const (
 	attrDedupScope   = "DeduplicationScope"
 	attrThroughput   = "FifoThroughputLimit"
 	attrManagedSSE   = "SqsManagedSseEnabled"
+	attrKmsKey       = "KmsMasterKeyId"
+	attrKmsReuse     = "KmsDataKeyReusePeriodSeconds"
 	attrPolicy       = "Policy"
 )
 
@@ -65,7 +67,7 @@ var defaults = map[string]string{
 // kept are attributes that are stored and given back but change nothing
 // here (encryption, access policies, FIFO throughput modes).
 var kept = map[string]bool{
-	attrPolicy: true, "KmsMasterKeyId": true, "KmsDataKeyReusePeriodSeconds": true, attrManagedSSE: true,
+	attrPolicy: true, attrKmsKey: true, attrKmsReuse: true, attrManagedSSE: true,
 	"RedriveAllowPolicy": true, attrDedupScope: true, attrThroughput: true,
 }
 
@@ -140,8 +142,10 @@ func checkSetAttrs(attrs map[string]string, fifo bool) *apiError {
 		}
 		if values, ok := fifoOnly[name]; ok {
 			switch {
-			case !fifo:
+			case !fifo && name == attrContentDedup:
 				return errInvalidAttributeName.f("Unknown Attribute %s.", name)
+			case !fifo:
+				return errInvalidAttributeName.f("You can specify the %s only when FifoQueue is set to true.", name)
 			case !slices.Contains(values, v):
 				return errInvalidAttributeValue.f("Invalid value for the parameter %s: %q is not one of %s.", name, v, strings.Join(values, ", "))
 			}
@@ -176,10 +180,23 @@ func checkSetAttrs(attrs map[string]string, fifo bool) *apiError {
 			return errInvalidAttributeName.f("Unknown Attribute %s.", name)
 		}
 	}
+	if attrs[attrKmsKey] != "" && attrs[attrManagedSSE] == "true" {
+		return errInvalidAttributeName.f("You can use one type of server-side encryption (SSE) at one time. You can either enable KMS SSE or SQS SSE.")
+	}
 	if attrs[attrThroughput] == "perMessageGroupId" && attrs[attrDedupScope] == "queue" {
 		return errInvalidAttributeValue.f("Invalid value for the parameter FifoThroughputLimit: perMessageGroupId needs a DeduplicationScope of messageGroup.")
 	}
 	return nil
+}
+
+// withEncryption returns attrs, checked, to be kept for a queue: a KMS
+// key set turns SQS-managed encryption off, as in SQS, which encrypts
+// with one or the other.
+func withEncryption(attrs map[string]string) map[string]string {
+	if attrs[attrKmsKey] != "" {
+		attrs[attrManagedSSE] = "false"
+	}
+	return attrs
 }
 
 // parseRedrive reads a redrive policy's maxReceiveCount. Its
@@ -225,7 +242,8 @@ type queue struct {
 	// queue has none, and its messages are received without limit.
 	maxReceive int
 	// deadLetterQueue is the name of the redrive policy's dead-letter
-	// queue; empty when it names none, and dead messages stay here.
+	// queue; empty when it names none or this queue, and dead messages
+	// stay here.
 	deadLetterQueue string
 }
 
@@ -249,7 +267,11 @@ func newQueue(rec store.QueueInfo) *queue {
 	q.visibility = time.Duration(num(attrVisibility)) * time.Second
 	if p := rec.Attributes[attrRedrive]; p != "" {
 		q.maxReceive, _ = parseRedrive(p)
-		q.deadLetterQueue = policyTarget(p)
+		// A policy that names the queue itself, as SQS allows, moves
+		// nothing: its dead letters stay dead where they are.
+		if t := policyTarget(p); t != rec.Queue {
+			q.deadLetterQueue = t
+		}
 	}
 	return q
 }
@@ -302,6 +324,11 @@ func (a *API) queueAttributes(q *queue, st store.Stats, arn string, names []stri
 			all[k] = v
 		}
 	}
+	if all[attrKmsKey] == "" {
+		// The data key's reuse period is a KMS key's: without one, it is
+		// not shown, as in SQS.
+		delete(all, attrKmsReuse)
+	}
 	if q.fifo {
 		for k, v := range fifoDefaults {
 			all[k] = cmp.Or(q.rec.Attributes[k], v)
@@ -319,7 +346,7 @@ func (a *API) queueAttributes(q *queue, st store.Stats, arn string, names []stri
 			continue
 		}
 		if !knownAttr(n) {
-			return nil, errInvalidAttributeName.f("unknown attribute %s", n)
+			return nil, errInvalidAttributeName.f("Unknown Attribute %s.", n)
 		}
 	}
 	return out, nil

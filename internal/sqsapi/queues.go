@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -18,7 +19,7 @@ import (
 
 // unsetValues are what SQS takes an attribute that a queue does not show
 // to be, when CreateQueue compares a queue with the one it would make.
-var unsetValues = map[string]string{attrFifo: "false", attrContentDedup: "false", "KmsDataKeyReusePeriodSeconds": "300"}
+var unsetValues = map[string]string{attrFifo: "false", attrContentDedup: "false", attrKmsReuse: "300"}
 
 // A queue's tags are kept among the attributes of its record, each under
 // tagPrefix and its key, its value after a '=' so that an empty value is
@@ -96,7 +97,7 @@ func (a *API) createQueue(ctx context.Context, c *call) (any, error) {
 	for k, v := range in.Tags {
 		attrs[tagKey(k)] = tagValue(v)
 	}
-	rec, created, err := a.create(ctx, in.QueueName, attrs)
+	rec, created, err := a.create(ctx, in.QueueName, withEncryption(attrs))
 	if err != nil {
 		return nil, err
 	}
@@ -136,6 +137,9 @@ func (a *API) create(ctx context.Context, name string, attrs map[string]string) 
 		return rec, false, nil
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return store.QueueInfo{}, false, err
+	}
+	if at, ok := a.deleted[name]; ok && a.clk.Monotonic()-at < cooldown {
+		return store.QueueInfo{}, false, errQueueDeletedRecently.f("You must wait 60 seconds after deleting a queue before you can create another with the same name.")
 	}
 	if now := a.clk.Monotonic(); !a.counted || now-a.countedAt >= a.cfg.CacheTTL {
 		names, err := a.st.Queues(ctx)
@@ -184,8 +188,27 @@ func (a *API) remove(ctx context.Context, name string) error {
 	}
 	if existed {
 		a.queues = max(a.queues-1, 0)
+		a.tombstone(name)
 	}
 	return nil
+}
+
+// cooldown is how long after a queue's deletion its name cannot be
+// created again, and after a purge the queue cannot be purged again, as
+// in SQS.
+const cooldown = 60 * time.Second
+
+// tombstone records that this server deleted queue name now, so that
+// CreateQueue refuses the name for the cooldown, and forgets the names
+// deleted longer ago. Callers hold creating.
+func (a *API) tombstone(name string) {
+	now := a.clk.Monotonic()
+	for n, at := range a.deleted {
+		if now-at >= cooldown {
+			delete(a.deleted, n)
+		}
+	}
+	a.deleted[name] = now
 }
 
 // countLock serialises the creates and deletes of queues, which read and
@@ -351,10 +374,37 @@ func (a *API) purgeQueue(ctx context.Context, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := a.notePurge(ctx, q.name()); err != nil {
+		return nil, err
+	}
 	if _, err := a.st.PurgeQueue(ctx, q.name()); err != nil {
 		return nil, err
 	}
 	return empty{}, nil
+}
+
+// purgedAtKey keeps, in a queue's record, when it was last purged: the
+// Unix time in milliseconds, on the server's clock.
+const purgedAtKey = internalPrefix + "purgedAt"
+
+// notePurge records in the queue's record that it is purged now, unless
+// it was within the cooldown: then PurgeQueueInProgress, as in SQS. The
+// time is in the record, so that every server of the database, and one
+// restarted, keeps to it; a server checks and records one purge at a
+// time.
+func (a *API) notePurge(ctx context.Context, name string) error {
+	a.purges.Lock()
+	defer a.purges.Unlock()
+	rec, err := a.st.QueueInfo(ctx, name)
+	if err != nil {
+		return asMissingQueue(err, name)
+	}
+	now := a.clk.Now().UnixMilli()
+	if last, err := strconv.ParseInt(rec.Attributes[purgedAtKey], 10, 64); err == nil && now-last < cooldown.Milliseconds() {
+		return errPurgeInProgress.f("Only one PurgeQueue operation on %s is allowed every 60 seconds.", name)
+	}
+	_, err = a.setAttrs(ctx, name, map[string]string{purgedAtKey: strconv.FormatInt(now, 10)})
+	return err
 }
 
 func (a *API) getQueueAttributes(ctx context.Context, c *call) (any, error) {
@@ -411,7 +461,7 @@ func (a *API) setQueueAttributes(ctx context.Context, c *call) (any, error) {
 	if len(attrs) == 0 {
 		return empty{}, nil
 	}
-	return a.setAttrs(ctx, q.name(), attrs)
+	return a.setAttrs(ctx, q.name(), withEncryption(attrs))
 }
 
 // setAttrs changes a queue's record and the cache.
@@ -483,7 +533,7 @@ func (a *API) tagQueue(ctx context.Context, c *call) (any, error) {
 	if tags > maxTags {
 		return nil, errInvalidParameter.f("a queue takes at most %d tags; %s would have %d", maxTags, q.name(), tags)
 	}
-	return a.setAttrs(ctx, q.name(), attrs)
+	return a.setAttrs(ctx, q.name(), withEncryption(attrs))
 }
 
 func (a *API) untagQueue(ctx context.Context, c *call) (any, error) {
@@ -506,7 +556,7 @@ func (a *API) untagQueue(ctx context.Context, c *call) (any, error) {
 		attrs[tagKey(k)] = ""
 		attrs[legacyTagPrefix+k] = ""
 	}
-	return a.setAttrs(ctx, q.name(), attrs)
+	return a.setAttrs(ctx, q.name(), withEncryption(attrs))
 }
 
 func (a *API) listQueueTags(ctx context.Context, c *call) (any, error) {

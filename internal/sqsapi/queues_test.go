@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -180,5 +183,191 @@ func TestListQueuesWithAPrefixPagesEveryQueueOnce(t *testing.T) {
 		if got := b.call(t, "ListQueues", `{"QueueNamePrefix":"Q","MaxResults":1,"NextToken":"`+bad+`"}`); got.Type != "InvalidParameterValueException" {
 			t.Errorf("NextToken %q: %d %s, want InvalidParameterValue", bad, got.status, got.Type)
 		}
+	}
+}
+
+// Refused attributes and permissions get Amazon SQS's codes and texts,
+// word for word.
+func TestAttributeAndPermissionErrorsAreAmazons(t *testing.T) {
+	b := setup(t, nil)
+	b.call(t, "CreateQueue", `{"QueueName":"q"}`)
+	for _, tc := range []struct {
+		action, body, typ, msg string
+	}{
+		{"CreateQueue", `{"QueueName":"s","Attributes":{"FifoThroughputLimit":"perQueue"}}`, "InvalidAttributeName",
+			"You can specify the FifoThroughputLimit only when FifoQueue is set to true."},
+		{"CreateQueue", `{"QueueName":"s","Attributes":{"DeduplicationScope":"queue"}}`, "InvalidAttributeName",
+			"You can specify the DeduplicationScope only when FifoQueue is set to true."},
+		{"CreateQueue", `{"QueueName":"s","Attributes":{"ContentBasedDeduplication":"true"}}`, "InvalidAttributeName",
+			"Unknown Attribute ContentBasedDeduplication."},
+		{"GetQueueAttributes", `{"QueueUrl":"q","AttributeNames":["Foobar"]}`, "InvalidAttributeName", "Unknown Attribute Foobar."},
+		{"RemovePermission", `{"QueueUrl":"q","Label":"nope"}`, "InvalidParameterValueException",
+			"Value nope for parameter Label is invalid. Reason: can't find label."},
+		{"SetQueueAttributes", `{"QueueUrl":"q","Attributes":{"KmsMasterKeyId":"k","SqsManagedSseEnabled":"true"}}`, "InvalidAttributeName",
+			"You can use one type of server-side encryption (SSE) at one time. You can either enable KMS SSE or SQS SSE."},
+	} {
+		if got := b.call(t, tc.action, tc.body); got.status != 400 || got.Type != tc.typ || got.Msg != tc.msg {
+			t.Errorf("%s %s: %d %s %q\nwant %s %q", tc.action, tc.body, got.status, got.Type, got.Msg, tc.typ, tc.msg)
+		}
+	}
+	b.call(t, "AddPermission", `{"QueueUrl":"q","Label":"l","AWSAccountIds":["111122223333"],"Actions":["SendMessage"]}`)
+	var attrs struct{ Attributes map[string]string }
+	_ = json.Unmarshal(b.call(t, "GetQueueAttributes", `{"QueueUrl":"q","AttributeNames":["Policy"]}`).body, &attrs)
+	if !strings.Contains(attrs.Attributes["Policy"], `"Version":"2008-10-17"`) {
+		t.Fatalf("the policy AddPermission wrote: %s", attrs.Attributes["Policy"])
+	}
+}
+
+// A KMS key turns SQS-managed encryption off, and without a KMS key the
+// data key's reuse period is not shown, as in SQS.
+func TestKMSAttributes(t *testing.T) {
+	b := setup(t, nil)
+	b.call(t, "CreateQueue", `{"QueueName":"q"}`)
+	attrs := func() map[string]string { return attrsOf(t, b, "q") }
+	if a := attrs(); a["SqsManagedSseEnabled"] != "true" || a["KmsMasterKeyId"] != "" || a["KmsDataKeyReusePeriodSeconds"] != "" {
+		t.Fatalf("at first: %v", a)
+	}
+	b.call(t, "SetQueueAttributes", `{"QueueUrl":"q","Attributes":{"KmsMasterKeyId":"k","KmsDataKeyReusePeriodSeconds":"6000"}}`)
+	if a := attrs(); a["SqsManagedSseEnabled"] != "false" || a["KmsMasterKeyId"] != "k" || a["KmsDataKeyReusePeriodSeconds"] != "6000" {
+		t.Fatalf("with a KMS key: %v", a)
+	}
+	b.call(t, "SetQueueAttributes", `{"QueueUrl":"q","Attributes":{"KmsMasterKeyId":"","KmsDataKeyReusePeriodSeconds":"300"}}`)
+	a := attrs()
+	if _, ok := a["KmsMasterKeyId"]; ok || a["SqsManagedSseEnabled"] != "false" {
+		t.Fatalf("with the KMS key cleared: %v", a)
+	}
+	if _, ok := a["KmsDataKeyReusePeriodSeconds"]; ok {
+		t.Fatalf("with the KMS key cleared, the reuse period is still shown: %v", a)
+	}
+}
+
+// An empty MessageGroupId or MessageDeduplicationId is given, and
+// invalid, in both protocols, with Amazon's text; absent ones are not.
+func TestEmptyMessageIDsAreInvalid(t *testing.T) {
+	b := setup(t, nil)
+	b.call(t, "CreateQueue", `{"QueueName":"q"}`)
+	b.call(t, "CreateQueue", `{"QueueName":"f.fifo","Attributes":{"FifoQueue":"true"}}`)
+	text := func(what string) string {
+		return "Value  for parameter " + what + " is invalid. Reason: " + what + " can only include alphanumeric and punctuation characters. 1 to 128 in length."
+	}
+	for _, tc := range []struct{ body, what string }{
+		{`{"QueueUrl":"q","MessageBody":"x","MessageGroupId":""}`, "MessageGroupId"},
+		{`{"QueueUrl":"f.fifo","MessageBody":"x","MessageGroupId":"g","MessageDeduplicationId":""}`, "MessageDeduplicationId"},
+	} {
+		if got := b.call(t, "SendMessage", tc.body); got.status != 400 || got.Type != "InvalidParameterValueException" || got.Msg != text(tc.what) {
+			t.Errorf("%s: %d %s %q", tc.body, got.status, got.Type, got.Msg)
+		}
+	}
+	a := b.query(t, formRequest("/000000000000/q", "Action=SendMessage&MessageBody=x&MessageGroupId="))
+	if a.status != 400 || a.Error.Code != "InvalidParameterValue" || a.Error.Message != text("MessageGroupId") {
+		t.Errorf("query: %d %s", a.status, a.body)
+	}
+	if got := b.call(t, "SendMessage", `{"QueueUrl":"q","MessageBody":"x"}`); got.status != 200 {
+		t.Fatalf("a send without a group: %d %s", got.status, got.body)
+	}
+	var failed struct {
+		Failed []struct{ Id, Code, Message string }
+	}
+	_ = json.Unmarshal(b.call(t, "SendMessageBatch", `{"QueueUrl":"q","Entries":[{"Id":"a","MessageBody":"x","MessageGroupId":""},{"Id":"b","MessageBody":"y"}]}`).body, &failed)
+	if len(failed.Failed) != 1 || failed.Failed[0].Id != "a" || failed.Failed[0].Message != text("MessageGroupId") {
+		t.Fatalf("batch: %+v", failed)
+	}
+}
+
+// The 60-second cooldowns of SQS, on the server's clock: a queue purged
+// is not purged again within them (PurgeQueueInProgress, 403), and a
+// queue's name is not created again within them of its deletion
+// (QueueDeletedRecently); both in the query protocol too.
+func TestCooldowns(t *testing.T) {
+	b := setup(t, nil)
+	b.call(t, "CreateQueue", `{"QueueName":"q"}`)
+	if got := b.call(t, "PurgeQueue", `{"QueueUrl":"q"}`); got.status != 200 {
+		t.Fatalf("first purge: %d %s", got.status, got.body)
+	}
+	b.call(t, "SendMessage", `{"QueueUrl":"q","MessageBody":"kept"}`)
+	b.clk.Advance(cooldown - time.Millisecond)
+	got := b.call(t, "PurgeQueue", `{"QueueUrl":"q"}`)
+	if got.status != 403 || got.Type != "PurgeQueueInProgress" || got.Msg != "Only one PurgeQueue operation on q is allowed every 60 seconds." ||
+		got.header.Get("X-Amzn-Query-Error") != "AWS.SimpleQueueService.PurgeQueueInProgress;Sender" {
+		t.Fatalf("purge within the cooldown: %d %s %q %v", got.status, got.Type, got.Msg, got.header)
+	}
+	if a := b.query(t, formRequest("/000000000000/q", "Action=PurgeQueue")); a.status != 403 || a.Error.Code != "AWS.SimpleQueueService.PurgeQueueInProgress" {
+		t.Fatalf("query purge within the cooldown: %d %s", a.status, a.body)
+	}
+	if n := attrsOf(t, b, "q")["ApproximateNumberOfMessages"]; n != "1" {
+		t.Fatalf("a refused purge purged: %s messages", n)
+	}
+	b.clk.Advance(time.Millisecond)
+	if got := b.call(t, "PurgeQueue", `{"QueueUrl":"q"}`); got.status != 200 {
+		t.Fatalf("purge after the cooldown: %d %s", got.status, got.body)
+	}
+
+	b.call(t, "DeleteQueue", `{"QueueUrl":"q"}`)
+	b.clk.Advance(cooldown - time.Millisecond)
+	got = b.call(t, "CreateQueue", `{"QueueName":"q"}`)
+	if got.status != 400 || got.Type != "QueueDeletedRecently" ||
+		got.Msg != "You must wait 60 seconds after deleting a queue before you can create another with the same name." ||
+		got.header.Get("X-Amzn-Query-Error") != "AWS.SimpleQueueService.QueueDeletedRecently;Sender" {
+		t.Fatalf("create within the cooldown: %d %s %q", got.status, got.Type, got.Msg)
+	}
+	if got := b.call(t, "GetQueueUrl", `{"QueueName":"q"}`); got.Type != "QueueDoesNotExist" {
+		t.Fatalf("a refused create created: %+v", got)
+	}
+	if got := b.call(t, "CreateQueue", `{"QueueName":"other"}`); got.status != 200 {
+		t.Fatalf("another name: %d %s", got.status, got.body)
+	}
+	b.clk.Advance(time.Millisecond)
+	if got := b.call(t, "CreateQueue", `{"QueueName":"q"}`); got.status != 200 {
+		t.Fatalf("create after the cooldown: %d %s", got.status, got.body)
+	}
+}
+
+// A queue's last purge is kept in its record: a server started again on
+// the database refuses a purge within the cooldown too.
+func TestPurgeCooldownOutlivesTheServer(t *testing.T) {
+	forEachDurable(t, func(t *testing.T, f *dlqFixture) {
+		u := f.create("q", nil)
+		if _, err := f.c.PurgeQueue(f.ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(u)}); err != nil {
+			t.Fatal(err)
+		}
+		f.restart()
+		f.clk.Advance(cooldown / 2)
+		_, err := f.c.PurgeQueue(f.ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(u)})
+		wantRefused(t, "a purge within the cooldown, after a restart", err, 403, "AWS.SimpleQueueService.PurgeQueueInProgress",
+			"Only one PurgeQueue operation on q is allowed every 60 seconds.")
+		f.clk.Advance(cooldown / 2)
+		if _, err := f.c.PurgeQueue(f.ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(u)}); err != nil {
+			t.Fatalf("a purge after the cooldown: %v", err)
+		}
+	})
+}
+
+// attrsOf is every attribute of queue name.
+func attrsOf(t *testing.T, b bundle, name string) map[string]string {
+	t.Helper()
+	var out struct{ Attributes map[string]string }
+	if err := json.Unmarshal(b.call(t, "GetQueueAttributes", `{"QueueUrl":"`+name+`","AttributeNames":["All"]}`).body, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out.Attributes
+}
+
+// A message over the queue's MaximumMessageSize is refused with Amazon's
+// texts, which differ between SendMessage and a batch's entry.
+func TestTooLongMessageTexts(t *testing.T) {
+	b := setup(t, nil)
+	b.call(t, "CreateQueue", `{"QueueName":"q","Attributes":{"MaximumMessageSize":"1024"}}`)
+	long := strings.Repeat("x", 1025)
+	if got := b.call(t, "SendMessage", `{"QueueUrl":"q","MessageBody":"`+long+`"}`); got.status != 400 ||
+		got.Msg != "One or more parameters are invalid. Reason: Message must be shorter than 1024 bytes." {
+		t.Errorf("SendMessage: %d %q", got.status, got.Msg)
+	}
+	var out struct {
+		Failed []struct{ Id, Code, Message string }
+	}
+	_ = json.Unmarshal(b.call(t, "SendMessageBatch", `{"QueueUrl":"q","Entries":[{"Id":"a","MessageBody":"`+long+`"},{"Id":"b","MessageBody":"ok"}]}`).body, &out)
+	if len(out.Failed) != 1 || out.Failed[0].Id != "a" || out.Failed[0].Code != "InvalidParameterValue" ||
+		out.Failed[0].Message != "One or more parameters cannot be validated. Reason: Message must be shorter than 1024 bytes." {
+		t.Errorf("SendMessageBatch: %+v", out)
 	}
 }

@@ -21,8 +21,10 @@ type sendEntry struct {
 	DelaySeconds            *int                 `json:"DelaySeconds"`
 	MessageAttributes       map[string]attrValue `json:"MessageAttributes"`
 	MessageSystemAttributes map[string]attrValue `json:"MessageSystemAttributes"`
-	MessageDeduplicationId  string               `json:"MessageDeduplicationId"`
-	MessageGroupId          string               `json:"MessageGroupId"`
+	// MessageDeduplicationId and MessageGroupId are nil when absent: an
+	// empty one is given, and invalid, as in SQS.
+	MessageDeduplicationId *string `json:"MessageDeduplicationId"`
+	MessageGroupId         *string `json:"MessageGroupId"`
 }
 
 // sent is the outcome of sending one message.
@@ -40,9 +42,10 @@ const maxMessageIDLength = 128
 
 // origin is what a send request tells of its messages beyond their
 // entries: the X-Amzn-Trace-Id header, which becomes the AWSTraceHeader
-// of messages that set none.
+// of messages that set none, and whether they come in a batch.
 type origin struct {
 	traceHeader string
+	batch       bool
 }
 
 // origin is the origin of the messages c sends.
@@ -82,7 +85,13 @@ func prepare(q *queue, e *sendEntry, from origin) (store.NewMessage, sent, int, 
 	}
 	size := len(body) + msgSize
 	if size > q.maxSize {
-		return none, sent{}, 0, errInvalidParameter.f("One or more parameters are invalid. Reason: Message must be shorter than %d bytes.", q.maxSize)
+		// Amazon SQS words this one way for SendMessage and another for
+		// an entry of a batch.
+		verdict := "are invalid"
+		if from.batch {
+			verdict = "cannot be validated"
+		}
+		return none, sent{}, 0, errInvalidParameter.f("One or more parameters %s. Reason: Message must be shorter than %d bytes.", verdict, q.maxSize)
 	}
 	delay := q.delay
 	// A FIFO queue takes no delay of a message's own: a DelaySeconds of
@@ -96,14 +105,17 @@ func prepare(q *queue, e *sendEntry, from origin) (store.NewMessage, sent, int, 
 		}
 		delay = time.Duration(*e.DelaySeconds) * time.Second
 	}
-	for what, v := range map[string]string{"MessageGroupId": e.MessageGroupId, "MessageDeduplicationId": e.MessageDeduplicationId} {
-		if err := checkMessageID(what, v); err != nil {
+	for what, v := range map[string]*string{"MessageGroupId": e.MessageGroupId, "MessageDeduplicationId": e.MessageDeduplicationId} {
+		if v == nil {
+			continue
+		}
+		if err := checkMessageID(what, *v); err != nil {
 			return none, sent{}, 0, err
 		}
 	}
-	dedup := e.MessageDeduplicationId
+	group, dedup := deref(e.MessageGroupId), deref(e.MessageDeduplicationId)
 	if q.fifo {
-		if e.MessageGroupId == "" {
+		if group == "" {
 			return none, sent{}, 0, errMissingParameter.f("The request must contain the parameter MessageGroupId.")
 		}
 		if dedup == "" {
@@ -126,7 +138,7 @@ func prepare(q *queue, e *sendEntry, from origin) (store.NewMessage, sent, int, 
 	// group in flight, in order. On a standard queue a group orders
 	// nothing, as in SQS: it is the tenant of a fair queue (the store's
 	// fairness group), kept with the message and given back.
-	key, fair := e.MessageGroupId, ""
+	key, fair := group, ""
 	if !q.fifo {
 		kept.Group, fair, key = key, key, ""
 	}
@@ -161,17 +173,25 @@ func (a *API) send(ctx context.Context, msgs []store.NewMessage) ([]store.Enqueu
 	return res, err
 }
 
+// deref is *p, or "" for nil.
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
 // sequenceNumber is a FIFO queue's sequence number of a message: its id,
 // zero-padded to 20 digits, so that the numbers sort as strings too.
 func sequenceNumber(id int64) string { return fmt.Sprintf("%020d", id) }
 
-// checkMessageID applies SQS's rules to a group or deduplication id: at
-// most 128 printable ASCII characters.
+// checkMessageID applies SQS's rules to a group or deduplication id
+// given: 1 to 128 printable ASCII characters.
 func checkMessageID(what, v string) *apiError {
 	invalid := func() *apiError {
 		return errInvalidParameter.f("Value %s for parameter %s is invalid. Reason: %s can only include alphanumeric and punctuation characters. 1 to %d in length.", v, what, what, maxMessageIDLength)
 	}
-	if len(v) > maxMessageIDLength {
+	if v == "" || len(v) > maxMessageIDLength {
 		return invalid()
 	}
 	for _, c := range []byte(v) {
@@ -265,16 +285,17 @@ func (a *API) sendMessageBatch(ctx context.Context, c *call) (any, error) {
 		// deduplication id where the queue does not make one, fails as a
 		// whole, as in SQS, not entry by entry.
 		for _, e := range in.Entries {
-			if e.MessageGroupId == "" {
+			if e.MessageGroupId == nil {
 				return nil, errInvalidParameter.f("The request must contain the parameter MessageGroupId.")
 			}
-			if e.MessageDeduplicationId == "" && !q.contentDedup {
+			if e.MessageDeduplicationId == nil && !q.contentDedup {
 				return nil, errInvalidParameter.f("The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly")
 			}
 		}
 	}
 	var out batchOutput[sent]
 	from := a.origin(c)
+	from.batch = true
 	var msgs []store.NewMessage
 	var oks []sent
 	total := 0

@@ -24,7 +24,8 @@ const xmlNamespace = "http://queue.amazonaws.com/doc/2012-11-05/"
 const xmlContentType = "text/xml"
 
 // encodeXML writes out, action's output, as the query protocol's answer
-// to request id. An action without output (empty) has no Result element.
+// to request id. An action without output (empty) has no Result element,
+// and an output with nothing to write an empty one.
 func encodeXML(w io.Writer, action, id string, out any) error {
 	var b bytes.Buffer
 	b.Grow(4 << 10)
@@ -32,8 +33,16 @@ func encodeXML(w io.Writer, action, id string, out any) error {
 	b.WriteString("<" + action + "Response xmlns=\"" + xmlNamespace + "\">")
 	if _, none := out.(empty); !none {
 		b.WriteString("<" + action + "Result>")
+		start := b.Len()
 		writeXMLFields(&b, reflect.ValueOf(out), action)
-		b.WriteString("</" + action + "Result>")
+		if b.Len() == start {
+			// A result with nothing in it is an empty element, as
+			// Amazon SQS writes it: <ReceiveMessageResult/>.
+			b.Truncate(start - 1)
+			b.WriteString("/>")
+		} else {
+			b.WriteString("</" + action + "Result>")
+		}
 	}
 	b.WriteString("<ResponseMetadata><RequestId>" + id + "</RequestId></ResponseMetadata></" + action + "Response>")
 	_, err := w.Write(b.Bytes())
@@ -45,22 +54,31 @@ func encodeXML(w io.Writer, action, id string, out any) error {
 func writeXMLError(w http.ResponseWriter, e *apiError, id string) {
 	h := w.Header()
 	h.Set("Content-Type", xmlContentType)
-	if e.retryAfter > 0 {
-		h.Set("Retry-After", strconv.Itoa(e.retryAfter))
-	}
+	setRetryAfter(h, e)
 	w.WriteHeader(e.status)
 	var b bytes.Buffer
 	b.WriteString(xml.Header)
 	b.WriteString("<ErrorResponse xmlns=\"" + xmlNamespace + "\"><Error><Type>" + e.fault() + "</Type>")
 	writeXMLText(&b, "Code", e.code)
-	message := e.message
-	if e.code == errQueueDoesNotExist.code {
-		// The query protocol's text of this error, as Amazon SQS words it.
-		message = "The specified queue does not exist for this wsdl version."
-	}
-	writeXMLText(&b, "Message", message)
+	writeXMLText(&b, "Message", queryMessage(e))
 	b.WriteString("<Detail/></Error><RequestId>" + id + "</RequestId></ErrorResponse>")
 	_, _ = w.Write(b.Bytes())
+}
+
+// queryMessage is e's text in the query protocol.
+func queryMessage(e *apiError) string {
+	if e.code == errQueueDoesNotExist.code {
+		// The query protocol's text of this error, as Amazon SQS words it.
+		return "The specified queue does not exist for this wsdl version."
+	}
+	return e.message
+}
+
+// setRetryAfter sets the Retry-After header of e, if it has one.
+func setRetryAfter(h http.Header, e *apiError) {
+	if e.retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(e.retryAfter))
+	}
 }
 
 // writeXMLFields writes the fields of v, a struct, by their json names,
