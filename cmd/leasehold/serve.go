@@ -23,19 +23,21 @@ func (a *app) serveCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve [--addr HOST:PORT]",
 		Short: "Serve the Amazon SQS API, the dashboard, Prometheus metrics and health checks over HTTP",
-		Long: `serve speaks the Amazon SQS API (its JSON protocol) on one listener, so
-that the AWS SDKs of any language send to and receive from leasehold
-queues: point the SDK's endpoint URL at http://HOST:PORT (https:// with
-TLS). Beside it: the dashboard (open http://HOST:PORT/ in a browser),
+		Long: `serve speaks the Amazon SQS API (its JSON and query protocols) on one
+listener, so that the AWS SDKs and tools of any language send to and
+receive from leasehold queues: point the SDK's endpoint URL at
+http://HOST:PORT (https:// with TLS). Beside it: the dashboard (open http://HOST:PORT/ in a browser),
 GET /metrics (Prometheus), GET /healthz (the process runs) and GET
 /readyz (the database commits a write within a second).
 
-A receipt handle is the message's lease: once its visibility timeout has
-run out, or the message was deleted or received again, the handle gets
-ReceiptHandleIsInvalid and changes nothing. MessageGroupId
-orders messages on any queue, one of a group in flight at a time. A
-redrive policy's maxReceiveCount dead-letters a message in its own queue
-after that many receives; "leasehold dead redrive" brings it back.
+A receipt handle is the message's lease: once another receive has taken
+the message, the handle gets ReceiptHandleIsInvalid and changes nothing
+(on a FIFO queue, also once its visibility timeout has run out).
+MessageGroupId orders a FIFO queue's messages, up to ten of a group
+received together; on a standard queue it makes groups take turns. A
+redrive policy moves a message to its dead-letter queue after
+maxReceiveCount receives, as Amazon SQS does; without one, "leasehold
+dead redrive" brings a dead message back. docs/sqs.md says what differs.
 
 With LEASEHOLD_ACCESS_KEY_ID and LEASEHOLD_SECRET_ACCESS_KEY set, every
 SQS request must carry a valid AWS Signature Version 4 made with them, at
