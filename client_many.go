@@ -33,10 +33,10 @@ type EnqueueParams struct {
 // with more jobs makes several calls, each all or none on its own. An
 // empty params enqueues nothing and returns no results.
 //
-// On PostgreSQL, jobs without keys or dedup ids go in one statement, with
-// the wakeup of their queues, in one round trip; a batch with keys or
-// dedup ids takes their locks and inserts its jobs one by one in one
-// transaction. On SQLite a call is one transaction.
+// On PostgreSQL, jobs without keys, dedup ids or unique options go in
+// one statement, with the wakeup of their queues, in one round trip; a
+// batch with any of them takes their locks and inserts its jobs one by
+// one in one transaction. On SQLite a call is one transaction.
 func (c *Client[TTx]) EnqueueMany(ctx context.Context, params []EnqueueParams) ([]*EnqueueResult, error) {
 	return c.enqueueMany(ctx, params, "", func(msgs []store.NewMessage) ([]store.Enqueued, error) { return c.st.Enqueue(ctx, msgs) })
 }

@@ -164,10 +164,12 @@ type NewMessage struct {
 	// first ready message when the group has none, and never later than
 	// the moment it is enqueued. So a group whose messages wait in a
 	// backlog gets one turn among the others' new messages rather than
-	// holding them up, and two backlogged groups take turns. Placement is
-	// among messages of the message's priority; it applies to messages
-	// ready at once (a delayed one is placed at its time, as others are)
-	// and lasts until the message's first claim. Empty: placed at its
+	// holding them up, and two backlogged groups take turns. The queue's
+	// first ready message is the first of the message's priority; the
+	// group's last is of any priority (a group sends at one priority, as
+	// the SQS API does). Placement applies to messages ready at once (a
+	// delayed one is placed at its time, as others are) and lasts until
+	// the message's first claim. Empty: placed at its
 	// time, as others are. Placement is to the microsecond: messages
 	// placed at one instant (one transaction's batch) go in enqueue
 	// order. At most MaxNameLength bytes of UTF-8 without NUL, and only
@@ -821,8 +823,10 @@ type Store interface {
 	// channel before the claim it follows, so no wakeup is missed.
 	Wakeup(queue string) <-chan struct{}
 	// CancelWakeup returns a channel that is closed when a message may
-	// have been cancelled after the call: by this process, or, on
-	// PostgreSQL, by any process of the database. A worker then renews
+	// have been cancelled after the call: through this Store value, or,
+	// on PostgreSQL, through any store of the database, in any process
+	// (another SQLite or memory Store value, even in this process, is
+	// not heard). A worker then renews
 	// its leases at once, which tells it which of its messages were
 	// cancelled, rather than at its next heartbeat. Take the channel
 	// before the renewal it follows, so that no cancellation is missed.

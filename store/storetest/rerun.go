@@ -100,8 +100,8 @@ func testRerun(t *testing.T, f Factory) {
 	}
 }
 
-// A rerun message of a key waits behind the key's unfinished head, and a
-// waiting message is left as it is.
+// A rerun message of a key waits behind the key's unfinished head, back in
+// its place in the key's line, and a waiting message is left as it is.
 func testRerunKey(t *testing.T, f Factory) {
 	b := setup(t, f)
 	first := b.enqueue(store.NewMessage{Key: "k", Payload: []byte("first")})[0]
@@ -119,11 +119,16 @@ func testRerunKey(t *testing.T, f Factory) {
 	b.wantState(behind, store.Waiting)
 	b.claimNone()
 	b.mustComplete(running.Lease)
-	next := b.claimOne()
-	b.claimNone()
-	b.mustComplete(next.Lease)
-	if last := b.claimOne(); last.MessageID == next.MessageID || (last.MessageID != first && last.MessageID != behind) {
-		t.Fatalf("claimed %d after %d, want the key's other message", last.MessageID, next.MessageID)
+	// The rerun message goes back to its place in its key's line, as a
+	// redriven one does: ahead of the message enqueued after it.
+	if next := b.claimOne(); next.MessageID != first {
+		t.Fatalf("claimed %d after the head, want the rerun message %d, enqueued first", next.MessageID, first)
+	} else {
+		b.claimNone()
+		b.mustComplete(next.Lease)
+	}
+	if last := b.claimOne(); last.MessageID != behind {
+		t.Fatalf("claimed %d last, want %d", last.MessageID, behind)
 	}
 }
 
