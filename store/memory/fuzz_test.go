@@ -9,7 +9,6 @@ import (
 
 	"github.com/leasehold/leasehold/clock/clocktest"
 	"github.com/leasehold/leasehold/store"
-	"github.com/leasehold/leasehold/store/memory"
 )
 
 // FuzzOperations runs a sequence of store operations, two bytes each (an
@@ -26,11 +25,7 @@ func FuzzOperations(f *testing.F) {
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		ctx := context.Background()
 		clk := clocktest.New()
-		s, err := memory.New(memory.Config{Clock: clk})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
+		s := openMemory(t, clk)
 		const q = "q"
 		var (
 			leases    []store.Lease

@@ -8,7 +8,6 @@ import (
 
 	"github.com/leasehold/leasehold/clock/clocktest"
 	"github.com/leasehold/leasehold/store"
-	"github.com/leasehold/leasehold/store/memory"
 )
 
 // FuzzIndependentRuns runs claims with independent leases, releases,
@@ -24,11 +23,7 @@ func FuzzIndependentRuns(f *testing.F) {
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		ctx := context.Background()
 		clk := clocktest.New()
-		s, err := memory.New(memory.Config{Clock: clk})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
+		s := openMemory(t, clk)
 		type held struct {
 			lease   store.Lease
 			expires time.Time
@@ -77,6 +72,7 @@ func FuzzIndependentRuns(f *testing.F) {
 					continue
 				}
 				want := current(h)
+				var err error
 				if op == 2 {
 					err = s.Release(ctx, store.Release{Lease: h.lease})
 				} else {

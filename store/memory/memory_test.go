@@ -13,15 +13,19 @@ import (
 	"github.com/leasehold/leasehold/store/storetest"
 )
 
+// openMemory opens a memory store on clk, closed when the test ends.
+func openMemory(t testing.TB, clk clock.Clock) store.Store {
+	t.Helper()
+	s, err := memory.New(memory.Config{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T, clk clock.Clock) store.Store {
-		s, err := memory.New(memory.Config{Clock: clk})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	})
+	storetest.Run(t, func(t *testing.T, clk clock.Clock) store.Store { return openMemory(t, clk) })
 }
 
 func TestOwnReaperLoop(t *testing.T) {

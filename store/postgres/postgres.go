@@ -545,13 +545,10 @@ func (s *backend) notifyHere(queues []string) {
 
 func (s *backend) Enqueue(ctx context.Context, msgs []store.NewMessage) ([]store.Enqueued, error) {
 	if !needsLocks(msgs) {
-		// Without keys or dedup ids nothing needs a lock: the insert and
-		// its notification go in one round trip, as one implicit
-		// transaction, where BEGIN and COMMIT would take two more.
-		if slices.ContainsFunc(msgs, placed) {
-			return s.insertPlaced(ctx, s.pool, msgs, nil)
-		}
-		return s.insertBulk(ctx, s.pool, msgs, nil)
+		// Without keys, dedup ids or unique keys nothing needs a lock: the
+		// insert and its notification go in one round trip, as one
+		// implicit transaction, where BEGIN and COMMIT would take two more.
+		return s.insertUnlocked(ctx, s.pool, msgs, nil)
 	}
 	var out []store.Enqueued
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -617,10 +614,7 @@ func (s *backend) enqueueIn(ctx context.Context, r runner, msgs []store.NewMessa
 
 func (s *backend) enqueueTx(ctx context.Context, r runner, msgs []store.NewMessage, wake *[]string) ([]store.Enqueued, error) {
 	if tx := r.pgx(); tx != nil && !needsLocks(msgs) {
-		if slices.ContainsFunc(msgs, placed) {
-			return s.insertPlaced(ctx, tx, msgs, wake)
-		}
-		return s.insertBulk(ctx, tx, msgs, wake)
+		return s.insertUnlocked(ctx, tx, msgs, wake)
 	}
 	if err := s.lockKeys(ctx, r, enqueueLocks(nil, msgs)); err != nil {
 		return nil, err
@@ -641,6 +635,16 @@ func (s *backend) enqueueTx(ctx context.Context, r runner, msgs []store.NewMessa
 // implicit transaction, a transaction inside itself.
 type batcher interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// insertUnlocked inserts messages that take no lock in one round trip,
+// with the notification of their queues: by insertPlaced when any is of
+// a fairness group, else by insertBulk.
+func (s *backend) insertUnlocked(ctx context.Context, to pgxTx, msgs []store.NewMessage, wake *[]string) ([]store.Enqueued, error) {
+	if slices.ContainsFunc(msgs, placed) {
+		return s.insertPlaced(ctx, to, msgs, wake)
+	}
+	return s.insertBulk(ctx, to, msgs, wake)
 }
 
 // insertBulk inserts messages without keys, dedup ids or fairness groups
@@ -665,13 +669,11 @@ func (s *backend) insertBulk(ctx context.Context, to batcher, msgs []store.NewMe
 	return inserted(ids, err, len(msgs), woken, wake)
 }
 
-// insertPlaced inserts messages without keys or dedup ids, some of them
+// insertPlaced inserts messages that take no lock, some of them
 // of fairness groups, with the notification of their queues, in one
 // statement planned at its execution (see replan), as the placement
 // reads indexes; it adds the queues to wake as notify does.
-func (s *backend) insertPlaced(ctx context.Context, q interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}, msgs []store.NewMessage, wake *[]string) ([]store.Enqueued, error) {
+func (s *backend) insertPlaced(ctx context.Context, q pgxTx, msgs []store.NewMessage, wake *[]string) ([]store.Enqueued, error) {
 	groups := make([]*string, len(msgs))
 	for i := range msgs {
 		groups[i] = nullable(msgs[i].FairGroup)

@@ -100,11 +100,7 @@ func (b *bundle) mustComplete(l store.Lease) {
 
 func (b *bundle) stats() store.Stats {
 	b.t.Helper()
-	st, err := b.s.Stats(b.ctx, b.queue)
-	if err != nil {
-		b.t.Fatalf("Stats: %v", err)
-	}
-	return st
+	return b.statsOf(b.queue)
 }
 
 func (b *bundle) info(id int64) store.Info {
