@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/leasehold/leasehold/clock"
+	"github.com/leasehold/leasehold/internal/jobmeta"
 	"github.com/leasehold/leasehold/internal/mailbox"
 	"github.com/leasehold/leasehold/internal/maintenance"
 	"github.com/leasehold/leasehold/internal/storecore"
@@ -91,6 +92,13 @@ type Config struct {
 	// Middleware wrap every enqueue and every run of a handler, the first
 	// outermost (see Middleware). Default none.
 	Middleware []Middleware
+	// RejectUnknownKinds, when true or nil (the default), refuses to
+	// enqueue a job on a queue this client works whose kind it has no
+	// handler for (and no HandleAny), with an *UnknownKindError naming
+	// the kind: such a job would fail every delivery here. Set it false
+	// when other programs work the same queue with handlers of their
+	// own. Queues the client does not work take any kind.
+	RejectUnknownKinds *bool
 }
 
 // QueueConfig configures one queue a client works.
@@ -146,8 +154,9 @@ type EnqueueOptions struct {
 	// priorities.
 	Priority int
 	// Unique makes the job unique among equal jobs (see UniqueOpts).
-	// Default: not unique, unless the kind's options make it so.
-	Unique UniqueOpts
+	// Default (nil, or options that select nothing): not unique, unless
+	// the kind's options make it so.
+	Unique *UniqueOpts
 	// Metadata are small facts about the job that are not its args: a
 	// trace context, a tenant, who asked for it. They are stored with the
 	// job and given to its handler (Job.Metadata, RawJob.Metadata), and
@@ -188,8 +197,6 @@ type Client[TTx any] struct {
 	fallback RawHandler
 	// run is the started client; nil before Start.
 	run *clientRun
-	// wraps reports work middleware to run around the handlers.
-	wraps bool
 }
 
 // clientRun is a started client: its worker, and the loops beside it
@@ -214,8 +221,7 @@ func NewClient[TTx any](st store.TxStore[TTx], cfg Config) (*Client[TTx], error)
 	if err != nil {
 		return nil, err
 	}
-	wraps := slices.ContainsFunc(cfg.Middleware, func(m Middleware) bool { return m.Work != nil })
-	return &Client[TTx]{st: st, cfg: cfg, log: cfg.Logger, handlers: map[string]worker.HandlerFunc{}, kinds: map[string]WorkOptions{}, wraps: wraps}, nil
+	return &Client[TTx]{st: st, cfg: cfg, log: cfg.Logger, handlers: map[string]worker.HandlerFunc{}, kinds: map[string]WorkOptions{}}, nil
 }
 
 // Validate checks the settings as NewClient does, for a program that
@@ -290,8 +296,10 @@ func (cfg Config) resolve() (Config, error) {
 	if err := checkPeriodic(cfg.PeriodicJobs, cfg.Clock.Now()); err != nil {
 		errs = append(errs, err)
 	}
-	if err := checkMiddleware(cfg.Middleware); err != nil {
-		errs = append(errs, err)
+	for i, mw := range cfg.Middleware {
+		if mw == nil {
+			bad("Middleware[%d] is nil", i)
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return cfg, fmt.Errorf("leasehold: %w", err)
@@ -369,18 +377,19 @@ func (c *Client[TTx]) knows(kind string) bool {
 // handle runs a message's job through the client's work middleware, if
 // any, to the handler of its kind.
 func (c *Client[TTx]) handle(ctx context.Context, m *worker.Message) error {
-	if !c.wraps {
+	if len(c.cfg.Middleware) == 0 {
 		return c.dispatch(ctx, m)
 	}
-	job := rawJob(m)
+	job := &JobRow{ID: m.MessageID, Queue: m.Queue, Kind: m.Kind, Key: m.Key, State: JobStateRunning, Args: m.Payload,
+		Metadata: jobmeta.Decode(m.Attributes), Attributes: m.Attributes, Attempt: m.Attempt, MaxDeliveries: m.MaxDeliveries,
+		Priority: m.Priority, DedupID: m.DedupID, EnqueuedAt: m.EnqueuedAt, AttemptedAt: m.FirstClaimedAt,
+		LeaseExpires: m.LeaseExpires, FencingToken: m.FencingToken, DeadLetterSource: m.DeadLetterSource}
 	next := func(ctx context.Context) error {
 		return worker.Recover(func() error { return c.dispatch(ctx, m) })
 	}
 	for _, mw := range slices.Backward(c.cfg.Middleware) {
-		if work := mw.Work; work != nil {
-			inner := next
-			next = func(ctx context.Context) error { return work(ctx, job, inner) }
-		}
+		inner := next
+		next = func(ctx context.Context) error { return mw.Work(ctx, job, inner) }
 	}
 	return next(ctx)
 }
@@ -402,15 +411,9 @@ func (c *Client[TTx]) dispatch(ctx context.Context, m *worker.Message) error {
 // Enqueue puts a job on its queue. Its args are stored as the Codec
 // encodes them, JSON by default.
 func (c *Client[TTx]) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOptions) (*EnqueueResult, error) {
-	p, err := c.prepare(ctx, args, opts, false)
-	if err != nil {
-		return nil, fmt.Errorf("leasehold: %w", err)
-	}
-	res, err := c.st.Enqueue(ctx, []store.NewMessage{p.msg})
-	if err != nil {
-		return p.finish(nil, fmt.Errorf("leasehold: enqueue a %s job: %w", p.msg.Kind, err))
-	}
-	return p.finish(&EnqueueResult{ID: res[0].ID, Duplicate: res[0].Duplicate}, nil)
+	return one(c.enqueue(ctx, []EnqueueParams{{Args: args, Options: opts}}, "", true, func(msgs []store.NewMessage) ([]store.Enqueued, error) {
+		return c.st.Enqueue(ctx, msgs)
+	}))
 }
 
 // EnqueueTx puts a job on its queue inside the caller's transaction tx: the
@@ -424,73 +427,52 @@ func (c *Client[TTx]) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOp
 // every other enqueue of the same key or id. A SQLite transaction holds
 // the database's write lock from its first write to its end in any case.
 func (c *Client[TTx]) EnqueueTx(ctx context.Context, tx TTx, args JobArgs, opts *EnqueueOptions) (*EnqueueResult, error) {
-	p, err := c.prepare(ctx, args, opts, true)
-	if err != nil {
-		return nil, fmt.Errorf("leasehold: %w", err)
-	}
-	res, err := c.st.EnqueueTx(ctx, tx, []store.NewMessage{p.msg})
-	if err != nil {
-		return p.finish(nil, fmt.Errorf("leasehold: enqueue a %s job in a transaction: %w", p.msg.Kind, err))
-	}
-	return p.finish(&EnqueueResult{ID: res[0].ID, Duplicate: res[0].Duplicate}, nil)
+	return one(c.enqueue(ctx, []EnqueueParams{{Args: args, Options: opts}}, " in a transaction", true, func(msgs []store.NewMessage) ([]store.Enqueued, error) {
+		return c.st.EnqueueTx(ctx, tx, msgs)
+	}))
 }
 
-// newMessage turns a job into the message that stores it, but for its
-// metadata, and returns the job's options resolved.
-func (c *Client[TTx]) newMessage(args JobArgs, opts *EnqueueOptions) (store.NewMessage, EnqueueOptions, error) {
-	if args == nil {
-		return store.NewMessage{}, EnqueueOptions{}, errors.New("enqueue: the job args are nil")
-	}
-	kind := args.Kind()
-	if kind == "" {
-		return store.NewMessage{}, EnqueueOptions{}, fmt.Errorf("enqueue: %T has an empty kind", args)
-	}
-	payload, err := c.cfg.Codec.Marshal(args)
+// one returns the only result of a single enqueue.
+func one(res []EnqueueResult, err error) (*EnqueueResult, error) {
 	if err != nil {
-		return store.NewMessage{}, EnqueueOptions{}, fmt.Errorf("enqueue a %s job: encode its args: %w", kind, err)
+		return nil, err
 	}
-	o := EnqueueOptions{}
-	if opts != nil {
-		o = *opts
+	return &res[0], nil
+}
+
+// message turns a job, its params resolved and through the enqueue
+// middleware, into the message that stores it.
+func (c *Client[TTx]) message(p EnqueueParams) (store.NewMessage, error) {
+	o, kind := p.Options, p.Args.Kind()
+	payload, err := c.cfg.Codec.Marshal(p.Args)
+	if err != nil {
+		return store.NewMessage{}, fmt.Errorf("enqueue a %s job: encode its args: %w", kind, err)
 	}
-	if d, ok := args.(JobArgsWithOpts); ok {
-		def := d.EnqueueOpts()
-		// Delay and RunAt say one thing, when: options that set either
-		// take neither from the kind's.
-		if o.Delay == 0 && o.RunAt.IsZero() {
-			o.Delay, o.RunAt = def.Delay, def.RunAt
-		}
-		o = EnqueueOptions{Queue: cmp.Or(o.Queue, def.Queue), Key: cmp.Or(o.Key, def.Key), Delay: o.Delay, RunAt: o.RunAt,
-			DedupID: cmp.Or(o.DedupID, def.DedupID), MaxDeliveries: cmp.Or(o.MaxDeliveries, def.MaxDeliveries),
-			Priority: cmp.Or(o.Priority, def.Priority), Unique: o.Unique, Metadata: o.Metadata}
-		if o.Unique.isZero() {
-			o.Unique = def.Unique
-		}
-		if o.Metadata == nil {
-			o.Metadata = def.Metadata
-		}
-	}
-	queue := cmp.Or(o.Queue, DefaultQueue)
-	if _, works := c.cfg.Queues[queue]; works && !c.knows(kind) {
-		return store.NewMessage{}, EnqueueOptions{}, fmt.Errorf("enqueue on queue %q, which this client works: %w; add its handler before enqueueing",
-			queue, &UnknownKindError{Kind: kind})
+	if _, works := c.cfg.Queues[o.Queue]; works && (c.cfg.RejectUnknownKinds == nil || *c.cfg.RejectUnknownKinds) && !c.knows(kind) {
+		return store.NewMessage{}, fmt.Errorf("enqueue on queue %q, which this client works: %w; add its handler before enqueueing",
+			o.Queue, &UnknownKindError{Kind: kind})
 	}
 	delay := o.Delay
 	if !o.RunAt.IsZero() {
 		if o.Delay != 0 {
-			return store.NewMessage{}, EnqueueOptions{}, fmt.Errorf("enqueue a %s job: both Delay (%s) and RunAt (%s) are set; set one", kind, o.Delay, o.RunAt)
+			return store.NewMessage{}, fmt.Errorf("enqueue a %s job: both Delay (%s) and RunAt (%s) are set; set one", kind, o.Delay, o.RunAt)
 		}
 		delay = max(0, o.RunAt.Sub(c.cfg.Clock.Now()))
 	}
-	msg := store.NewMessage{Queue: queue, Kind: kind, Payload: payload, Key: o.Key, DedupID: o.DedupID,
+	msg := store.NewMessage{Queue: o.Queue, Kind: kind, Payload: payload, Key: o.Key, DedupID: o.DedupID,
 		Delay: delay, MaxDeliveries: o.MaxDeliveries, Priority: o.Priority}
 	if !o.Unique.isZero() {
-		if msg.UniqueKey, err = o.Unique.uniqueKey(kind, queue, args, payload, c.cfg.Clock.Now()); err != nil {
-			return store.NewMessage{}, EnqueueOptions{}, fmt.Errorf("enqueue a %s job: %w", kind, err)
+		if msg.UniqueKey, err = o.Unique.uniqueKey(kind, o.Queue, p.Args, payload, c.cfg.Clock.Now()); err != nil {
+			return store.NewMessage{}, fmt.Errorf("enqueue a %s job: %w", kind, err)
 		}
-		msg.UniqueStates = o.Unique.ByState
+		if msg.UniqueStates, err = storeStates(o.Unique.ByState); err != nil {
+			return store.NewMessage{}, fmt.Errorf("enqueue a %s job: UniqueOpts.ByState: %w", kind, err)
+		}
 	}
-	return msg, o, nil
+	if msg.Attributes, err = jobmeta.Encode(o.Metadata); err != nil {
+		return store.NewMessage{}, fmt.Errorf("enqueue a %s job: %w", kind, err)
+	}
+	return msg, nil
 }
 
 // Start starts working the client's queues and returns once they run; the

@@ -38,9 +38,9 @@ type JobRow struct {
 	// in enqueue order. Empty for none.
 	Key   string
 	State JobState
-	// EncodedArgs are the job's arguments as they were encoded at
+	// Args are the job's arguments as they were encoded at
 	// enqueue (JSON unless the client's Codec says otherwise).
-	EncodedArgs []byte
+	Args []byte
 	// Metadata are the job's metadata (EnqueueOptions.Metadata, and what
 	// enqueue middleware added); nil for none.
 	Metadata map[string]string
@@ -50,22 +50,22 @@ type JobRow struct {
 	// Attempt counts the job's claims, the running one included: zero
 	// before its first, and again after a retry (JobRetry, a redrive).
 	Attempt int
-	// MaxAttempts is how many claims the job gets before it is dead.
-	MaxAttempts int
-	Priority    int
+	// MaxDeliveries is how many claims the job gets before it is dead.
+	MaxDeliveries int
+	Priority      int
 	// DedupID is the job's dedup id; empty for none.
 	DedupID string
-	// CreatedAt is when the job was enqueued.
-	CreatedAt time.Time
+	// EnqueuedAt is when the job was enqueued.
+	EnqueuedAt time.Time
 	// ScheduledAt is when the job is, or was last, to be visible to
 	// workers: its enqueue time, delay, retry delay or retry.
 	ScheduledAt time.Time
 	// AttemptedAt is when the job's first claim took it; zero while it
 	// was never claimed.
 	AttemptedAt time.Time
-	// FinalizedAt is when the job completed, died or was cancelled; zero
+	// FinishedAt is when the job completed, died or was cancelled; zero
 	// while it has not.
-	FinalizedAt time.Time
+	FinishedAt time.Time
 	// LeaseExpires is when the running job's lease runs out unless its
 	// worker renews it; zero unless running.
 	LeaseExpires time.Time
@@ -91,12 +91,15 @@ type JobRow struct {
 	Errors []AttemptError
 }
 
-func jobRow(in store.Info) *JobRow {
+// JobRowOf is the job that a message the store lists or gets (Info)
+// holds, for programs and test kits that read the store directly. Its
+// Metadata are decoded from the message's attributes.
+func JobRowOf(in store.Info) *JobRow {
 	return &JobRow{
-		ID: in.ID, Queue: in.Queue, Kind: in.Kind, Key: in.Key, State: in.State,
-		EncodedArgs: in.Payload, Metadata: jobmeta.Decode(in.Attributes), Attributes: in.Attributes,
-		Attempt: in.Deliveries, MaxAttempts: in.MaxDeliveries, Priority: in.Priority, DedupID: in.DedupID,
-		CreatedAt: in.EnqueuedAt, ScheduledAt: in.VisibleAt, AttemptedAt: in.FirstClaimedAt, FinalizedAt: in.FinishedAt,
+		ID: in.ID, Queue: in.Queue, Kind: in.Kind, Key: in.Key, State: jobState(in.State),
+		Args: in.Payload, Metadata: jobmeta.Decode(in.Attributes), Attributes: in.Attributes,
+		Attempt: in.Deliveries, MaxDeliveries: in.MaxDeliveries, Priority: in.Priority, DedupID: in.DedupID,
+		EnqueuedAt: in.EnqueuedAt, ScheduledAt: in.VisibleAt, AttemptedAt: in.FirstClaimedAt, FinishedAt: in.FinishedAt,
 		LeaseExpires: in.LeaseExpires, WorkerID: in.WorkerID, FencingToken: in.FencingToken,
 		LastError: in.LastError, DeadReason: in.DeadReason,
 		DeadLetterQueue: in.DeadLetterQueue, DeadLetterSource: in.DeadLetterSource,
@@ -112,7 +115,7 @@ func (c *Client[TTx]) JobGet(ctx context.Context, id int64) (*JobRow, error) {
 	if err != nil {
 		return nil, fmt.Errorf("leasehold: get job %d: %w", id, err)
 	}
-	return jobRow(in), nil
+	return JobRowOf(in), nil
 }
 
 // DefaultJobListLimit is how many jobs JobList lists when
@@ -151,7 +154,7 @@ type JobListParams struct {
 
 // check validates p and returns its states, each once in order, and its
 // limit, defaulted.
-func (p JobListParams) check() ([]JobState, int, error) {
+func (p JobListParams) check() ([]store.State, int, error) {
 	switch {
 	case p.Limit < 0 || p.Limit > store.MaxBatch:
 		return nil, 0, fmt.Errorf("%w: limit %d is not 1 to %d (0 means %d)", store.ErrInvalid, p.Limit, store.MaxBatch, DefaultJobListLimit)
@@ -164,11 +167,12 @@ func (p JobListParams) check() ([]JobState, int, error) {
 	if len(states) == 0 {
 		states = []JobState{JobStatePending, JobStateWaiting, JobStateRunning, JobStateCompleted, JobStateDead, JobStateCancelled}
 	}
-	var once []JobState
-	for _, s := range states {
-		if s < 0 || int(s) >= store.States {
-			return nil, 0, fmt.Errorf("%w: %v is not a job state", store.ErrInvalid, s)
-		}
+	all, err := storeStates(states)
+	if err != nil {
+		return nil, 0, err
+	}
+	var once []store.State
+	for _, s := range all {
 		if !slices.Contains(once, s) {
 			once = append(once, s)
 		}
@@ -183,17 +187,32 @@ func (p JobListParams) check() ([]JobState, int, error) {
 	return once, limit, nil
 }
 
+// JobListResult is a page of jobs that JobList listed.
+type JobListResult struct {
+	// Jobs are the page's jobs, in the listing's order.
+	Jobs []*JobRow
+	// Next is the cursor of the next page: pass it as After (or, for a
+	// listing newest first, as Before) to list it. Zero when there is no
+	// more.
+	Next int64
+}
+
 // JobList lists a page of jobs by id: ascending, or, when p.Before is
-// set, descending, newest first. Each listed job's Errors are nil (a page
-// has no use for every error of each job); JobGet gives them. Bad
-// parameters are an error wrapping store.ErrInvalid, naming the problem.
+// set, descending, newest first. A nil p lists the first page of every
+// job. Each listed job's Errors are nil (a page has no use for every
+// error of each job); JobGet gives them. Bad parameters are an error
+// wrapping store.ErrInvalid, naming the problem.
 //
 // It runs one store listing per queue and state, each reading at most
-// the page's limit of ids from an index of the state (or of the key, or
-// of a completed job's kind), never the history, and merges them by id.
-// The listings are not one snapshot: a job that changes state meanwhile
-// may show in two states' listings, as two rows, or in none.
-func (c *Client[TTx]) JobList(ctx context.Context, p JobListParams) ([]*JobRow, error) {
+// the page's limit (and one) of ids from an index of the state (or of the
+// key, or of a completed job's kind), never the history, and merges them
+// by id. The listings are not one snapshot: a job that changes state
+// meanwhile may show in two states' listings, as two rows, or in none.
+func (c *Client[TTx]) JobList(ctx context.Context, params *JobListParams) (*JobListResult, error) {
+	var p JobListParams
+	if params != nil {
+		p = *params
+	}
 	states, limit, err := p.check()
 	if err != nil {
 		return nil, fmt.Errorf("leasehold: list jobs: %w", err)
@@ -204,11 +223,14 @@ func (c *Client[TTx]) JobList(ctx context.Context, p JobListParams) ([]*JobRow, 
 			return nil, fmt.Errorf("leasehold: list jobs: %w", err)
 		}
 	}
+	// One more than the page, where the store allows, tells whether
+	// there is a next page.
+	read := min(limit+1, store.MaxBatch)
 	var infos []store.Info
 	for _, q := range queues {
 		for _, s := range states {
 			page, err := c.st.List(ctx, store.ListFilter{Queue: q, State: s, Kind: p.Kind, Key: p.Key,
-				AfterID: p.After, BeforeID: p.Before, Limit: limit})
+				AfterID: p.After, BeforeID: p.Before, Limit: read})
 			if err != nil {
 				return nil, fmt.Errorf("leasehold: list jobs: %w", err)
 			}
@@ -221,12 +243,14 @@ func (c *Client[TTx]) JobList(ctx context.Context, p JobListParams) ([]*JobRow, 
 		}
 		return cmp.Compare(a.ID, b.ID)
 	})
-	infos = infos[:min(len(infos), limit)]
-	out := make([]*JobRow, len(infos))
-	for i, in := range infos {
-		out[i] = jobRow(in)
+	res := &JobListResult{Jobs: make([]*JobRow, min(len(infos), limit))}
+	for i := range res.Jobs {
+		res.Jobs[i] = JobRowOf(infos[i])
 	}
-	return out, nil
+	if len(infos) > limit || (read == limit && len(infos) == limit) {
+		res.Next = infos[limit-1].ID
+	}
+	return res, nil
 }
 
 // JobRetry makes a job run again now and returns it as it stands after:
@@ -265,7 +289,7 @@ func (c *Client[TTx]) JobDelete(ctx context.Context, id int64) (*JobRow, error) 
 	if err != nil {
 		return nil, jobRefused("delete", id, err)
 	}
-	return jobRow(in), nil
+	return JobRowOf(in), nil
 }
 
 // jobRefused is the error of a job operation op on the job with the id

@@ -133,9 +133,9 @@ func TestJobGet(t *testing.T) {
 			t.Fatalf("JobGet's metadata = %v, want the enqueue's", row.Metadata)
 		}
 		if row.ID != id || row.Queue != "mail" || row.Kind != "send_email" || row.Key != "user-1" || row.DedupID != "d-1" ||
-			row.Priority != 7 || row.MaxAttempts != 3 || row.Attempt != 0 || row.State != leasehold.JobStatePending ||
-			string(row.EncodedArgs) != `{"to":"a@example.com"}` || row.CreatedAt.IsZero() || row.ScheduledAt.IsZero() ||
-			!row.AttemptedAt.IsZero() || !row.FinalizedAt.IsZero() || row.WorkerID != "" || len(row.Errors) != 0 {
+			row.Priority != 7 || row.MaxDeliveries != 3 || row.Attempt != 0 || row.State != leasehold.JobStatePending ||
+			string(row.Args) != `{"to":"a@example.com"}` || row.EnqueuedAt.IsZero() || row.ScheduledAt.IsZero() ||
+			!row.AttemptedAt.IsZero() || !row.FinishedAt.IsZero() || row.WorkerID != "" || len(row.Errors) != 0 {
 			t.Fatalf("JobGet of a new job = %+v", row)
 		}
 
@@ -150,7 +150,7 @@ func TestJobGet(t *testing.T) {
 		}
 		row = f.get(id)
 		if row.State != leasehold.JobStateDead || row.DeadReason != store.ReasonPermanent || row.LastError != "timeout" ||
-			row.FinalizedAt.IsZero() || len(row.Errors) != 1 ||
+			row.FinishedAt.IsZero() || len(row.Errors) != 1 ||
 			row.Errors[0].Attempt != 1 || row.Errors[0].WorkerID != "worker-1" || row.Errors[0].Error != "timeout" || row.Errors[0].At.IsZero() {
 			t.Fatalf("JobGet of a dead job = %+v", row)
 		}
@@ -177,12 +177,12 @@ func TestJobList(t *testing.T) {
 
 		list := func(p leasehold.JobListParams) []int64 {
 			t.Helper()
-			rows, err := f.c.JobList(f.ctx, p)
+			res, err := f.c.JobList(f.ctx, &p)
 			if err != nil {
 				t.Fatalf("JobList(%+v): %v", p, err)
 			}
-			ids := make([]int64, len(rows))
-			for i, r := range rows {
+			ids := make([]int64, len(res.Jobs))
+			for i, r := range res.Jobs {
 				ids[i] = r.ID
 				if r.Errors != nil {
 					t.Fatalf("JobList gave job %d its errors %+v; want none", r.ID, r.Errors)
@@ -213,21 +213,46 @@ func TestJobList(t *testing.T) {
 			}
 		}
 
+		// Next pages through every job, and is zero on the last page.
+		var paged []int64
+		for p := (leasehold.JobListParams{Limit: 3}); ; {
+			res, err := f.c.JobList(f.ctx, &p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range res.Jobs {
+				paged = append(paged, r.ID)
+			}
+			if res.Next == 0 {
+				break
+			}
+			if len(paged) > len(all) {
+				t.Fatalf("paged %v, past every job", paged)
+			}
+			p.After = res.Next
+		}
+		if !slices.Equal(paged, all) {
+			t.Errorf("pages of 3 gave %v, want %v", paged, all)
+		}
+		if res, err := f.c.JobList(f.ctx, nil); err != nil || len(res.Jobs) != len(all) || res.Next != 0 {
+			t.Errorf("JobList(nil) = %+v, %v; want every job on one page", res, err)
+		}
+
 		for _, bad := range []leasehold.JobListParams{
 			{Limit: -1},
 			{Limit: store.MaxBatch + 1},
-			{States: []leasehold.JobState{leasehold.JobStatePending, leasehold.JobState(9)}},
-			{States: []leasehold.JobState{-1}},
+			{States: []leasehold.JobState{leasehold.JobStatePending, "processing"}},
+			{States: []leasehold.JobState{""}},
 			{After: -5},
 			{Before: -5},
 			{Kind: strings.Repeat("k", store.MaxNameLength+1)},
 			{Key: "a\x00b"},
 			{Queue: strings.Repeat("q", store.MaxNameLength+1)},
 		} {
-			_, err := f.c.JobList(f.ctx, bad)
+			_, err := f.c.JobList(f.ctx, &bad)
 			wantOneLine(t, fmt.Sprintf("JobList(%+v)", bad), err, store.ErrInvalid)
 			// A store without queues refuses it too.
-			_, err = newJobsFixture(t, memoryStore(t)).c.JobList(f.ctx, bad)
+			_, err = newJobsFixture(t, memoryStore(t)).c.JobList(f.ctx, &bad)
 			wantOneLine(t, fmt.Sprintf("JobList(%+v) of an empty store", bad), err, store.ErrInvalid)
 		}
 	})
@@ -270,20 +295,20 @@ func TestJobListAmongHistory(t *testing.T) {
 		if s := f.stats("history"); s.Completed != 10_000+int64(len(mine)) {
 			t.Fatalf("completed %d, want %d", s.Completed, 10_000+len(mine))
 		}
-		rows, err := f.c.JobList(f.ctx, leasehold.JobListParams{Kind: "send_email", States: []leasehold.JobState{leasehold.JobStateCompleted}})
+		res, err := f.c.JobList(f.ctx, &leasehold.JobListParams{Kind: "send_email", States: []leasehold.JobState{leasehold.JobStateCompleted}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var got []int64
-		for _, r := range rows {
+		for _, r := range res.Jobs {
 			got = append(got, r.ID)
 		}
 		if !slices.Equal(got, mine) {
 			t.Fatalf("JobList of completed send_email jobs = %v, want %v", got, mine)
 		}
-		rows, err = f.c.JobList(f.ctx, leasehold.JobListParams{Queue: "history", Before: mine[len(mine)-1], Limit: 2})
-		if err != nil || len(rows) != 2 || rows[0].ID != mine[len(mine)-1]-1 {
-			t.Fatalf("JobList of the page before job %d = %d rows, %v", mine[len(mine)-1], len(rows), err)
+		res, err = f.c.JobList(f.ctx, &leasehold.JobListParams{Queue: "history", Before: mine[len(mine)-1], Limit: 2})
+		if err != nil || len(res.Jobs) != 2 || res.Jobs[0].ID != mine[len(mine)-1]-1 || res.Next != res.Jobs[1].ID {
+			t.Fatalf("JobList of the page before job %d = %+v, %v", mine[len(mine)-1], res, err)
 		}
 	})
 }
@@ -308,7 +333,7 @@ func TestJobRetry(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if row.ID != id || row.State != leasehold.JobStatePending || row.Attempt != 0 || !row.FinalizedAt.IsZero() ||
+			if row.ID != id || row.State != leasehold.JobStatePending || row.Attempt != 0 || !row.FinishedAt.IsZero() ||
 				row.DeadReason != "" || row.FencingToken != 0 {
 				t.Fatalf("JobRetry(%d) = %+v, want it pending with a fresh budget", id, row)
 			}
@@ -362,7 +387,7 @@ func TestJobDelete(t *testing.T) {
 
 		f.claimNone("billing")
 		row, err := f.c.JobDelete(f.ctx, head)
-		if err != nil || row.ID != head || row.State != leasehold.JobStatePending || string(row.EncodedArgs) != `{"cents":1}` {
+		if err != nil || row.ID != head || row.State != leasehold.JobStatePending || string(row.Args) != `{"cents":1}` {
 			t.Fatalf("JobDelete of the key's head = %+v, %v", row, err)
 		}
 		f.claim("billing", next)

@@ -13,8 +13,8 @@ import (
 // A job of a kind that no handler of the client knows is refused, and
 // nothing enqueued, when it would go to a queue the client works, with
 // Enqueue and EnqueueTx alike; on another queue, from a client that works
-// no queues, or on a client with a raw handler for every kind, it goes
-// through.
+// no queues, on a client with a raw handler for every kind, or with
+// RejectUnknownKinds false, it goes through.
 func TestEnqueueOfAnUnknownKind(t *testing.T) {
 	onEachBackend(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
@@ -50,12 +50,16 @@ func TestEnqueueOfAnUnknownKind(t *testing.T) {
 			if err := enqueue(raw, nil); err != nil {
 				t.Fatalf("%s from a client with a raw handler: %v", name, err)
 			}
+			lenient := clientOf(t, st, leasehold.Config{Queues: map[string]leasehold.QueueConfig{"default": {}}, RejectUnknownKinds: new(false)})
+			if err := enqueue(lenient, nil); err != nil {
+				t.Fatalf("%s from a client with RejectUnknownKinds false: %v", name, err)
+			}
 		}
 		if _, err := worker.Enqueue(ctx, sendEmail{To: "ann"}, nil); err != nil {
 			t.Fatalf("a kind the client knows: %v", err)
 		}
-		if d, e := count(t, st, "default"), count(t, st, "elsewhere"); d.Pending != 5 || e.Pending != 2 {
-			t.Fatalf("default %+v, elsewhere %+v; want 5 and 2 jobs, none of the refused ones", d, e)
+		if d, e := count(t, st, "default"), count(t, st, "elsewhere"); d.Pending != 7 || e.Pending != 2 {
+			t.Fatalf("default %+v, elsewhere %+v; want 7 and 2 jobs, none of the refused ones", d, e)
 		}
 	})
 }

@@ -9,36 +9,36 @@ import (
 )
 
 // EnqueueParams is one job of EnqueueMany: its args and options, as
-// Enqueue takes them. A nil Opts means the defaults.
+// Enqueue takes them. A nil Options means the defaults.
 type EnqueueParams struct {
 	// Args are the job's arguments.
 	Args JobArgs
-	// Opts are the job's options, or nil.
-	Opts *EnqueueOptions
+	// Options are the job's options, or nil.
+	Options *EnqueueOptions
 }
 
 // EnqueueMany puts jobs on their queues in one store call, all or none,
-// each prepared as Enqueue prepares it. The results are in the order of
-// params: each names its job, or, for a duplicate, the job it repeats,
-// which may be an earlier job of the same call (its dedup id repeated
-// within the batch) or one enqueued before. Jobs with a key join their
-// key's line in the order of params.
+// each prepared as Enqueue prepares it, its enqueue middleware included.
+// The results are in the order of params: each names its job, or, for a
+// duplicate, the job it repeats, which may be an earlier job of the same
+// call (its dedup id repeated within the batch) or one enqueued before.
+// Jobs with a key join their key's line in the order of params.
 //
 // A job that cannot be enqueued (nil args, an empty kind, args the Codec
 // cannot encode, an option out of range, an unknown kind on a queue the
-// client works) fails the whole call with an error naming its index in
-// params, from 0, and nothing is enqueued. A call of more than
-// store.MaxBatch (10,000) jobs is refused whole rather than split, as
-// parts enqueued one after another could not be all or none: a program
-// with more jobs makes several calls, each all or none on its own. An
-// empty params enqueues nothing and returns no results.
+// client works, a middleware's refusal) fails the whole call with an
+// error naming its index in params, from 0, and nothing is enqueued. A
+// call of more than store.MaxBatch (10,000) jobs is refused whole rather
+// than split, as parts enqueued one after another could not be all or
+// none: a program with more jobs makes several calls, each all or none on
+// its own. An empty params enqueues nothing and returns no results.
 //
 // On PostgreSQL, jobs without keys, dedup ids or unique options go in
 // one statement, with the wakeup of their queues, in one round trip; a
 // batch with any of them takes their locks and inserts its jobs one by
 // one in one transaction. On SQLite a call is one transaction.
-func (c *Client[TTx]) EnqueueMany(ctx context.Context, params []EnqueueParams) ([]*EnqueueResult, error) {
-	return c.enqueueMany(ctx, params, "", func(msgs []store.NewMessage) ([]store.Enqueued, error) { return c.st.Enqueue(ctx, msgs) })
+func (c *Client[TTx]) EnqueueMany(ctx context.Context, params []EnqueueParams) ([]EnqueueResult, error) {
+	return c.enqueue(ctx, params, "", false, func(msgs []store.NewMessage) ([]store.Enqueued, error) { return c.st.Enqueue(ctx, msgs) })
 }
 
 // EnqueueManyTx is EnqueueMany inside the caller's transaction tx, as
@@ -48,58 +48,101 @@ func (c *Client[TTx]) EnqueueMany(ctx context.Context, params []EnqueueParams) (
 // held until tx ends; a database/sql transaction (through the store's
 // SQL view) takes its jobs one statement each, a pgx.Tx as EnqueueMany
 // does.
-func (c *Client[TTx]) EnqueueManyTx(ctx context.Context, tx TTx, params []EnqueueParams) ([]*EnqueueResult, error) {
-	return c.enqueueMany(ctx, params, " in a transaction", func(msgs []store.NewMessage) ([]store.Enqueued, error) {
+func (c *Client[TTx]) EnqueueManyTx(ctx context.Context, tx TTx, params []EnqueueParams) ([]EnqueueResult, error) {
+	return c.enqueue(ctx, params, " in a transaction", false, func(msgs []store.NewMessage) ([]store.Enqueued, error) {
 		return c.st.EnqueueTx(ctx, tx, msgs)
 	})
 }
 
-// enqueueMany prepares the jobs of params, each through the enqueue
-// middleware, and gives them to put in one batch; where, when not empty,
-// says where put enqueues, for its errors. Each job's middleware hears
-// its own result, or the batch's error.
-func (c *Client[TTx]) enqueueMany(ctx context.Context, params []EnqueueParams, where string,
-	put func([]store.NewMessage) ([]store.Enqueued, error)) ([]*EnqueueResult, error) {
+// enqueue is every enqueue's one way to the store: it resolves each job
+// of params, runs it through its enqueue middleware, and gives the
+// messages to put in one call, from inside the middleware of every job:
+// each job's middleware wraps the next job's, each under ctx, so that all
+// of them see the batch's one outcome. where, when not empty, says where
+// put enqueues, for errors; single marks Enqueue's and EnqueueTx's one
+// job, whose errors name its kind rather than its index.
+func (c *Client[TTx]) enqueue(ctx context.Context, params []EnqueueParams, where string, single bool,
+	put func([]store.NewMessage) ([]store.Enqueued, error)) ([]EnqueueResult, error) {
 	n := len(params)
 	switch {
 	case n == 0:
-		return []*EnqueueResult{}, nil
+		return []EnqueueResult{}, nil
 	case n > store.MaxBatch:
 		return nil, fmt.Errorf("leasehold: enqueue many%s: %d jobs, the limit is %d a call (store.MaxBatch): a call is all or none, so it is not split; make several calls",
 			where, n, store.MaxBatch)
 	}
-	msgs := make([]store.NewMessage, n)
-	jobs := make([]*prepared, 0, n)
-	fail := func(err error) ([]*EnqueueResult, error) {
-		for _, p := range jobs {
-			p.finish(nil, err)
+	name := func(i int, err error) error {
+		if single {
+			return fmt.Errorf("leasehold: %w", err)
 		}
-		return nil, err
+		return fmt.Errorf("leasehold: job at index %d of %d: %w", i, n, err)
 	}
+	resolved := make([]EnqueueParams, n)
 	for i, p := range params {
-		job, err := c.prepare(ctx, p.Args, p.Opts, where != "")
-		if err != nil {
-			return fail(fmt.Errorf("leasehold: job at index %d of %d: %w", i, n, err))
+		var err error
+		if resolved[i], err = resolve(p); err != nil {
+			return nil, name(i, err)
 		}
-		jobs = append(jobs, job)
-		msgs[i] = job.msg
 	}
-	res, err := put(msgs)
-	if err != nil {
-		if bad, ok := errors.AsType[*store.BatchError](err); ok && bad.Len == n {
-			return fail(fmt.Errorf("leasehold: job at index %d of %d: enqueue a %s job%s: %w", bad.Index, n, msgs[bad.Index].Kind, where, bad.Err))
-		}
-		if n == 1 && errors.Is(err, store.ErrInvalid) {
-			// A batch of one is refused with the reason alone.
-			return fail(fmt.Errorf("leasehold: job at index 0 of 1: enqueue a %s job%s: %w", msgs[0].Kind, where, err))
-		}
-		return fail(fmt.Errorf("leasehold: enqueue %d jobs%s: %w", n, where, err))
-	}
+	msgs := make([]store.NewMessage, n)
+	holders := make([]enqueued, n)
 	results := make([]EnqueueResult, n)
-	out := make([]*EnqueueResult, n)
-	for i, r := range res {
-		results[i] = EnqueueResult{ID: r.ID, Duplicate: r.Duplicate}
-		out[i], _ = jobs[i].finish(&results[i], nil)
+	stored := false
+	var failed error // the first error, where it arose
+	fail := func(err error) error {
+		if failed == nil {
+			failed = err
+		}
+		return err
 	}
-	return out, nil
+	var run func(i int) error
+	run = func(i int) error {
+		if i == n {
+			res, err := put(msgs)
+			if err != nil {
+				return fail(c.storeError(err, msgs, where, single, name))
+			}
+			for j, r := range res {
+				results[j] = EnqueueResult{ID: r.ID, Duplicate: r.Duplicate}
+				holders[j].res = &results[j]
+			}
+			stored = true
+			return nil
+		}
+		refused := func(mw int, err error) error {
+			return fail(name(i, fmt.Errorf("enqueue a %s job: middleware %d refused it: %w", resolved[i].Args.Kind(), mw, err)))
+		}
+		return c.through(ctx, &resolved[i], &holders[i], refused, func() error {
+			var err error
+			if msgs[i], err = c.message(resolved[i]); err != nil {
+				return fail(name(i, err))
+			}
+			return run(i + 1)
+		})
+	}
+	err := run(0)
+	switch {
+	case err != nil:
+		return nil, err
+	case failed != nil:
+		// A middleware returned nil over an error: the jobs are not stored.
+		return nil, failed
+	case !stored:
+		return nil, fmt.Errorf("leasehold: enqueue%s: a middleware returned without calling next and without an error; nothing was enqueued", where)
+	}
+	return results, nil
+}
+
+// storeError names the job a store's refusal of msgs is about, or the
+// batch when it is about none.
+func (c *Client[TTx]) storeError(err error, msgs []store.NewMessage, where string, single bool, name func(int, error) error) error {
+	n := len(msgs)
+	if bad, ok := errors.AsType[*store.BatchError](err); ok && bad.Len == n {
+		return name(bad.Index, fmt.Errorf("enqueue a %s job%s: %w", msgs[bad.Index].Kind, where, bad.Err))
+	}
+	if n == 1 {
+		// A batch of one is refused with the reason alone.
+		return name(0, fmt.Errorf("enqueue a %s job%s: %w", msgs[0].Kind, where, err))
+	}
+	return fmt.Errorf("leasehold: enqueue %d jobs%s: %w", n, where, err)
 }

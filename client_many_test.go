@@ -24,11 +24,11 @@ func TestEnqueueManyResults(t *testing.T) {
 			t.Fatal(err)
 		}
 		res, err := c.EnqueueMany(ctx, []leasehold.EnqueueParams{
-			{Args: sendEmail{To: "ann"}, Opts: &leasehold.EnqueueOptions{DedupID: "x"}},
+			{Args: sendEmail{To: "ann"}, Options: &leasehold.EnqueueOptions{DedupID: "x"}},
 			{Args: sendEmail{To: "bob"}},
-			{Args: sendEmail{To: "ann again"}, Opts: &leasehold.EnqueueOptions{DedupID: "x"}},
-			{Args: sendEmail{To: "early again"}, Opts: &leasehold.EnqueueOptions{DedupID: "early"}},
-			{Args: chargeCard{Cents: 5}, Opts: &leasehold.EnqueueOptions{Priority: 3}},
+			{Args: sendEmail{To: "ann again"}, Options: &leasehold.EnqueueOptions{DedupID: "x"}},
+			{Args: sendEmail{To: "early again"}, Options: &leasehold.EnqueueOptions{DedupID: "early"}},
+			{Args: chargeCard{Cents: 5}, Options: &leasehold.EnqueueOptions{Priority: 3}},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -38,10 +38,10 @@ func TestEnqueueManyResults(t *testing.T) {
 		}
 		a, b, e := res[0].ID, res[1].ID, res[4].ID
 		if res[0].Duplicate || res[1].Duplicate || res[4].Duplicate || !(early.ID < a && a < b && b < e) {
-			t.Fatalf("results %+v %+v %+v after job %d: want three new jobs with increasing ids", *res[0], *res[1], *res[4], early.ID)
+			t.Fatalf("results %+v %+v %+v after job %d: want three new jobs with increasing ids", res[0], res[1], res[4], early.ID)
 		}
-		if *res[2] != (leasehold.EnqueueResult{ID: a, Duplicate: true}) || *res[3] != (leasehold.EnqueueResult{ID: early.ID, Duplicate: true}) {
-			t.Fatalf("results %+v and %+v, want duplicates of %d (in the batch) and %d (before it)", *res[2], *res[3], a, early.ID)
+		if res[2] != (leasehold.EnqueueResult{ID: a, Duplicate: true}) || res[3] != (leasehold.EnqueueResult{ID: early.ID, Duplicate: true}) {
+			t.Fatalf("results %+v and %+v, want duplicates of %d (in the batch) and %d (before it)", res[2], res[3], a, early.ID)
 		}
 		infos, err := st.List(ctx, store.ListFilter{Queue: leasehold.DefaultQueue, State: store.Pending})
 		if err != nil {
@@ -74,7 +74,7 @@ func TestEnqueueManyKeyOrder(t *testing.T) {
 		for _, to := range []string{"k1", "k2", "free", "k3", "k4"} {
 			p := leasehold.EnqueueParams{Args: sendEmail{To: to}}
 			if to != "free" {
-				p.Opts = &leasehold.EnqueueOptions{Key: "K"}
+				p.Options = &leasehold.EnqueueOptions{Key: "K"}
 			}
 			params = append(params, p)
 		}
@@ -118,7 +118,7 @@ func TestEnqueueManyRefused(t *testing.T) {
 		ctx := context.Background()
 		c := clientOf(t, st, leasehold.Config{})
 		good := func(to string) leasehold.EnqueueParams {
-			return leasehold.EnqueueParams{Args: sendEmail{To: to}, Opts: &leasehold.EnqueueOptions{Key: "K", DedupID: to}}
+			return leasehold.EnqueueParams{Args: sendEmail{To: to}, Options: &leasehold.EnqueueOptions{Key: "K", DedupID: to}}
 		}
 		for _, tc := range []struct {
 			name   string
@@ -127,11 +127,11 @@ func TestEnqueueManyRefused(t *testing.T) {
 		}{
 			{"nil args first", []leasehold.EnqueueParams{{}, good("a"), good("b")}, "job at index 0 of 3: enqueue: the job args are nil"},
 			{"Delay and RunAt in the middle",
-				[]leasehold.EnqueueParams{good("a"), {Args: sendEmail{To: "b"}, Opts: &leasehold.EnqueueOptions{Delay: time.Minute, RunAt: time.Now()}}, good("c")},
+				[]leasehold.EnqueueParams{good("a"), {Args: sendEmail{To: "b"}, Options: &leasehold.EnqueueOptions{Delay: time.Minute, RunAt: time.Now()}}, good("c")},
 				"job at index 1 of 3: enqueue a send_email job: both Delay (1m0s) and RunAt"},
-			{"priority out of range, last", []leasehold.EnqueueParams{good("a"), good("b"), {Args: chargeCard{}, Opts: &leasehold.EnqueueOptions{Priority: 1001}}},
+			{"priority out of range, last", []leasehold.EnqueueParams{good("a"), good("b"), {Args: chargeCard{}, Options: &leasehold.EnqueueOptions{Priority: 1001}}},
 				"job at index 2 of 3: enqueue a charge_card job: invalid argument: priority is 1001"},
-			{"a key over the limit, alone", []leasehold.EnqueueParams{{Args: chargeCard{}, Opts: &leasehold.EnqueueOptions{Key: strings.Repeat("k", store.MaxNameLength+1)}}},
+			{"a key over the limit, alone", []leasehold.EnqueueParams{{Args: chargeCard{}, Options: &leasehold.EnqueueOptions{Key: strings.Repeat("k", store.MaxNameLength+1)}}},
 				"job at index 0 of 1: enqueue a charge_card job: invalid argument: key is 256 bytes"},
 			{"over the limit", make([]leasehold.EnqueueParams, store.MaxBatch+1),
 				"enqueue many: 10001 jobs, the limit is 10000 a call (store.MaxBatch)"},
@@ -156,7 +156,7 @@ func TestEnqueueManyRefused(t *testing.T) {
 // errors.Is.
 func TestEnqueueManyRefusalWrapsInvalid(t *testing.T) {
 	c := clientOf(t, memoryStore(t), leasehold.Config{})
-	_, err := c.EnqueueMany(context.Background(), []leasehold.EnqueueParams{{Args: sendEmail{}}, {Args: sendEmail{}, Opts: &leasehold.EnqueueOptions{Priority: -1001}}})
+	_, err := c.EnqueueMany(context.Background(), []leasehold.EnqueueParams{{Args: sendEmail{}}, {Args: sendEmail{}, Options: &leasehold.EnqueueOptions{Priority: -1001}}})
 	if !errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("a priority out of range: %v, want store.ErrInvalid", err)
 	}
@@ -171,9 +171,9 @@ func testEnqueueManyTx[TTx any](t *testing.T, c *leasehold.Client[TTx], lister s
 	t.Helper()
 	ctx := context.Background()
 	params := []leasehold.EnqueueParams{
-		{Args: sendEmail{To: "ann"}, Opts: &leasehold.EnqueueOptions{Key: "K"}},
-		{Args: sendEmail{To: "bob"}, Opts: &leasehold.EnqueueOptions{Key: "K"}},
-		{Args: sendEmail{To: "cy"}, Opts: &leasehold.EnqueueOptions{DedupID: "cy"}},
+		{Args: sendEmail{To: "ann"}, Options: &leasehold.EnqueueOptions{Key: "K"}},
+		{Args: sendEmail{To: "bob"}, Options: &leasehold.EnqueueOptions{Key: "K"}},
+		{Args: sendEmail{To: "cy"}, Options: &leasehold.EnqueueOptions{DedupID: "cy"}},
 	}
 	live := func(list func(f store.ListFilter) ([]store.Info, error)) []int64 {
 		t.Helper()
@@ -192,7 +192,7 @@ func testEnqueueManyTx[TTx any](t *testing.T, c *leasehold.Client[TTx], lister s
 	seen := func() []int64 {
 		return live(func(f store.ListFilter) ([]store.Info, error) { return outside.List(ctx, f) })
 	}
-	var committed []*leasehold.EnqueueResult
+	var committed []leasehold.EnqueueResult
 	for _, commit := range []bool{true, false} {
 		tx, end := begin()
 		res, err := c.EnqueueManyTx(ctx, tx, params)
@@ -203,10 +203,10 @@ func testEnqueueManyTx[TTx any](t *testing.T, c *leasehold.Client[TTx], lister s
 		if commit {
 			committed = res
 			if len(inside) != 3 || res[0].Duplicate || res[1].Duplicate || res[2].Duplicate {
-				t.Fatalf("in the transaction: results %+v %+v %+v, jobs %v; want three new jobs", *res[0], *res[1], *res[2], inside)
+				t.Fatalf("in the transaction: results %+v %+v %+v, jobs %v; want three new jobs", res[0], res[1], res[2], inside)
 			}
-		} else if len(inside) != 5 || *res[2] != (leasehold.EnqueueResult{ID: committed[2].ID, Duplicate: true}) || res[0].Duplicate || res[1].Duplicate {
-			t.Fatalf("in the second transaction: results %+v %+v %+v, jobs %v; want two new jobs and a duplicate of %d", *res[0], *res[1], *res[2], inside, committed[2].ID)
+		} else if len(inside) != 5 || res[2] != (leasehold.EnqueueResult{ID: committed[2].ID, Duplicate: true}) || res[0].Duplicate || res[1].Duplicate {
+			t.Fatalf("in the second transaction: results %+v %+v %+v, jobs %v; want two new jobs and a duplicate of %d", res[0], res[1], res[2], inside, committed[2].ID)
 		}
 		if ids := seen(); commit && len(ids) != 0 || !commit && len(ids) != 3 {
 			t.Fatalf("outside the open transaction (commit %v): jobs %v, want only those committed before it", commit, ids)

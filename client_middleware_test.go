@@ -17,17 +17,12 @@ import (
 	"github.com/leasehold/leasehold/store"
 )
 
-// passWork is a work hook that only calls the handler.
-func passWork(ctx context.Context, _ *leasehold.RawJob, next func(context.Context) error) error {
-	return next(ctx)
-}
-
 // addMetadata is an enqueue hook that sets key to value.
 func addMetadata(key, value string) leasehold.Middleware {
-	return leasehold.Middleware{Enqueue: func(_ context.Context, job *leasehold.EnqueueJob) (func(*leasehold.EnqueueResult, error), error) {
-		job.Metadata[key] = value
-		return nil, nil
-	}}
+	return leasehold.EnqueueMiddlewareFunc(func(ctx context.Context, p *leasehold.EnqueueParams, next func(context.Context) error) error {
+		p.Options.Metadata[key] = value
+		return next(ctx)
+	})
 }
 
 // Metadata given at enqueue, and what middleware adds, reach the handler
@@ -122,7 +117,7 @@ func TestMetadataDefaults(t *testing.T) {
 // Metadata over its limits, or that JSON could not give back as it was, is
 // refused with a one-line error naming the problem, and nothing is
 // enqueued; so is metadata that middleware pushes over the limits, and
-// the middleware's done hears of it.
+// the middleware's next returns the error.
 func TestBadMetadataIsRefused(t *testing.T) {
 	ctx := context.Background()
 	st := memoryStore(t)
@@ -150,50 +145,55 @@ func TestBadMetadataIsRefused(t *testing.T) {
 	full := maps.Clone(many)
 	delete(full, "k0")
 	c := clientOf(t, st, leasehold.Config{Middleware: []leasehold.Middleware{
-		{Enqueue: func(context.Context, *leasehold.EnqueueJob) (func(*leasehold.EnqueueResult, error), error) {
-			return func(_ *leasehold.EnqueueResult, err error) { heard = err }, nil
-		}},
+		leasehold.EnqueueMiddlewareFunc(func(ctx context.Context, _ *leasehold.EnqueueParams, next func(context.Context) error) error {
+			heard = next(ctx)
+			return heard
+		}),
 		addMetadata("traceparent", "00-..."),
 	}})
 	if _, err := c.Enqueue(ctx, sendEmail{}, &leasehold.EnqueueOptions{Metadata: full}); err == nil || !strings.Contains(err.Error(), "metadata has 65 keys") ||
-		heard == nil || heard.Error() != strings.TrimPrefix(err.Error(), "leasehold: ") {
-		t.Errorf("64 keys and one from middleware: %v; done heard %v", err, heard)
+		heard == nil || heard.Error() != err.Error() {
+		t.Errorf("64 keys and one from middleware: %v; next returned %v", err, heard)
 	}
 	if s := count(t, st, "default"); s.Pending != 0 {
 		t.Fatalf("%d jobs enqueued, want none", s.Pending)
 	}
 }
 
-// Enqueue middleware run in order, the first outermost: their Enqueue
-// hooks first to last, their done hooks last to first, each with the
-// job's result. One that refuses stops the enqueue: nothing is enqueued,
-// the later ones do not run, the earlier ones' done hooks hear the error,
-// and the caller gets it, wrapped. The hook sees the job's options
-// resolved.
+// Enqueue middleware run in order, the first outermost: each wraps the
+// later ones, and after next returns sees the job's result
+// (EnqueuedResult). One that refuses stops the enqueue: nothing is
+// enqueued, the later ones do not run, the earlier ones' next returns the
+// error, and the caller gets it, wrapped. The hook sees the job's options
+// resolved, and what it changes in them is what is enqueued.
 func TestEnqueueMiddleware(t *testing.T) {
 	onEachBackend(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		var calls []string
 		refused := errors.New("tenant over quota")
-		var sawEarlier *leasehold.EnqueueJob
+		var saw leasehold.EnqueueParams
 		hook := func(name string) leasehold.Middleware {
-			return leasehold.Middleware{Enqueue: func(_ context.Context, job *leasehold.EnqueueJob) (func(*leasehold.EnqueueResult, error), error) {
+			return leasehold.EnqueueMiddlewareFunc(func(ctx context.Context, p *leasehold.EnqueueParams, next func(context.Context) error) error {
 				calls = append(calls, name)
-				if name == "refuser" && job.Metadata["tenant"] == "greedy" {
-					return nil, refused
+				if name == "refuser" && p.Options.Metadata["tenant"] == "greedy" {
+					return refused
 				}
 				if name == "first" {
-					sawEarlier = job
+					saw = *p
+					saw.Options = new(*p.Options)
 				}
-				return func(res *leasehold.EnqueueResult, err error) {
-					switch {
-					case err != nil:
-						calls = append(calls, name+" done: "+err.Error())
-					default:
-						calls = append(calls, fmt.Sprintf("%s done: id %d, duplicate %t", name, res.ID, res.Duplicate))
-					}
-				}, nil
-			}}
+				if name == "last" && p.Options.Queue == "reports" {
+					p.Options.Priority++ // what the middleware leaves is enqueued
+				}
+				err := next(ctx)
+				switch res := leasehold.EnqueuedResult(ctx); {
+				case err != nil:
+					calls = append(calls, name+" done: "+err.Error())
+				default:
+					calls = append(calls, fmt.Sprintf("%s done: id %d, duplicate %t", name, res.ID, res.Duplicate))
+				}
+				return err
+			})
 		}
 		c := clientOf(t, st, leasehold.Config{Middleware: []leasehold.Middleware{hook("first"), hook("refuser"), hook("last")}})
 		_, err := c.Enqueue(ctx, sendEmail{To: "ann"}, &leasehold.EnqueueOptions{Metadata: map[string]string{"tenant": "greedy"}})
@@ -206,9 +206,9 @@ func TestEnqueueMiddleware(t *testing.T) {
 		if s := count(t, st, "default"); s.Pending != 0 {
 			t.Fatalf("%d jobs enqueued after the refusals, want none", s.Pending)
 		}
-		// The middleware hears the error without the package's prefix,
-		// which the caller's error bears.
-		wantRefused := []string{"first", "refuser", "first done: " + strings.TrimPrefix(err.Error(), "leasehold: ")}
+		// The outer middleware's next returns the refusal as the caller
+		// gets it.
+		wantRefused := []string{"first", "refuser", "first done: " + err.Error()}
 		if !equalStrings(calls, append(wantRefused, wantRefused...)) {
 			t.Fatalf("calls %q", calls)
 		}
@@ -222,10 +222,12 @@ func TestEnqueueMiddleware(t *testing.T) {
 		if !equalStrings(calls, want) {
 			t.Fatalf("calls %q, want %q", calls, want)
 		}
-		j := sawEarlier
-		if j.Kind != "report" || j.Queue != "reports" || j.Key != "reports" || j.MaxDeliveries != 2 || j.DedupID != "d" || j.Priority != 3 || j.InTx ||
-			j.Args.(report).Day != "mon" {
-			t.Fatalf("the hook saw %+v, want the kind's options applied", j)
+		if o := saw.Options; o.Queue != "reports" || o.Key != "reports" || o.MaxDeliveries != 2 || o.DedupID != "d" || o.Priority != 3 ||
+			saw.Args.(report).Day != "mon" {
+			t.Fatalf("the hook saw %+v, want the kind's options applied", o)
+		}
+		if row, err := c.JobGet(ctx, res.ID); err != nil || row.Priority != 4 {
+			t.Fatalf("job %+v, %v: want the priority the last middleware set, 4", row, err)
 		}
 	})
 }
@@ -246,7 +248,7 @@ func TestWorkMiddleware(t *testing.T) {
 		var seen []string
 		snoozed := 0
 		record := func(name string) leasehold.Middleware {
-			return leasehold.Middleware{Work: func(ctx context.Context, job *leasehold.RawJob, next func(context.Context) error) error {
+			return leasehold.WorkMiddlewareFunc(func(ctx context.Context, job *leasehold.JobRow, next func(context.Context) error) error {
 				mu.Lock()
 				seen = append(seen, name+" before "+job.Metadata["case"])
 				mu.Unlock()
@@ -258,7 +260,7 @@ func TestWorkMiddleware(t *testing.T) {
 					return nil
 				}
 				return err
-			}}
+			})
 		}
 		c, st := newClient(t, leasehold.Config{Queues: map[string]leasehold.QueueConfig{"default": {Concurrency: 1}},
 			Middleware: []leasehold.Middleware{record("outer"), record("inner")}})
@@ -343,7 +345,7 @@ func TestWorkMiddleware(t *testing.T) {
 // job, a lost lease, a stop at shutdown and a run past its limit are named
 // by the cause.
 func TestOutcomeOfCauses(t *testing.T) {
-	job := &leasehold.RawJob{Attempt: 1, MaxDeliveries: 1}
+	job := &leasehold.JobRow{Attempt: 1, MaxDeliveries: 1}
 	failed := errors.New("failed")
 	for _, tc := range []struct {
 		cause error
@@ -367,7 +369,7 @@ func TestOutcomeOfCauses(t *testing.T) {
 		}
 		cancel(nil)
 	}
-	if got := leasehold.OutcomeOf(context.Background(), &leasehold.RawJob{Attempt: 1, MaxDeliveries: 2}, failed); got != leasehold.OutcomeRetried {
+	if got := leasehold.OutcomeOf(context.Background(), &leasehold.JobRow{Attempt: 1, MaxDeliveries: 2}, failed); got != leasehold.OutcomeRetried {
 		t.Errorf("a failure with a delivery left: %s, want retried", got)
 	}
 }
@@ -395,10 +397,10 @@ func TestPanicUnderMiddlewareIsLoggedOnce(t *testing.T) {
 		var seen error
 		c, err := leasehold.NewClient(st, leasehold.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 			Queues: map[string]leasehold.QueueConfig{"default": {}},
-			Middleware: []leasehold.Middleware{{Work: func(ctx context.Context, job *leasehold.RawJob, next func(context.Context) error) error {
+			Middleware: []leasehold.Middleware{leasehold.WorkMiddlewareFunc(func(ctx context.Context, job *leasehold.JobRow, next func(context.Context) error) error {
 				seen = next(ctx)
 				return seen
-			}}}})
+			})}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -431,21 +433,23 @@ func TestPanicUnderMiddlewareIsLoggedOnce(t *testing.T) {
 }
 
 // EnqueueMany runs the enqueue middleware for each job of the batch, and
-// each job's middleware hears its own result; a refused job refuses the
-// batch, and every job prepared before it hears the error.
+// each job's middleware sees its own result; a refused job refuses the
+// batch, and the next of every job before it returns the error.
 func TestEnqueueManyRunsMiddleware(t *testing.T) {
 	onEachBackend(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		var heard []string
 		c := clientOf(t, st, leasehold.Config{Middleware: []leasehold.Middleware{addMetadata("tenant", "acme"),
-			{Enqueue: func(_ context.Context, job *leasehold.EnqueueJob) (func(*leasehold.EnqueueResult, error), error) {
-				if job.Args.(sendEmail).To == "refused" {
-					return nil, errors.New("no")
+			leasehold.EnqueueMiddlewareFunc(func(ctx context.Context, p *leasehold.EnqueueParams, next func(context.Context) error) error {
+				to := p.Args.(sendEmail).To
+				if to == "refused" {
+					return errors.New("no")
 				}
-				return func(res *leasehold.EnqueueResult, err error) {
-					heard = append(heard, fmt.Sprintf("%s %v %v", job.Args.(sendEmail).To, res != nil, err != nil))
-				}, nil
-			}}}})
+				err := next(ctx)
+				res := leasehold.EnqueuedResult(ctx)
+				heard = append(heard, fmt.Sprintf("%s %v %v", to, res != nil && res.ID > 0, err != nil))
+				return err
+			})}})
 		res, err := c.EnqueueMany(ctx, []leasehold.EnqueueParams{{Args: sendEmail{To: "a"}}, {Args: sendEmail{To: "b"}}})
 		if err != nil {
 			t.Fatal(err)
@@ -459,7 +463,9 @@ func TestEnqueueManyRunsMiddleware(t *testing.T) {
 			!strings.Contains(err.Error(), "job at index 1 of 2") {
 			t.Fatalf("a batch with a refused job: %v", err)
 		}
-		if want := []string{"a true false", "b true false", "c false true"}; !equalStrings(heard, want) {
+		// Each job's middleware wraps the next job's: the last job's
+		// finishes first.
+		if want := []string{"b true false", "a true false", "c false true"}; !equalStrings(heard, want) {
 			t.Fatalf("the middleware heard %q, want %q", heard, want)
 		}
 		if s := count(t, st, "default"); s.Pending != 2 {

@@ -247,7 +247,7 @@ func TestClientRefusesBadSettings(t *testing.T) {
 		{"negative reap interval", leasehold.Config{ReapInterval: -time.Second}, "ReapInterval -1s does not fit"},
 		{"negative shutdown timeout", leasehold.Config{ShutdownTimeout: -time.Second}, "ShutdownTimeout is -1s, must be positive"},
 		{"negative hard stop wait", leasehold.Config{HardStopWait: -time.Second}, "HardStopWait is -1s, must be positive"},
-		{"middleware without a hook", leasehold.Config{Middleware: []leasehold.Middleware{{Work: passWork}, {}}}, "Middleware[1] has neither Enqueue nor Work"},
+		{"a nil middleware", leasehold.Config{Middleware: []leasehold.Middleware{leasehold.MiddlewareDefaults{}, nil}}, "Middleware[1] is nil"},
 	} {
 		if _, err := leasehold.NewClient(st, tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error naming %q", tc.name, err, tc.want)

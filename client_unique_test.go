@@ -24,7 +24,7 @@ type digest struct{ User string }
 func (digest) Kind() string { return "digest" }
 
 func (digest) EnqueueOpts() leasehold.EnqueueOptions {
-	return leasehold.EnqueueOptions{Unique: leasehold.UniqueOpts{ByArgs: true, ByPeriod: time.Hour}}
+	return leasehold.EnqueueOptions{Unique: &leasehold.UniqueOpts{ByArgs: true, ByPeriod: time.Hour}}
 }
 
 // Unique jobs: an equal job in one of the states returns the first's id
@@ -43,7 +43,7 @@ func TestUniqueJobs(t *testing.T) {
 			}
 			return res
 		}
-		byArgs := &leasehold.EnqueueOptions{Unique: leasehold.UniqueOpts{ByArgs: true}}
+		byArgs := &leasehold.EnqueueOptions{Unique: &leasehold.UniqueOpts{ByArgs: true}}
 		first := enqueue(invoice{Customer: "ann", Month: "2026-11", Note: "first"}, byArgs)
 		if again := enqueue(invoice{Customer: "ann", Month: "2026-11", Note: "a different note"}, byArgs); !again.Duplicate || again.ID != first.ID {
 			t.Fatalf("an invoice equal by its tagged fields = %+v, want a duplicate of %d", again, first.ID)
@@ -53,10 +53,10 @@ func TestUniqueJobs(t *testing.T) {
 		}
 		// Without ByQueue an equal job on another queue counts; with it,
 		// not.
-		if again := enqueue(invoice{Customer: "ann", Month: "2026-11"}, &leasehold.EnqueueOptions{Queue: "other", Unique: leasehold.UniqueOpts{ByArgs: true}}); again.ID != first.ID {
+		if again := enqueue(invoice{Customer: "ann", Month: "2026-11"}, &leasehold.EnqueueOptions{Queue: "other", Unique: &leasehold.UniqueOpts{ByArgs: true}}); again.ID != first.ID {
 			t.Fatalf("on another queue, without ByQueue: %+v, want a duplicate of %d", again, first.ID)
 		}
-		if again := enqueue(invoice{Customer: "ann", Month: "2026-11"}, &leasehold.EnqueueOptions{Queue: "other", Unique: leasehold.UniqueOpts{ByArgs: true, ByQueue: true}}); again.Duplicate {
+		if again := enqueue(invoice{Customer: "ann", Month: "2026-11"}, &leasehold.EnqueueOptions{Queue: "other", Unique: &leasehold.UniqueOpts{ByArgs: true, ByQueue: true}}); again.Duplicate {
 			t.Fatalf("on another queue, by queue: %+v, want a new job", again)
 		}
 
@@ -75,7 +75,7 @@ func TestUniqueJobs(t *testing.T) {
 		}
 
 		// By state: only while the first is pending.
-		pendingOnly := &leasehold.EnqueueOptions{Queue: "states", Unique: leasehold.UniqueOpts{ByArgs: true, ByState: []leasehold.JobState{leasehold.JobStatePending}}}
+		pendingOnly := &leasehold.EnqueueOptions{Queue: "states", Unique: &leasehold.UniqueOpts{ByArgs: true, ByState: []leasehold.JobState{leasehold.JobStatePending}}}
 		p1 := enqueue(invoice{Customer: "cy"}, pendingOnly)
 		ds, err := st.Claim(ctx, store.Claim{Queue: "states", WorkerID: "w", Max: 1, LeaseDuration: time.Minute})
 		if err != nil || len(ds) != 1 || ds[0].MessageID != p1.ID {
@@ -85,7 +85,7 @@ func TestUniqueJobs(t *testing.T) {
 			t.Fatalf("while the first runs, unique only while pending: %+v, want a new job", next)
 		}
 
-		if _, err := c.Enqueue(ctx, invoice{}, &leasehold.EnqueueOptions{Unique: leasehold.UniqueOpts{ByPeriod: -time.Second}}); err == nil {
+		if _, err := c.Enqueue(ctx, invoice{}, &leasehold.EnqueueOptions{Unique: &leasehold.UniqueOpts{ByPeriod: -time.Second}}); err == nil {
 			t.Fatal("a negative ByPeriod was accepted")
 		}
 	})
@@ -102,7 +102,7 @@ func TestUniqueJobsConcurrently(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range n {
 			wg.Go(func() {
-				res, err := c.Enqueue(context.Background(), invoice{Customer: "dee"}, &leasehold.EnqueueOptions{Unique: leasehold.UniqueOpts{ByArgs: true}})
+				res, err := c.Enqueue(context.Background(), invoice{Customer: "dee"}, &leasehold.EnqueueOptions{Unique: &leasehold.UniqueOpts{ByArgs: true}})
 				errs[i] = err
 				if err == nil {
 					ids[i], fresh[i] = res.ID, !res.Duplicate

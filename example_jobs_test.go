@@ -28,12 +28,13 @@ func ExampleClient_JobList() {
 			log.Fatal(err)
 		}
 	}
-	rows, err := c.JobList(ctx, leasehold.JobListParams{Kind: "charge", States: []leasehold.JobState{leasehold.JobStatePending}})
+	page, err := c.JobList(ctx, &leasehold.JobListParams{Kind: "charge", States: []leasehold.JobState{leasehold.JobStatePending}})
 	if err != nil {
 		log.Fatal(err)
 	}
+	rows := page.Jobs
 	for _, row := range rows {
-		fmt.Println(row.ID, row.Queue, row.State, string(row.EncodedArgs), "due later:", row.ScheduledAt.After(row.CreatedAt))
+		fmt.Println(row.ID, row.Queue, row.State, string(row.Args), "due later:", row.ScheduledAt.After(row.EnqueuedAt))
 	}
 
 	row, err := c.JobRetry(ctx, rows[0].ID)

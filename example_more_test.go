@@ -226,31 +226,34 @@ func ExampleClient_RunUntilSignal() {
 // tenantKey carries the tenant in a context.
 type tenantKey struct{}
 
-// Middleware carries the tenant of the request that enqueued a job to the
+// tenants carries the tenant of the request that enqueued a job to the
 // job's handler, in the job's metadata, and refuses the jobs of a tenant
 // that is not allowed to enqueue.
+type tenants struct{}
+
+func (tenants) Enqueue(ctx context.Context, params *leasehold.EnqueueParams, next func(context.Context) error) error {
+	tenant, _ := ctx.Value(tenantKey{}).(string)
+	if tenant == "suspended" {
+		return errors.New("tenant suspended")
+	}
+	params.Options.Metadata["tenant"] = tenant
+	return next(ctx)
+}
+
+func (tenants) Work(ctx context.Context, job *leasehold.JobRow, next func(context.Context) error) error {
+	err := next(context.WithValue(ctx, tenantKey{}, job.Metadata["tenant"]))
+	fmt.Printf("%s job for %s: %s\n", job.Kind, job.Metadata["tenant"], leasehold.OutcomeOf(ctx, job, err))
+	return err
+}
+
+// Middleware wrap every enqueue and every run of a job: here, a tenant's.
 func Example_middleware() {
 	ctx := context.Background()
 	st, err := memory.New(memory.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}
-	tenants := leasehold.Middleware{
-		Enqueue: func(ctx context.Context, job *leasehold.EnqueueJob) (func(*leasehold.EnqueueResult, error), error) {
-			tenant, _ := ctx.Value(tenantKey{}).(string)
-			if tenant == "suspended" {
-				return nil, errors.New("tenant suspended")
-			}
-			job.Metadata["tenant"] = tenant
-			return nil, nil
-		},
-		Work: func(ctx context.Context, job *leasehold.RawJob, next func(context.Context) error) error {
-			err := next(context.WithValue(ctx, tenantKey{}, job.Metadata["tenant"]))
-			fmt.Printf("%s job for %s: %s\n", job.Kind, job.Metadata["tenant"], leasehold.OutcomeOf(ctx, job, err))
-			return err
-		},
-	}
-	c, err := leasehold.NewClient(st, leasehold.Config{Logger: quiet(), Middleware: []leasehold.Middleware{tenants},
+	c, err := leasehold.NewClient(st, leasehold.Config{Logger: quiet(), Middleware: []leasehold.Middleware{tenants{}},
 		Queues: map[string]leasehold.QueueConfig{leasehold.DefaultQueue: {}}})
 	if err != nil {
 		log.Fatal(err)
@@ -292,9 +295,9 @@ func ExampleClient_EnqueueMany() {
 		log.Fatal(err)
 	}
 	res, err := c.EnqueueMany(ctx, []leasehold.EnqueueParams{
-		{Args: Charge{Customer: "c-1", Cents: 100}, Opts: &leasehold.EnqueueOptions{Key: "c-1", DedupID: "order-1"}},
-		{Args: Charge{Customer: "c-1", Cents: 200}, Opts: &leasehold.EnqueueOptions{Key: "c-1"}},
-		{Args: Charge{Customer: "c-1", Cents: 100}, Opts: &leasehold.EnqueueOptions{Key: "c-1", DedupID: "order-1"}},
+		{Args: Charge{Customer: "c-1", Cents: 100}, Options: &leasehold.EnqueueOptions{Key: "c-1", DedupID: "order-1"}},
+		{Args: Charge{Customer: "c-1", Cents: 200}, Options: &leasehold.EnqueueOptions{Key: "c-1"}},
+		{Args: Charge{Customer: "c-1", Cents: 100}, Options: &leasehold.EnqueueOptions{Key: "c-1", DedupID: "order-1"}},
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -304,7 +307,7 @@ func ExampleClient_EnqueueMany() {
 	}
 	_, err = c.EnqueueMany(ctx, []leasehold.EnqueueParams{
 		{Args: Charge{Customer: "c-2", Cents: 100}},
-		{Args: Charge{Customer: "c-2", Cents: 200}, Opts: &leasehold.EnqueueOptions{Priority: 5000}},
+		{Args: Charge{Customer: "c-2", Cents: 200}, Options: &leasehold.EnqueueOptions{Priority: 5000}},
 	})
 	fmt.Println(err)
 	// Output:
@@ -312,4 +315,32 @@ func ExampleClient_EnqueueMany() {
 	// 2 false
 	// 1 true
 	// leasehold: job at index 1 of 2: enqueue a charge job: invalid argument: priority is 5000, must be -1000 to 1000
+}
+
+// A unique job is enqueued once while an equal one is waiting, running
+// or completed: equal here by its args and the hour it was enqueued in.
+// The second enqueue returns the first job's id, marked a duplicate; other
+// args make another job.
+func ExampleUniqueOpts() {
+	ctx := context.Background()
+	st, err := memory.New(memory.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := leasehold.NewClient(st, leasehold.Config{Logger: quiet()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	hourly := &leasehold.EnqueueOptions{Unique: &leasehold.UniqueOpts{ByArgs: true, ByPeriod: time.Hour}}
+	for _, cents := range []int{100, 100, 200} {
+		res, err := c.Enqueue(ctx, Charge{Customer: "c-1", Cents: cents}, hourly)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(cents, "cents: job", res.ID, "duplicate:", res.Duplicate)
+	}
+	// Output:
+	// 100 cents: job 1 duplicate: false
+	// 100 cents: job 1 duplicate: true
+	// 200 cents: job 2 duplicate: false
 }

@@ -1,10 +1,12 @@
 package leasehold
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/leasehold/leasehold/internal/jobmeta"
 	"github.com/leasehold/leasehold/internal/worker"
@@ -23,20 +25,24 @@ const (
 
 // Middleware wraps what a client does with each job: its enqueue and its
 // runs. A client's middleware (Config.Middleware) run in order, the first
-// outermost: its Enqueue runs first and its done last, and its Work wraps
-// all the others. Either hook may be nil. Tracing (package leaseholdotel)
-// is one use; logging, metrics and tenant checks are others.
-type Middleware struct {
-	// Enqueue runs before a job is stored, by Enqueue, EnqueueTx and the
-	// periodic jobs, once per job. It may add, replace or delete keys of
-	// job.Metadata. It may refuse the job by returning an error: nothing
-	// is enqueued, and the enqueue returns the error, wrapped. Otherwise
-	// it may return done, which is called once with the enqueue's outcome:
-	// the job's result, or the error that stopped it (a later middleware's
-	// refusal, metadata over its limits, the store's error). done runs on
-	// the enqueuing goroutine before the enqueue returns; a done may be
-	// nil.
-	Enqueue func(ctx context.Context, job *EnqueueJob) (done func(*EnqueueResult, error), err error)
+// outermost: its Enqueue runs first and wraps all the others', and so does
+// its Work. Embed MiddlewareDefaults to implement one hook only. Tracing
+// (package leaseholdotel) is one use; logging, metrics and tenant checks
+// are others.
+type Middleware interface {
+	// Enqueue wraps the enqueue of one job, by Enqueue, EnqueueTx,
+	// EnqueueMany(Tx) (once per job) and the periodic jobs. params holds
+	// the job's args and its options resolved: never nil, the kind's
+	// defaults applied, the queue named, Metadata a copy the middleware
+	// may change (never nil). next runs the rest of the middleware and
+	// then the enqueue with params as they are then; it returns the
+	// enqueue's error, and EnqueuedResult(ctx) gives its result once it
+	// returned nil. To refuse the job, return an error without calling
+	// next: nothing is enqueued, and the enqueue returns the error,
+	// wrapped. An error returned after next returned nil is returned to
+	// the caller too, but the job is enqueued (in EnqueueTx, with the
+	// caller's transaction).
+	Enqueue(ctx context.Context, params *EnqueueParams, next func(context.Context) error) error
 	// Work wraps each run of a job's handler: next runs the rest of the
 	// middleware and then the handler, under the context given to it (one
 	// derived from ctx, say, with a span or a logger), and returns the
@@ -45,37 +51,67 @@ type Middleware struct {
 	// whose handler failed, say). A panic in the handler reaches Work as
 	// an error, so that Work always sees how the run ended; OutcomeOf says
 	// what the client makes of a result. ctx ends as the handler's does.
-	Work func(ctx context.Context, job *RawJob, next func(context.Context) error) error
+	// job is the job as claimed, its Errors not filled; changes to it
+	// change nothing.
+	Work(ctx context.Context, job *JobRow, next func(context.Context) error) error
 }
 
-// EnqueueJob is a job on its way to the store, as Middleware.Enqueue sees
-// it: its options are resolved (the kind's defaults applied, the queue
-// named). Only Metadata is the middleware's to change; the other fields
-// say what is being enqueued, and changing them changes nothing.
-type EnqueueJob struct {
-	// Args are the job's arguments.
-	Args JobArgs
-	// Kind is Args' kind.
-	Kind string
-	// Queue is the queue the job goes to.
-	Queue string
-	// Key is the job's key; empty for an unordered job.
-	Key string
-	// DedupID is the job's dedup id; empty when it has none.
-	DedupID string
-	// Priority is the job's priority.
-	Priority int
-	// MaxDeliveries is the job's delivery budget; 0 for the store's
-	// default.
-	MaxDeliveries int
-	// InTx reports an enqueue in the caller's transaction (EnqueueTx): the
-	// job exists only if that transaction commits.
-	InTx bool
-	// Metadata is the job's metadata: a copy of EnqueueOptions.Metadata,
-	// never nil, for the middleware to change. What it holds once every
-	// middleware has run is stored, within MaxMetadataKeys and
-	// MaxMetadataSize.
-	Metadata map[string]string
+// MiddlewareDefaults implements both hooks of Middleware by calling next:
+// embed it in a middleware that needs only one.
+type MiddlewareDefaults struct{}
+
+// Enqueue calls next.
+func (MiddlewareDefaults) Enqueue(ctx context.Context, _ *EnqueueParams, next func(context.Context) error) error {
+	return next(ctx)
+}
+
+// Work calls next.
+func (MiddlewareDefaults) Work(ctx context.Context, _ *JobRow, next func(context.Context) error) error {
+	return next(ctx)
+}
+
+// EnqueueMiddlewareFunc is a Middleware of its enqueue hook alone: the
+// function is its Enqueue, and its Work calls next.
+type EnqueueMiddlewareFunc func(ctx context.Context, params *EnqueueParams, next func(context.Context) error) error
+
+// Enqueue calls f.
+func (f EnqueueMiddlewareFunc) Enqueue(ctx context.Context, params *EnqueueParams, next func(context.Context) error) error {
+	return f(ctx, params, next)
+}
+
+// Work calls next.
+func (EnqueueMiddlewareFunc) Work(ctx context.Context, _ *JobRow, next func(context.Context) error) error {
+	return next(ctx)
+}
+
+// WorkMiddlewareFunc is a Middleware of its work hook alone: the function
+// is its Work, and its Enqueue calls next.
+type WorkMiddlewareFunc func(ctx context.Context, job *JobRow, next func(context.Context) error) error
+
+// Enqueue calls next.
+func (WorkMiddlewareFunc) Enqueue(ctx context.Context, _ *EnqueueParams, next func(context.Context) error) error {
+	return next(ctx)
+}
+
+// Work calls f.
+func (f WorkMiddlewareFunc) Work(ctx context.Context, job *JobRow, next func(context.Context) error) error {
+	return f(ctx, job, next)
+}
+
+// enqueued holds the result of one job's enqueue for the middleware that
+// wrap it: the context of the job's middleware chain carries it.
+type enqueued struct{ res *EnqueueResult }
+
+type enqueuedKey struct{}
+
+// EnqueuedResult returns the result of the enqueue whose Middleware.Enqueue
+// was given ctx (or a context derived from it), once its next returned
+// nil; nil before that, after an error, or for any other context.
+func EnqueuedResult(ctx context.Context) *EnqueueResult {
+	if e, ok := ctx.Value(enqueuedKey{}).(*enqueued); ok {
+		return e.res
+	}
+	return nil
 }
 
 // Outcome is what becomes of a job after a run of its handler.
@@ -112,7 +148,7 @@ const (
 // stopped at shutdown, past the maximum processing time), then err. It is
 // for Middleware.Work, after next returns. A completion that the store
 // then refuses (its lease lost at the last moment) is not foreseen.
-func OutcomeOf(ctx context.Context, job *RawJob, err error) Outcome {
+func OutcomeOf(ctx context.Context, job *JobRow, err error) Outcome {
 	cause := context.Cause(ctx)
 	switch {
 	case errors.Is(cause, ErrCancelled):
@@ -139,65 +175,68 @@ func OutcomeOf(ctx context.Context, job *RawJob, err error) Outcome {
 	return OutcomeRetried
 }
 
-// checkMiddleware checks the client's middleware: each must have a hook.
-func checkMiddleware(mw []Middleware) error {
-	for i, m := range mw {
-		if m.Enqueue == nil && m.Work == nil {
-			return fmt.Errorf("Middleware[%d] has neither Enqueue nor Work", i)
+// through runs one job's enqueue middleware around inner, which gets the
+// job's params as the middleware left them, and lets EnqueuedResult read
+// the job's result from holder. A middleware's own error (not one that
+// came out of its next) is its refusal: refused names it, with the
+// middleware's index, for every middleware outside and for the caller.
+func (c *Client[TTx]) through(ctx context.Context, p *EnqueueParams, holder *enqueued, refused func(mw int, err error) error,
+	inner func() error) error {
+	ctx = context.WithValue(ctx, enqueuedKey{}, holder)
+	next := func(context.Context) error { return inner() }
+	for i, mw := range slices.Backward(c.cfg.Middleware) {
+		rest := next
+		next = func(ctx context.Context) error {
+			var fromNext error
+			err := mw.Enqueue(ctx, p, func(ctx context.Context) error {
+				fromNext = rest(ctx)
+				return fromNext
+			})
+			if err != nil && fromNext == nil {
+				return refused(i, err)
+			}
+			return err
 		}
 	}
-	return nil
+	return next(ctx)
 }
 
-// prepared is a job ready for the store: its message, and the done hooks
-// of the middleware that let it through, innermost first.
-type prepared struct {
-	msg  store.NewMessage
-	done []func(*EnqueueResult, error)
-}
-
-// finish tells the middleware the job's outcome, innermost first, and
-// returns it.
-func (p *prepared) finish(res *EnqueueResult, err error) (*EnqueueResult, error) {
-	for _, d := range p.done {
-		d(res, err)
+// resolve returns params with its options resolved as the enqueue
+// middleware see them: a copy, the kind's defaults applied, the queue
+// named, Metadata a copy, never nil.
+func resolve(p EnqueueParams) (EnqueueParams, error) {
+	if p.Args == nil {
+		return p, errors.New("enqueue: the job args are nil")
 	}
-	return res, err
-}
-
-// prepare turns a job into the message that stores it, through the
-// enqueue middleware. It is the one way to the store for every enqueue:
-// a batch prepares each of its jobs, stores the messages together and
-// finishes each job with its own result, or finishes every prepared job
-// with the error when one is refused or the store fails. An error from
-// prepare itself has been given to the middleware already.
-func (c *Client[TTx]) prepare(ctx context.Context, args JobArgs, opts *EnqueueOptions, inTx bool) (*prepared, error) {
-	m, o, err := c.newMessage(args, opts)
-	if err != nil {
-		return nil, err
+	if p.Args.Kind() == "" {
+		return p, fmt.Errorf("enqueue: %T has an empty kind", p.Args)
 	}
-	p := &prepared{msg: m}
-	job := &EnqueueJob{Args: args, Kind: m.Kind, Queue: m.Queue, Key: m.Key, DedupID: m.DedupID, Priority: m.Priority,
-		MaxDeliveries: m.MaxDeliveries, InTx: inTx, Metadata: maps.Clone(o.Metadata)}
-	if job.Metadata == nil {
-		job.Metadata = map[string]string{}
+	o := EnqueueOptions{}
+	if p.Options != nil {
+		o = *p.Options
 	}
-	for i, mw := range c.cfg.Middleware {
-		if mw.Enqueue == nil {
-			continue
+	if d, ok := p.Args.(JobArgsWithOpts); ok {
+		def := d.EnqueueOpts()
+		// Delay and RunAt say one thing, when: options that set either
+		// take neither from the kind's.
+		if o.Delay == 0 && o.RunAt.IsZero() {
+			o.Delay, o.RunAt = def.Delay, def.RunAt
 		}
-		done, err := mw.Enqueue(ctx, job)
-		if err != nil {
-			_, err = p.finish(nil, fmt.Errorf("enqueue a %s job: middleware %d refused it: %w", m.Kind, i, err))
-			return nil, err
+		o = EnqueueOptions{Queue: cmp.Or(o.Queue, def.Queue), Key: cmp.Or(o.Key, def.Key), Delay: o.Delay, RunAt: o.RunAt,
+			DedupID: cmp.Or(o.DedupID, def.DedupID), MaxDeliveries: cmp.Or(o.MaxDeliveries, def.MaxDeliveries),
+			Priority: cmp.Or(o.Priority, def.Priority), Unique: o.Unique, Metadata: o.Metadata}
+		if o.Unique.isZero() {
+			o.Unique = def.Unique
 		}
-		if done != nil {
-			p.done = append([]func(*EnqueueResult, error){done}, p.done...)
+		if o.Metadata == nil {
+			o.Metadata = def.Metadata
 		}
 	}
-	if p.msg.Attributes, err = jobmeta.Encode(job.Metadata); err != nil {
-		_, err = p.finish(nil, fmt.Errorf("enqueue a %s job: %w", m.Kind, err))
-		return nil, err
+	o.Queue = cmp.Or(o.Queue, DefaultQueue)
+	o.Metadata = maps.Clone(o.Metadata)
+	if o.Metadata == nil {
+		o.Metadata = map[string]string{}
 	}
+	p.Options = &o
 	return p, nil
 }

@@ -167,6 +167,11 @@ func (c *Client[TTx]) runPeriodic(ctx context.Context, jobs []*scheduled) {
 			c.enqueueTick(ctx, s, t)
 		}
 		s.next = p.schedule.Next(now)
+		if s.next.IsZero() {
+			c.log.Info("leasehold: periodic job has no more ticks", "periodic_job", s.id)
+		} else {
+			c.log.Info("leasehold: periodic job scheduled", "periodic_job", s.id, "next_tick", s.next)
+		}
 	}
 	for {
 		var earliest time.Time

@@ -3,6 +3,7 @@ package leasehold_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -259,6 +260,32 @@ func TestCronEveryIsAlignedAcrossClients(t *testing.T) {
 		}
 		if !slices.Equal(ticks, want) {
 			t.Fatalf("enqueued ticks %q, want %q", ticks, want)
+		}
+	})
+}
+
+// A client logs each periodic job's next tick when it starts.
+func TestPeriodicNextTickIsLogged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st := memoryStore(t)
+		var logs logLines
+		c, err := leasehold.NewClient(store.WithoutTx(st), leasehold.Config{PeriodicJobs: []*leasehold.PeriodicJob{hourly()}, Queues: map[string]leasehold.QueueConfig{"work": {}},
+			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		c.Stop(ctx)
+		next := time.Now().Truncate(time.Hour).Add(time.Hour).UTC()
+		want := fmt.Sprintf(`msg="leasehold: periodic job scheduled" periodic_job=report next_tick=%s`, next.Format("2006-01-02T15:04:05.000Z07:00"))
+		logs.mu.Lock()
+		defer logs.mu.Unlock()
+		if !slices.ContainsFunc(logs.lines, func(l string) bool { return strings.Contains(l, want) }) {
+			t.Fatalf("no line %q in:\n%s", want, strings.Join(logs.lines, ""))
 		}
 	})
 }

@@ -6,31 +6,59 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/leasehold/leasehold/store"
 )
 
-// JobState is where a job is in its life: the store's state of its
-// message.
-type JobState = store.State
+// JobState is where a job is in its life.
+type JobState string
 
 // The states of a job.
 const (
 	// JobStatePending: waiting to run, once its delay is over.
-	JobStatePending = store.Pending
+	JobStatePending JobState = "pending"
 	// JobStateWaiting: behind an unfinished job of its key.
-	JobStateWaiting = store.Waiting
+	JobStateWaiting JobState = "waiting"
 	// JobStateRunning: held by a worker under a lease.
-	JobStateRunning = store.Processing
+	JobStateRunning JobState = "running"
 	// JobStateCompleted: its handler succeeded.
-	JobStateCompleted = store.Completed
+	JobStateCompleted JobState = "completed"
 	// JobStateDead: it failed for good, or used up its deliveries.
-	JobStateDead = store.Dead
+	JobStateDead JobState = "dead"
 	// JobStateCancelled: cancelled before it finished.
-	JobStateCancelled = store.Cancelled
+	JobStateCancelled JobState = "cancelled"
 )
+
+// jobStates are the job states by the store's states of their messages.
+var jobStates = [store.States]JobState{
+	store.Pending: JobStatePending, store.Waiting: JobStateWaiting, store.Processing: JobStateRunning,
+	store.Completed: JobStateCompleted, store.Dead: JobStateDead, store.Cancelled: JobStateCancelled,
+}
+
+// jobState is the job state of a message in state s.
+func jobState(s store.State) JobState {
+	if s < 0 || int(s) >= store.States {
+		return JobState(s.String())
+	}
+	return jobStates[s]
+}
+
+// storeStates are the store's states of states, in order, or an error
+// naming the first that is not a job state.
+func storeStates(states []JobState) ([]store.State, error) {
+	out := make([]store.State, len(states))
+	for i, js := range states {
+		j := slices.Index(jobStates[:], js)
+		if j < 0 {
+			return nil, fmt.Errorf("%w: %q is not a job state (pending, waiting, running, completed, dead, cancelled)", store.ErrInvalid, js)
+		}
+		out[i] = store.State(j)
+	}
+	return out, nil
+}
 
 // UniqueOpts make a job unique: while an equal job is in one of ByState,
 // enqueueing another returns the first's id with Duplicate set, and adds
@@ -60,8 +88,8 @@ type UniqueOpts struct {
 	ByState []JobState
 }
 
-func (u UniqueOpts) isZero() bool {
-	return !u.ByArgs && u.ByPeriod == 0 && !u.ByQueue && len(u.ByState) == 0
+func (u *UniqueOpts) isZero() bool {
+	return u == nil || !u.ByArgs && u.ByPeriod == 0 && !u.ByQueue && len(u.ByState) == 0
 }
 
 // uniqueKey gives the store's unique key of a job of kind on queue, its

@@ -86,8 +86,7 @@ func Middleware(cfg Config) leasehold.Middleware {
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 	}
-	t := &tracer{tracer: tp.Tracer(ScopeName), prop: cfg.Propagator}
-	return leasehold.Middleware{Enqueue: t.enqueue, Work: t.work}
+	return &tracer{tracer: tp.Tracer(ScopeName), prop: cfg.Propagator}
 }
 
 type tracer struct {
@@ -106,27 +105,28 @@ func (t *tracer) propagator() propagation.TextMapPropagator {
 
 var systemAttr = attribute.String("messaging.system", "leasehold")
 
-// enqueue starts the job's producer span, writes its context into the
+// Enqueue starts the job's producer span, writes its context into the
 // job's metadata, and ends it with the enqueue's result.
-func (t *tracer) enqueue(ctx context.Context, job *leasehold.EnqueueJob) (func(*leasehold.EnqueueResult, error), error) {
-	ctx, span := t.tracer.Start(ctx, "enqueue "+job.Kind, trace.WithSpanKind(trace.SpanKindProducer),
+func (t *tracer) Enqueue(ctx context.Context, params *leasehold.EnqueueParams, next func(context.Context) error) error {
+	kind := params.Args.Kind()
+	ctx, span := t.tracer.Start(ctx, "enqueue "+kind, trace.WithSpanKind(trace.SpanKindProducer),
 		trace.WithAttributes(systemAttr, attribute.String("messaging.operation.type", "send"),
-			attribute.String("messaging.destination.name", job.Queue), AttrKind.String(job.Kind)))
-	t.propagator().Inject(ctx, propagation.MapCarrier(job.Metadata))
-	return func(res *leasehold.EnqueueResult, err error) {
-		if err != nil {
-			span.RecordError(err)
-			span.SetStatus(codes.Error, err.Error())
-		} else {
-			span.SetAttributes(AttrJobID.String(strconv.FormatInt(res.ID, 10)), AttrDuplicate.Bool(res.Duplicate))
-		}
-		span.End()
-	}, nil
+			attribute.String("messaging.destination.name", params.Options.Queue), AttrKind.String(kind)))
+	defer span.End()
+	t.propagator().Inject(ctx, propagation.MapCarrier(params.Options.Metadata))
+	err := next(ctx)
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	} else if res := leasehold.EnqueuedResult(ctx); res != nil {
+		span.SetAttributes(AttrJobID.String(strconv.FormatInt(res.ID, 10)), AttrDuplicate.Bool(res.Duplicate))
+	}
+	return err
 }
 
-// work runs the job's handler under its consumer span, a child of the
+// Work runs the job's handler under its consumer span, a child of the
 // producer span whose context the job's metadata carries.
-func (t *tracer) work(ctx context.Context, job *leasehold.RawJob, next func(context.Context) error) error {
+func (t *tracer) Work(ctx context.Context, job *leasehold.JobRow, next func(context.Context) error) error {
 	ctx = t.propagator().Extract(ctx, propagation.MapCarrier(job.Metadata))
 	ctx, span := t.tracer.Start(ctx, "work "+job.Kind, trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithAttributes(systemAttr, attribute.String("messaging.operation.type", "process"),

@@ -283,12 +283,12 @@ func TestEnqueueSpanOutcomes(t *testing.T) {
 	refused := errors.New("closed for the night")
 	c, err := leasehold.NewClient(st, leasehold.Config{Logger: quiet(), Middleware: []leasehold.Middleware{
 		leaseholdotel.Middleware(leaseholdotel.Config{TracerProvider: s.tp, Propagator: propagation.TraceContext{}}),
-		{Enqueue: func(_ context.Context, job *leasehold.EnqueueJob) (func(*leasehold.EnqueueResult, error), error) {
-			if job.Queue == "closed" {
-				return nil, refused
+		leasehold.EnqueueMiddlewareFunc(func(ctx context.Context, p *leasehold.EnqueueParams, next func(context.Context) error) error {
+			if p.Options.Queue == "closed" {
+				return refused
 			}
-			return nil, nil
-		}},
+			return next(ctx)
+		}),
 	}})
 	if err != nil {
 		t.Fatal(err)

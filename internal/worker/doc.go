@@ -112,7 +112,8 @@
 //
 // Through the OpenTelemetry metric API, a no-op unless a provider is
 // installed: leasehold.messages.claimed, .completed, .failed,
-// .dead_lettered and .in_flight; leasehold.handler.duration;
+// .dead_lettered, .snoozed, .cancelled (while their handler ran) and
+// .in_flight; leasehold.handler.duration;
 // leasehold.lease.extensions by result (ok, lost, error); and
 // leasehold.watchdog.stalls (the upkeep's are in package maintenance).
 // Message counts and durations carry the attributes queue and, for

@@ -15,6 +15,7 @@ import (
 // once, carry only their result.
 type workerMetrics struct {
 	claimed, completed, failed, dead metric.Int64Counter
+	snoozed, cancelled               metric.Int64Counter
 	duration                         metric.Float64Histogram
 	inFlight                         metric.Int64UpDownCounter
 	extensions                       metric.Int64Counter
@@ -28,6 +29,8 @@ func newWorkerMetrics(m metric.Meter) (*workerMetrics, error) {
 		completed:  b.Counter("leasehold.messages.completed", "{message}", "Messages completed by the worker."),
 		failed:     b.Counter("leasehold.messages.failed", "{message}", "Failed deliveries that will be retried."),
 		dead:       b.Counter("leasehold.messages.dead_lettered", "{message}", "Messages the worker dead-lettered."),
+		snoozed:    b.Counter("leasehold.messages.snoozed", "{message}", "Messages their handler snoozed: given back to run later, the delivery not counted."),
+		cancelled:  b.Counter("leasehold.messages.cancelled", "{message}", "Messages cancelled while their handler ran."),
 		duration:   b.Histogram("leasehold.handler.duration", "How long handlers ran."),
 		extensions: b.Counter("leasehold.lease.extensions", "{lease}", "Lease extensions by result: ok (extended), error (the store call failed) or lost (a lease lost: refused by the store or expired before an extension succeeded)."),
 	}

@@ -43,6 +43,7 @@ func (w *Worker) process(j *job) bool {
 	}
 	switch {
 	case lost && errors.Is(cause, ErrCancelled):
+		w.m.cancelled.Add(opCtx, 1, attrs.add...)
 		log.Info("message cancelled while the handler ran; it stays cancelled", "handler_error", err)
 		j.after = restKept
 	case lost:
@@ -90,6 +91,7 @@ func (w *Worker) giveBack(ctx context.Context, j *job, log *msgLog, msg *Message
 		j.after = restUnsure
 		log.Warn("could not give back a message; it returns when its lease expires", "error", err, "store_error", rerr)
 	case isSnooze:
+		w.m.snoozed.Add(ctx, 1, log.attrs().add...)
 		log.Debug("message snoozed", "retry_in", delay)
 	default:
 		log.Warn("handler did not start; message given back without counting the delivery", "error", err, "retry_in", delay)

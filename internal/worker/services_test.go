@@ -115,6 +115,8 @@ func TestStoreRefusedExtensionCancels(t *testing.T) {
 func TestWorkerMetrics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reader := sdkmetric.NewManualReader()
+		snoozed := false
+		running := make(chan struct{})
 		b := start(t, worker.Config{Deps: metered(reader),
 			Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 				switch string(m.Payload) {
@@ -124,22 +126,37 @@ func TestWorkerMetrics(t *testing.T) {
 					if m.Attempt == 1 {
 						return errors.New("flaky")
 					}
+				case "sleepy":
+					if !snoozed {
+						snoozed = true
+						return worker.Snooze(time.Second)
+					}
+				case "doomed":
+					close(running)
+					<-ctx.Done()
+					return context.Cause(ctx)
 				}
 				return nil
 			})})
-		b.enqueue(store.NewMessage{Payload: []byte("ok")}, store.NewMessage{Payload: []byte("ok")},
-			store.NewMessage{Payload: []byte("bad")}, store.NewMessage{Payload: []byte("flaky")})
-		b.wait(time.Minute, "three completions", b.completed(3))
+		ids := b.enqueue(store.NewMessage{Payload: []byte("ok")}, store.NewMessage{Payload: []byte("ok")},
+			store.NewMessage{Payload: []byte("bad")}, store.NewMessage{Payload: []byte("flaky")},
+			store.NewMessage{Payload: []byte("sleepy")}, store.NewMessage{Payload: []byte("doomed")})
+		<-running
+		if _, err := b.store.Store.Cancel(context.Background(), queue, ids[5:]); err != nil {
+			t.Fatal(err)
+		}
+		b.wait(time.Minute, "four completions", b.completed(4))
 		synctest.Wait()
 		data := metrictest.Collect(t, reader)
-		for name, want := range map[string]int64{"leasehold.messages.claimed": 5, "leasehold.messages.completed": 3,
-			"leasehold.messages.failed": 1, "leasehold.messages.dead_lettered": 1, "leasehold.messages.in_flight": 0} {
+		for name, want := range map[string]int64{"leasehold.messages.claimed": 8, "leasehold.messages.completed": 4,
+			"leasehold.messages.failed": 1, "leasehold.messages.dead_lettered": 1, "leasehold.messages.snoozed": 1,
+			"leasehold.messages.cancelled": 1, "leasehold.messages.in_flight": 0} {
 			if got := metrictest.Sum(t, data, name); got != want {
 				t.Errorf("%s = %d, want %d", name, got, want)
 			}
 		}
 		h := data["leasehold.handler.duration"].(metricdata.Histogram[float64])
-		if len(h.DataPoints) != 1 || h.DataPoints[0].Count != 5 {
+		if len(h.DataPoints) != 1 || h.DataPoints[0].Count != 8 {
 			t.Fatalf("handler.duration: %+v", h.DataPoints)
 		}
 		// Series are by queue; the worker id, new at every restart, is not
