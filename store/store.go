@@ -818,10 +818,12 @@ type Store interface {
 	// a page costs the same however many messages are ready or later.
 	Scheduled(ctx context.Context, queue string, after ScheduledAfter, limit int) ([]Info, error)
 	// Throughput returns what the queue's messages did in each minute
-	// from since on (at most ThroughputWindow back from now), oldest
-	// first; a minute in which nothing was counted is left out. The
-	// counts are kept in the database as settlements commit, so every
-	// process of a database reads the same, and they outlive restarts.
+	// from the one that holds since on, oldest first; a minute in which
+	// nothing was counted is left out. The counts are kept in the
+	// database as settlements commit, so every process of a database
+	// reads the same, and they outlive restarts; each minute is kept at
+	// least ThroughputWindow, until PruneThroughput deletes it. Deleting
+	// a queue leaves its minutes.
 	Throughput(ctx context.Context, queue string, since time.Time) ([]Minute, error)
 	// PruneThroughput deletes the minutes of Throughput that began more
 	// than olderThan ago (at least ThroughputWindow), of every queue, and

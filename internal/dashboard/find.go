@@ -29,7 +29,7 @@ type scheduledData struct {
 
 // scheduledPage lists a queue's delayed messages, those that run soonest
 // first, a page at a time: the page after the message the request's
-// after= (an id) and at= (its visible time, in Unix microseconds) name.
+// after= (an id) and at= (its visible time, in Unix nanoseconds) name.
 func (d *Dashboard) scheduledPage(w http.ResponseWriter, r *http.Request, v *view) (string, error) {
 	name := queueName(r)
 	q := r.URL.Query()
@@ -41,9 +41,9 @@ func (d *Dashboard) scheduledPage(w http.ResponseWriter, r *http.Request, v *vie
 		}
 		at, err := strconv.ParseInt(q.Get("at"), 10, 64)
 		if err != nil {
-			return "", bad("page time %q is not a whole number of microseconds", q.Get("at"))
+			return "", bad("page time %q is not a whole number of nanoseconds", q.Get("at"))
 		}
-		after = store.ScheduledAfter{VisibleAt: time.UnixMicro(at).UTC(), ID: id}
+		after = store.ScheduledAfter{VisibleAt: time.Unix(0, at).UTC(), ID: id}
 	}
 	st, err := d.st.Stats(r.Context(), name)
 	if err != nil {
@@ -62,7 +62,7 @@ func (d *Dashboard) scheduledPage(w http.ResponseWriter, r *http.Request, v *vie
 		infos = infos[:pageSize]
 		last := infos[len(infos)-1]
 		data.Pages.Next = base + "?" + url.Values{"after": {strconv.FormatInt(last.ID, 10)},
-			"at": {strconv.FormatInt(last.VisibleAt.UnixMicro(), 10)}}.Encode()
+			"at": {strconv.FormatInt(last.VisibleAt.UnixNano(), 10)}}.Encode()
 	}
 	now := d.clk.Now()
 	for _, in := range infos {

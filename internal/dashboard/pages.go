@@ -229,11 +229,11 @@ func (d *Dashboard) queueRows(r *http.Request) (queuesData, error) {
 		if err != nil {
 			return queuesData{}, err
 		}
-		c, err := d.throughput(r.Context(), n, lastHour, 120, 24)
+		c, err := d.throughput(r.Context(), n, 120, 24, lastHour)
 		if err != nil {
 			return queuesData{}, err
 		}
-		data.Rows = append(data.Rows, queueRow{Name: n, URL: queueURL(n), Stats: st, Oldest: age(st.OldestPendingAge), Chart: c})
+		data.Rows = append(data.Rows, queueRow{Name: n, URL: queueURL(n), Stats: st, Oldest: age(st.OldestPendingAge), Chart: c[0]})
 	}
 	link := func(key, name string) string { return "/?" + url.Values{key: {name}}.Encode() }
 	// The live update asks for this page as this request did.
@@ -347,12 +347,8 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request, v *view) (
 		return "", err
 	}
 	data := queueData{Name: name, URL: queueURL(name), Stats: st, State: q.Get("state"), Key: q.Get("key"), Kind: q.Get("kind")}
-	for _, s := range hourAndDay {
-		c, err := d.throughput(r.Context(), name, s, 600, 80)
-		if err != nil {
-			return "", err
-		}
-		data.Charts = append(data.Charts, c)
+	if data.Charts, err = d.throughput(r.Context(), name, 600, 80, lastHour, lastDay); err != nil {
+		return "", err
 	}
 	if data.State == "" {
 		data.State = "pending"

@@ -18,12 +18,11 @@ type span struct {
 	Name string
 }
 
-// The charts' stretches: the queues page's sparkline, and the queue
-// page's two charts.
+// The charts' stretches: the last hour is the queues page's sparkline,
+// and with the last day the queue page's two charts.
 var (
-	lastHour   = span{Buckets: 60, Bucket: time.Minute, Name: "last hour"}
-	lastDay    = span{Buckets: 96, Bucket: 15 * time.Minute, Name: "last 24 hours"}
-	hourAndDay = []span{lastHour, lastDay}
+	lastHour = span{Buckets: 60, Bucket: time.Minute, Name: "last hour"}
+	lastDay  = span{Buckets: 96, Bucket: 15 * time.Minute, Name: "last 24 hours"}
 )
 
 // chart is a line chart of a queue's completions, failures and dead
@@ -48,29 +47,42 @@ type chart struct {
 	Totals store.Minute
 }
 
-// throughput reads a queue's minutes for the stretch ending now and
-// draws them in a box of w x h.
-func (d *Dashboard) throughput(ctx context.Context, queue string, s span, w, h int) (chart, error) {
+// throughput reads a queue's minutes once, for the longest of the
+// stretches, and draws a chart of each stretch ending now, in a box of
+// w x h.
+func (d *Dashboard) throughput(ctx context.Context, queue string, w, h int, spans ...span) ([]chart, error) {
 	now := d.clk.Now()
-	start := now.Truncate(s.Bucket).Add(-time.Duration(s.Buckets-1) * s.Bucket)
-	ms, err := d.st.Throughput(ctx, queue, start)
-	if err != nil {
-		return chart{}, err
+	starts := make([]time.Time, len(spans))
+	since := now
+	for i, s := range spans {
+		starts[i] = now.Truncate(s.Bucket).Add(-time.Duration(s.Buckets-1) * s.Bucket)
+		if starts[i].Before(since) {
+			since = starts[i]
+		}
 	}
-	return newChart(ms, s, start, now, w, h), nil
+	ms, err := d.st.Throughput(ctx, queue, since)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]chart, len(spans))
+	for i, s := range spans {
+		out[i] = newChart(ms, s, starts[i], now, w, h)
+	}
+	return out, nil
 }
 
 // newChart buckets the minutes from start on and draws them.
 func newChart(ms []store.Minute, s span, start, now time.Time, w, h int) chart {
-	c := chart{Span: s.Name, Width: w, Height: h, Empty: len(ms) == 0}
+	c := chart{Span: s.Name, Width: w, Height: h, Empty: true}
 	completed, failed, dead := make([]int64, s.Buckets), make([]int64, s.Buckets), make([]int64, s.Buckets)
 	var lastMinute int64
 	previous := now.Truncate(time.Minute).Add(-time.Minute)
 	for _, m := range ms {
 		i := int(m.At.Sub(start) / s.Bucket)
-		if i < 0 || i >= s.Buckets {
+		if m.At.Before(start) || i >= s.Buckets {
 			continue
 		}
+		c.Empty = false
 		completed[i] += m.Completed
 		failed[i] += m.Failed
 		dead[i] += m.Dead
