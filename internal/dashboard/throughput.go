@@ -44,8 +44,11 @@ type chart struct {
 	// Summary says the chart in words, for its text alternative.
 	Summary string
 	// Totals are the stretch's sums.
-	Totals store.Minute
+	Totals totals
 }
+
+// totals are a stretch's sums.
+type totals struct{ Completed, Failed, Dead int64 }
 
 // throughput reads a queue's minutes once, for the longest of the
 // stretches, and draws a chart of each stretch ending now, in a box of

@@ -26,7 +26,7 @@ func TestNewChart(t *testing.T) {
 		{At: now.Truncate(time.Minute), Completed: 2},
 	}
 	c := newChart(ms, lastHour, start, now, 120, 24)
-	if c.Empty || c.Last != "8/min" || c.Totals != (store.Minute{Completed: 14, Failed: 2, Dead: 1}) {
+	if c.Empty || c.Last != "8/min" || c.Totals != (totals{Completed: 14, Failed: 2, Dead: 1}) {
 		t.Fatalf("chart = %+v", c)
 	}
 	// 60 points, from x 0 to 120; the busiest (8) at the top (y 1), a
