@@ -1,7 +1,8 @@
 // Package dashboard is leasehold's web dashboard: server-rendered pages
-// of queues, their messages, their keys and their dead letters, with the
-// actions an operator takes on them (pause, resume, redrive, cancel,
-// purge). Reads go through the store's indexed queries with limits, so no
+// of queues, their messages, their keys, their dead letters and their
+// scheduled messages, a search by id, kind or key, and charts of the
+// throughput the store keeps, with the actions an operator takes on them
+// (pause, resume, redrive, cancel, purge). Reads go through the store's indexed queries with limits, so no
 // page scans history; every write is a POST with a CSRF token, and the
 // dangerous ones go through a confirmation page. Every asset is embedded:
 // no build step, no network.
