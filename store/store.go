@@ -616,6 +616,33 @@ type ListFilter struct {
 	Limit int
 }
 
+// ThroughputWindow is how far back Store.Throughput reaches: the counts
+// of each minute are kept at least this long, and the cleaner's
+// PruneThroughput deletes them some time after.
+const ThroughputWindow = 24 * time.Hour
+
+// Minute is what a queue's messages did in one minute: its settlements
+// counted by the store as they commit (see Store.Throughput).
+type Minute struct {
+	// At is the minute's start, in UTC.
+	At time.Time
+	// Completed counts the completions; Failed the failed deliveries
+	// that will be retried (a failure, a counted release, an expired
+	// lease); Dead the messages dead-lettered (a last failure, a
+	// permanent one, an expired last lease), counted in the queue they
+	// died in, whether they stayed there or moved to a dead-letter
+	// queue.
+	Completed, Failed, Dead int64
+}
+
+// ScheduledAfter is where a page of Store.Scheduled starts: after the
+// message of ID that becomes visible at VisibleAt. The zero value starts
+// at the first.
+type ScheduledAfter struct {
+	VisibleAt time.Time
+	ID        int64
+}
+
 // BlockedKey is a key whose messages wait behind its head.
 type BlockedKey struct {
 	Key string
@@ -780,6 +807,28 @@ type Store interface {
 	// afterKey only, at most limit of them: 1 to MaxBatch, zero means
 	// 100. A key without waiting messages is not listed.
 	BlockedKeys(ctx context.Context, queue, afterKey string, limit int) ([]BlockedKey, error)
+	// Scheduled lists a page of a queue's delayed messages, pending ones
+	// that are not visible yet (an enqueue's delay, a retry's backoff, a
+	// snooze or a release's delay), those that become visible soonest
+	// first: by visible time, then id, after the position after names, at
+	// most limit (1 to MaxBatch; zero means 100). Messages waiting behind
+	// their key are not listed: their line says when they run. The SQL
+	// backends read the pending index from the page's start on, one
+	// range for each priority the queue's pending messages have, so that
+	// a page costs the same however many messages are ready or later.
+	Scheduled(ctx context.Context, queue string, after ScheduledAfter, limit int) ([]Info, error)
+	// Throughput returns what the queue's messages did in each minute
+	// from the one that holds since on, oldest first; a minute in which
+	// nothing was counted is left out. The counts are kept in the
+	// database as settlements commit, so every process of a database
+	// reads the same, and they outlive restarts; each minute is kept at
+	// least ThroughputWindow, until PruneThroughput deletes it. Deleting
+	// a queue leaves its minutes.
+	Throughput(ctx context.Context, queue string, since time.Time) ([]Minute, error)
+	// PruneThroughput deletes the minutes of Throughput that began more
+	// than olderThan ago (at least ThroughputWindow), of every queue, and
+	// returns how many rows it deleted; the cleaner calls it.
+	PruneThroughput(ctx context.Context, olderThan time.Duration) (int, error)
 	// Prune deletes up to p.Limit finished messages (completed, dead or
 	// cancelled, as p.State says) that finished more than p.OlderThan ago.
 	// It never deletes a message within the dedup window of its enqueue,

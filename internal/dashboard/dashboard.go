@@ -1,14 +1,14 @@
 // Package dashboard is leasehold's web dashboard: server-rendered pages
-// of queues, their messages, their keys and their dead letters, with the
-// actions an operator takes on them (pause, resume, redrive, cancel,
-// purge). Reads go through the store's indexed queries with limits, so no
+// of queues, their messages, their keys, their dead letters and their
+// scheduled messages, a search by id, kind or key, and charts of the
+// throughput the store keeps, with the actions an operator takes on them
+// (pause, resume, redrive, cancel, purge). Reads go through the store's indexed queries with limits, so no
 // page scans history; every write is a POST with a CSRF token, and the
 // dangerous ones go through a confirmation page. Every asset is embedded:
 // no build step, no network.
 package dashboard
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"embed"
@@ -20,12 +20,10 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/internal/authlimit"
-	"github.com/leasehold/leasehold/internal/runstate"
 	"github.com/leasehold/leasehold/internal/sqsid"
 	"github.com/leasehold/leasehold/store"
 )
@@ -36,13 +34,6 @@ var templateFS embed.FS
 //go:embed static
 var staticFS embed.FS
 
-// DefaultSampleInterval is how often the dashboard samples each queue's
-// counts for its throughput chart.
-const DefaultSampleInterval = 5 * time.Second
-
-// samples is how many samples a queue's chart shows.
-const samples = 60
-
 // pageSize is how many rows a listing shows.
 const pageSize = 50
 
@@ -50,11 +41,8 @@ const pageSize = 50
 type Config struct {
 	// Store is shown. Required.
 	Store store.Store
-	// SampleInterval is how often counts are sampled for the throughput
-	// charts. Default DefaultSampleInterval.
-	SampleInterval time.Duration
-	// Clock times the samples and the ages shown. Default: the system
-	// clock.
+	// Clock times the ages shown and the charts' stretches. Default: the
+	// system clock.
 	Clock clock.Clock
 	// Logger receives failed requests. Default slog.Default().
 	Logger *slog.Logger
@@ -84,8 +72,9 @@ type Config struct {
 // MinKey is the shortest Config.Key.
 const MinKey = 32
 
-// Dashboard serves the pages. It is safe for concurrent use; Run samples
-// the throughput charts.
+// Dashboard serves the pages. It is safe for concurrent use. It keeps
+// nothing between requests: its charts read the throughput the store
+// keeps (see store.Store.Throughput).
 type Dashboard struct {
 	cfg   Config
 	st    store.Store
@@ -97,10 +86,6 @@ type Dashboard struct {
 	// purpose.
 	csrfKey, flashKey, sessionKey []byte
 	signIns                       *authlimit.Limiter
-	state                         runstate.State
-
-	mu      sync.Mutex
-	history map[string]*series
 }
 
 // New returns the dashboard of cfg.Store.
@@ -114,16 +99,10 @@ func New(cfg Config) (*Dashboard, error) {
 	if cfg.Password != "" && len(cfg.Password) < MinPassword {
 		return nil, fmt.Errorf("dashboard: Password has %d characters, needs at least %d", len(cfg.Password), MinPassword)
 	}
-	if cfg.SampleInterval < 0 {
-		return nil, errors.New("dashboard: SampleInterval must not be negative")
-	}
-	if cfg.SampleInterval == 0 {
-		cfg.SampleInterval = DefaultSampleInterval
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	d := &Dashboard{cfg: cfg, st: cfg.Store, clk: clock.OrSystem(cfg.Clock), log: cfg.Logger, history: map[string]*series{},
+	d := &Dashboard{cfg: cfg, st: cfg.Store, clk: clock.OrSystem(cfg.Clock), log: cfg.Logger,
 		csrfKey: derive(cfg.Key, "csrf"), flashKey: derive(cfg.Key, "flash"), sessionKey: sessionKeyFor(cfg.Key, cfg.Password),
 		signIns: cfg.AuthLimiter}
 	if d.signIns == nil {
@@ -148,6 +127,8 @@ func (d *Dashboard) routes() {
 	m.HandleFunc("GET /queues/{queue}/messages/{id}", d.page(d.messagePage))
 	m.HandleFunc("GET /queues/{queue}/keys", d.page(d.keysPage))
 	m.HandleFunc("GET /queues/{queue}/dead", d.page(d.deadPage))
+	m.HandleFunc("GET /queues/{queue}/scheduled", d.page(d.scheduledPage))
+	m.HandleFunc("GET /search", d.page(d.searchPage))
 	m.HandleFunc("POST /queues/{queue}/pause", d.write(d.pause))
 	m.HandleFunc("POST /queues/{queue}/resume", d.write(d.resume))
 	m.HandleFunc("POST /queues/{queue}/confirm", d.page(d.confirmPage))
@@ -160,8 +141,8 @@ func (d *Dashboard) routes() {
 	d.mux = m
 }
 
-// Handler serves the dashboard: GET / and the paths under /queues/,
-// /api/ and /static/, and /login and /logout when it has a password.
+// Handler serves the dashboard: GET / and /search, and the paths under
+// /queues/, /api/ and /static/, and /login and /logout when it has a password.
 // Without a password, whoever reaches it may act on every queue: keep it
 // on loopback only.
 func (d *Dashboard) Handler() http.Handler { return http.HandlerFunc(d.serve) }
@@ -266,34 +247,3 @@ func (d *Dashboard) checkCSRF(r *http.Request) bool {
 	}
 	return hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(sign(d.csrfKey, c.Value)))
 }
-
-// Run samples every queue's counts each SampleInterval, for the charts,
-// until Shutdown is called or ctx ends.
-func (d *Dashboard) Run(ctx context.Context) error {
-	ok, err := d.state.Begin()
-	if !ok {
-		return err
-	}
-	defer d.state.End()
-	// The first sample is taken before the ticker starts, so that a
-	// ticker that exists means the first sample is in.
-	d.sample(ctx)
-	t := d.clk.NewTicker(d.cfg.SampleInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-d.state.Stopping():
-			return nil
-		case <-t.C():
-			d.sample(ctx)
-		}
-	}
-}
-
-// Shutdown stops Run and waits for it, or for ctx to end.
-func (d *Dashboard) Shutdown(ctx context.Context) error { return d.state.Shutdown(ctx) }
-
-// Running reports whether Run is running.
-func (d *Dashboard) Running() bool { return d.state.Running() }

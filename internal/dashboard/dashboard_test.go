@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -138,7 +139,7 @@ func TestPagesShowEveryState(t *testing.T) {
 	if code != 200 || !strings.Contains(page, "&lt;script&gt;alert(1)&lt;/script&gt;") || strings.Contains(page, evil) {
 		t.Fatalf("queues page: %d; the queue name must be escaped:\n%s", code, page)
 	}
-	if !strings.Contains(page, `href="/queues/jobs"`) || !strings.Contains(page, `data-field="processing">1<`) || !strings.Contains(page, `data-field="delayed">1<`) {
+	if !strings.Contains(page, `href="/queues/jobs"`) || !strings.Contains(page, `data-field="processing">1<`) || !strings.Contains(page, `data-field="delayed"><a href="/queues/jobs/scheduled">1</a><`) {
 		t.Fatalf("queues page lacks the jobs row with one processing and one delayed:\n%s", page)
 	}
 	if _, api := f.get("/api/queues"); !strings.Contains(api, `"Delayed":1`) {
@@ -263,42 +264,65 @@ func TestActionsNeedTheirTokenAndConfirmation(t *testing.T) {
 	}
 }
 
+// The charts read the throughput the store keeps: completions, failures
+// and dead letters per minute, the same on every dashboard of the
+// database, a new one included; a queue with none says there is no data
+// yet.
 func TestThroughputChart(t *testing.T) {
 	f := setup(t)
-	f.enqueue(store.NewMessage{Queue: "jobs"}, store.NewMessage{Queue: "jobs"}, store.NewMessage{Queue: "jobs"})
-	ctx, cancel := context.WithCancel(f.ctx)
-	done := make(chan error, 1)
-	go func() { done <- f.d.Run(ctx) }()
-	// Its ticker exists once the first sample, of no completions, is in.
-	if err := f.clk.BlockUntil(f.ctx, 1); err != nil {
-		t.Fatal(err)
+	f.enqueue(store.NewMessage{Queue: "idle", Delay: time.Hour})
+	if _, page := f.get("/api/queues"); !strings.Contains(page, `"Last":"no data yet"`) {
+		t.Fatalf("a queue without settlements: %s", page)
 	}
-	ds := f.claim("jobs", 3)
-	cs := make([]store.Completion, len(ds))
-	for i, d := range ds {
+	if _, page := f.get("/queues/idle"); !strings.Contains(page, "last hour: no data yet") || !strings.Contains(page, "last 24 hours: no data yet") {
+		t.Fatalf("the queue page of a queue without settlements does not say there is no data yet:\n%s", page)
+	}
+	f.enqueue(make5("jobs")...)
+	ds := f.claim("jobs", 5)
+	cs := make([]store.Completion, 3)
+	for i, d := range ds[:3] {
 		cs[i] = store.Completion{Lease: d.Lease}
 	}
 	if _, err := f.st.Complete(f.ctx, cs); err != nil {
 		t.Fatal(err)
 	}
-	f.clk.Advance(dashboard.DefaultSampleInterval)
-	// The sample after the completions is taken on the ticker's goroutine:
-	// wait for the chart to show it.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, page := f.get("/api/queues")
-		if strings.Contains(page, `"Last":"0.6/s"`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the chart never showed 3 completions in 5 s: %s", page)
-		}
-		if err := f.clk.BlockUntil(f.ctx, 1); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := f.st.Fail(f.ctx, store.Failure{Lease: ds[3].Lease, Error: "again"}); err != nil {
+		t.Fatal(err)
 	}
-	cancel()
-	<-done
+	if _, err := f.st.Fail(f.ctx, store.Failure{Lease: ds[4].Lease, Error: "never", Permanent: true}); err != nil {
+		t.Fatal(err)
+	}
+	// The minute is not whole yet: the figure is the last whole one's.
+	if _, page := f.get("/api/queues"); !strings.Contains(page, `"Last":"0/min"`) {
+		t.Fatalf("the chart during the minute: %s", page)
+	}
+	f.clk.Advance(time.Minute)
+	_, page := f.get("/api/queues")
+	if !strings.Contains(page, `"Last":"3/min"`) || !strings.Contains(page, "in the last hour: 3 completed, 1 failed, 1 dead") {
+		t.Fatalf("the chart a minute on: %s", page)
+	}
+	// Another dashboard of the database, started now, draws the same.
+	other, err := dashboard.New(dashboard.Config{Store: f.st, Clock: f.clk, Logger: slog.New(slog.DiscardHandler), Key: bytes.Repeat([]byte("k"), 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	other.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/api/queues", nil))
+	if rec.Body.String() != page {
+		t.Fatalf("another dashboard's chart:\n%s\nwant\n%s", rec.Body.String(), page)
+	}
+	if _, page := f.get("/queues/jobs"); !strings.Contains(page, "last hour: 3 completed, 1 failed, 1 dead") ||
+		!strings.Contains(page, "last 24 hours: 3 completed, 1 failed, 1 dead") || !strings.Contains(page, `<path class="failed" d="M0.0 `) {
+		t.Fatalf("the queue page's charts:\n%s", page)
+	}
+}
+
+func make5(queue string) []store.NewMessage {
+	msgs := make([]store.NewMessage, 5)
+	for i := range msgs {
+		msgs[i] = store.NewMessage{Queue: queue, Payload: []byte("m")}
+	}
+	return msgs
 }
 
 var nextLink = regexp.MustCompile(`<a href="([^"]+)" rel="next">`)

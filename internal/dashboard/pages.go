@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/leasehold/leasehold/internal/jobmeta"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -32,7 +34,14 @@ type view struct {
 	SignedIn bool
 	// Crumbs lead from the queues page to this one.
 	Crumbs []crumb
-	Data   any
+	// Queue is the queue the page is of, which the search box searches
+	// by default; empty for none.
+	Queue string
+	// Find is the search box's text: what the search page looked for.
+	Find string
+	// Bare leaves the search box out: the sign-in page.
+	Bare bool
+	Data any
 }
 
 type crumb struct{ Name, URL string }
@@ -220,7 +229,11 @@ func (d *Dashboard) queueRows(r *http.Request) (queuesData, error) {
 		if err != nil {
 			return queuesData{}, err
 		}
-		data.Rows = append(data.Rows, queueRow{Name: n, URL: queueURL(n), Stats: st, Oldest: age(st.OldestPendingAge), Chart: newChart(d.rates(n))})
+		c, err := d.throughput(r.Context(), n, 120, 24, lastHour)
+		if err != nil {
+			return queuesData{}, err
+		}
+		data.Rows = append(data.Rows, queueRow{Name: n, URL: queueURL(n), Stats: st, Oldest: age(st.OldestPendingAge), Chart: c[0]})
 	}
 	link := func(key, name string) string { return "/?" + url.Values{key: {name}}.Encode() }
 	// The live update asks for this page as this request did.
@@ -306,8 +319,10 @@ func (d *Dashboard) row(in store.Info) messageRow {
 }
 
 type queueData struct {
-	Name, URL        string
-	Stats            store.Stats
+	Name, URL string
+	Stats     store.Stats
+	// Charts are the queue's throughput over the last hour and day.
+	Charts           []chart
 	State, Key, Kind string
 	States           []string
 	Messages         []messageRow
@@ -332,6 +347,9 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request, v *view) (
 		return "", err
 	}
 	data := queueData{Name: name, URL: queueURL(name), Stats: st, State: q.Get("state"), Key: q.Get("key"), Kind: q.Get("kind")}
+	if data.Charts, err = d.throughput(r.Context(), name, 600, 80, lastHour, lastDay); err != nil {
+		return "", err
+	}
 	if data.State == "" {
 		data.State = "pending"
 	}
@@ -350,7 +368,7 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request, v *view) (
 		data.Messages = append(data.Messages, d.row(in))
 	}
 	data.Pages = pages
-	v.Title, v.Data = "Queue "+name, data
+	v.Title, v.Data, v.Queue = "Queue "+name, data, name
 	v.Crumbs = []crumb{{"Queues", "/"}}
 	return "queue", nil
 }
@@ -451,7 +469,16 @@ type messageData struct {
 	// the store keeps ErrorsKept.
 	Errors     []attemptError
 	ErrorsKept int
+	// RunsIn says when a delayed message runs: "runs in 4m 10s"; empty
+	// for any other.
+	RunsIn string
+	// Metadata is the job metadata a client keeps in the attributes,
+	// sorted by key; TraceID the trace its traceparent names, if any.
+	Metadata []metadataEntry
+	TraceID  string
 }
+
+type metadataEntry struct{ Key, Value string }
 
 // attemptError is a row of a message's error history.
 type attemptError struct {
@@ -479,6 +506,14 @@ func (d *Dashboard) messagePage(w http.ResponseWriter, r *http.Request, v *view)
 	if len(in.Attributes) > 0 {
 		data.Attributes = showPayload(in.Attributes)
 	}
+	if in.State == store.Pending && in.VisibleAt.After(d.clk.Now()) {
+		data.RunsIn = "runs in " + spell(in.VisibleAt.Sub(d.clk.Now()))
+	}
+	meta := jobmeta.Decode(in.Attributes)
+	for _, k := range slices.Sorted(maps.Keys(meta)) {
+		data.Metadata = append(data.Metadata, metadataEntry{k, meta[k]})
+	}
+	data.TraceID = traceID(meta["traceparent"])
 	data.ErrorsKept = store.MaxErrors
 	for i := len(in.Errors) - 1; i >= 0; i-- {
 		e := in.Errors[i]
@@ -490,9 +525,23 @@ func (d *Dashboard) messagePage(w http.ResponseWriter, r *http.Request, v *view)
 	case store.Pending, store.Waiting, store.Processing:
 		data.Actions = []string{"cancel"}
 	}
-	v.Title, v.Data = fmt.Sprintf("Message %d", id), data
+	v.Title, v.Data, v.Queue = fmt.Sprintf("Message %d", id), data, name
 	v.Crumbs = []crumb{{"Queues", "/"}, {name, queueURL(name)}}
 	return "message", nil
+}
+
+// traceID is the trace id of a W3C traceparent ("00-<trace id>-<span
+// id>-<flags>"), as the OpenTelemetry middleware writes it into a job's
+// metadata; empty when it is not one.
+func traceID(traceparent string) string {
+	parts := strings.Split(traceparent, "-")
+	if len(parts) < 4 || len(parts[0]) != 2 || len(parts[1]) != 32 || strings.Trim(parts[1], "0") == "" {
+		return ""
+	}
+	if _, err := hex.DecodeString(parts[1]); err != nil {
+		return ""
+	}
+	return parts[1]
 }
 
 // payloadView shows bytes as text, as indented JSON, or in hex.
@@ -582,7 +631,7 @@ func (d *Dashboard) keysPage(w http.ResponseWriter, r *http.Request, v *view) (s
 	if len(keys) == pageSize {
 		data.Next = data.URL + "/keys?after=" + url.QueryEscape(keys[len(keys)-1].Key)
 	}
-	v.Title, v.Data = "Keys of "+name, data
+	v.Title, v.Data, v.Queue = "Keys of "+name, data, name
 	v.Crumbs = []crumb{{"Queues", "/"}, {name, queueURL(name)}}
 	return "keys", nil
 }
@@ -619,7 +668,7 @@ func (d *Dashboard) deadPage(w http.ResponseWriter, r *http.Request, v *view) (s
 	}
 	data.Pages = pages
 	data.Back = r.URL.RequestURI()
-	v.Title, v.Data = "Dead letters of "+name, data
+	v.Title, v.Data, v.Queue = "Dead letters of "+name, data, name
 	v.Crumbs = []crumb{{"Queues", "/"}, {name, queueURL(name)}}
 	return "dead", nil
 }
@@ -807,7 +856,7 @@ func parsePages() (map[string]*template.Template, error) {
 		return pauseArgs{name, url, paused, csrf, back}
 	}}
 	out := map[string]*template.Template{}
-	for _, name := range []string{"queues", "queue", "message", "keys", "dead", "confirm", "error", "login"} {
+	for _, name := range []string{"queues", "queue", "message", "keys", "dead", "confirm", "error", "login", "scheduled", "search"} {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("dashboard: template %s: %w", name, err)

@@ -89,7 +89,7 @@ func (d *Dashboard) toLogin(w http.ResponseWriter, r *http.Request) {
 type loginData struct{ Next, Error string }
 
 func (d *Dashboard) loginPage(w http.ResponseWriter, r *http.Request, v *view) (string, error) {
-	v.SignedIn = false
+	v.SignedIn, v.Bare = false, true
 	v.Title = "Sign in"
 	v.Data = loginData{Next: localPath(r.URL.Query().Get("next"), "/")}
 	return "login", nil
@@ -97,7 +97,7 @@ func (d *Dashboard) loginPage(w http.ResponseWriter, r *http.Request, v *view) (
 
 // login checks the password of the login form and starts a session.
 func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
-	v := &view{CSRF: d.csrfToken(w, r), Title: "Sign in"}
+	v := &view{CSRF: d.csrfToken(w, r), Title: "Sign in", Bare: true}
 	next := localPath(r.PostFormValue("next"), "/")
 	if !d.checkCSRF(r) {
 		v.Data = loginData{Next: next, Error: "the form's CSRF token is missing or stale: reload the page and try again"}

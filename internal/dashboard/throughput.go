@@ -3,129 +3,136 @@ package dashboard
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
+
+	"github.com/leasehold/leasehold/store"
 )
 
-// series is one queue's recent completion counts, the oldest first,
-// over the last samples+1 samples. A queue whose count has not changed in
-// that window keeps its last count alone, so that idle queues, however
-// many, cost a few words each.
-type series struct {
-	// last is the latest count and lastAt the monotonic time it was
-	// sampled; taken counts the samples, up to samples+1.
-	last   int64
-	lastAt time.Duration
-	taken  int
-	// at and completed are the window's samples while it holds a change
-	// of the count; nil while the queue is idle.
-	at        []time.Duration
-	completed []int64
+// span is a stretch of a queue's throughput that a chart shows: Buckets
+// buckets of Bucket each, the last holding the current minute.
+type span struct {
+	Buckets int
+	Bucket  time.Duration
+	// Name says the stretch in words: "last hour".
+	Name string
 }
 
-func (s *series) add(at time.Duration, completed int64) {
-	if s.at == nil && s.taken > 0 && completed != s.last {
-		// The first change in the window: its samples start with the
-		// one before it.
-		s.at, s.completed = []time.Duration{s.lastAt}, []int64{s.last}
-	}
-	s.taken = min(s.taken+1, samples+1)
-	s.last, s.lastAt = completed, at
-	if s.at == nil {
-		return
-	}
-	s.at = append(s.at, at)
-	s.completed = append(s.completed, completed)
-	if len(s.at) > samples+1 {
-		s.at = s.at[1:]
-		s.completed = s.completed[1:]
-	}
-	if len(s.at) == samples+1 && !slices.ContainsFunc(s.completed, func(n int64) bool { return n != completed }) {
-		s.at, s.completed = nil, nil
-	}
-}
+// The charts' stretches: the last hour is the queues page's sparkline,
+// and with the last day the queue page's two charts.
+var (
+	lastHour = span{Buckets: 60, Bucket: time.Minute, Name: "last hour"}
+	lastDay  = span{Buckets: 96, Bucket: 15 * time.Minute, Name: "last 24 hours"}
+)
 
-// rates are the completions per second between successive samples, the
-// window's idle intervals before its first change at zero. The cleaner's
-// deletions lower the completed count; an interval in which the count
-// fell shows zero.
-func (s *series) rates() []float64 {
-	out := make([]float64, max(s.taken-max(len(s.at), 1), 0), s.taken)
-	for i := 1; i < len(s.at); i++ {
-		d := max(s.completed[i]-s.completed[i-1], 0)
-		out = append(out, float64(d)/(s.at[i]-s.at[i-1]).Seconds())
-	}
-	return out
-}
-
-// sample records every queue's completed count, read for all queues in
-// one store call.
-func (d *Dashboard) sample(ctx context.Context) {
-	all, err := d.st.AllStats(ctx)
-	if err != nil {
-		d.log.Warn("dashboard: could not count the queues for the charts", "error", err)
-		return
-	}
-	now := d.clk.Monotonic()
-	seen := make(map[string]bool, len(all))
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, st := range all {
-		seen[st.Queue] = true
-		s := d.history[st.Queue]
-		if s == nil {
-			s = &series{}
-			d.history[st.Queue] = s
-		}
-		s.add(now, st.Completed)
-	}
-	for q := range d.history {
-		if !seen[q] {
-			delete(d.history, q)
-		}
-	}
-}
-
-// rates returns a queue's recent rates.
-func (d *Dashboard) rates(queue string) []float64 {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if s := d.history[queue]; s != nil {
-		return s.rates()
-	}
-	return nil
-}
-
-// chart is a small line chart of rates as SVG path data in a 120x24 box,
-// the highest rate at the top.
+// chart is a line chart of a queue's completions, failures and dead
+// letters per minute, as SVG path data in a Width x Height box, the
+// busiest bucket at the top; the counts come from the store, so every
+// server of the database draws the same.
 type chart struct {
-	Path string
+	Span string
+	// Width and Height are the box's.
+	Width, Height int
+	// Completed, Failed and Dead are the three lines' path data; empty
+	// when there is no data.
+	Completed, Failed, Dead string
+	// Empty says that no minute of the stretch counted anything.
+	Empty bool
+	// Last is the completions of the last whole minute, as "12/min", or
+	// "no data yet".
 	Last string
-	Max  string
+	// Summary says the chart in words, for its text alternative.
+	Summary string
+	// Totals are the stretch's sums.
+	Totals totals
 }
 
-func newChart(rates []float64) chart {
-	if len(rates) == 0 {
-		return chart{Last: "no samples yet"}
+// totals are a stretch's sums.
+type totals struct{ Completed, Failed, Dead int64 }
+
+// throughput reads a queue's minutes once, for the longest of the
+// stretches, and draws a chart of each stretch ending now, in a box of
+// w x h.
+func (d *Dashboard) throughput(ctx context.Context, queue string, w, h int, spans ...span) ([]chart, error) {
+	now := d.clk.Now()
+	starts := make([]time.Time, len(spans))
+	since := now
+	for i, s := range spans {
+		starts[i] = now.Truncate(s.Bucket).Add(-time.Duration(s.Buckets-1) * s.Bucket)
+		if starts[i].Before(since) {
+			since = starts[i]
+		}
 	}
-	top := 0.0
-	for _, r := range rates {
-		top = max(top, r)
+	ms, err := d.st.Throughput(ctx, queue, since)
+	if err != nil {
+		return nil, err
 	}
+	out := make([]chart, len(spans))
+	for i, s := range spans {
+		out[i] = newChart(ms, s, starts[i], now, w, h)
+	}
+	return out, nil
+}
+
+// newChart buckets the minutes from start on and draws them.
+func newChart(ms []store.Minute, s span, start, now time.Time, w, h int) chart {
+	c := chart{Span: s.Name, Width: w, Height: h, Empty: true}
+	completed, failed, dead := make([]int64, s.Buckets), make([]int64, s.Buckets), make([]int64, s.Buckets)
+	var lastMinute int64
+	previous := now.Truncate(time.Minute).Add(-time.Minute)
+	for _, m := range ms {
+		i := int(m.At.Sub(start) / s.Bucket)
+		if m.At.Before(start) || i >= s.Buckets {
+			continue
+		}
+		c.Empty = false
+		completed[i] += m.Completed
+		failed[i] += m.Failed
+		dead[i] += m.Dead
+		c.Totals.Completed += m.Completed
+		c.Totals.Failed += m.Failed
+		c.Totals.Dead += m.Dead
+		if m.At.Equal(previous) {
+			lastMinute = m.Completed
+		}
+	}
+	if c.Empty {
+		c.Last = "no data yet"
+		c.Summary = fmt.Sprintf("no completions, failures or dead letters counted in the %s: no data yet", s.Name)
+		return c
+	}
+	top := int64(0)
+	for i := range s.Buckets {
+		top = max(top, completed[i], failed[i], dead[i])
+	}
+	c.Completed, c.Failed, c.Dead = path(completed, top, w, h), path(failed, top, w, h), path(dead, top, w, h)
+	c.Last = fmt.Sprintf("%d/min", lastMinute)
+	perMinute := float64(top) / s.Bucket.Minutes()
+	c.Summary = fmt.Sprintf("in the %s: %d completed, %d failed, %d dead; at most %s per minute; %d completed in the last whole minute",
+		s.Name, c.Totals.Completed, c.Totals.Failed, c.Totals.Dead, trimFloat(perMinute), lastMinute)
+	return c
+}
+
+// path draws counts as a line across a w x h box, top at the box's top.
+func path(counts []int64, top int64, w, h int) string {
 	var b strings.Builder
-	step := 120.0 / float64(max(samples-1, 1))
-	start := 120 - step*float64(len(rates)-1)
-	for i, r := range rates {
-		y := 23.0
+	step := float64(w) / float64(max(len(counts)-1, 1))
+	for i, n := range counts {
+		y := float64(h) - 1
 		if top > 0 {
-			y = 23 - 22*r/top
+			y -= (float64(h) - 2) * float64(n) / float64(top)
 		}
 		cmd := "L"
 		if i == 0 {
 			cmd = "M"
 		}
-		fmt.Fprintf(&b, "%s%.1f %.1f ", cmd, start+step*float64(i), y)
+		fmt.Fprintf(&b, "%s%.1f %.1f ", cmd, step*float64(i), y)
 	}
-	return chart{Path: strings.TrimSpace(b.String()), Last: fmt.Sprintf("%.1f/s", rates[len(rates)-1]), Max: fmt.Sprintf("%.1f/s", top)}
+	return strings.TrimSpace(b.String())
+}
+
+// trimFloat writes f with at most one decimal, none when it is whole.
+func trimFloat(f float64) string {
+	s := fmt.Sprintf("%.1f", f)
+	return strings.TrimSuffix(s, ".0")
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/runstate"
+	"github.com/leasehold/leasehold/store"
 )
 
 // Config configures a Maintenance. Nothing in it is checked or defaulted:
@@ -42,10 +43,19 @@ type Config struct {
 	Retention *Retention
 }
 
+// ThroughputKept is how long the maintainer keeps the store's
+// per-minute throughput (see store.Store.Throughput): the store's window
+// and an hour more, so that a chart of the window always has its oldest
+// minute.
+const ThroughputKept = store.ThroughputWindow + time.Hour
+
 // Maintenance is a process's part in a database's upkeep: it stands in
 // the maintainer election, and runs the reaper and the cleaner as Config
-// says.
+// says. While it maintains the database, it also deletes the throughput
+// minutes past ThroughputKept, every CleanInterval, whatever the
+// retention.
 type Maintenance struct {
+	deps       Deps
 	maint      *maintainer
 	reaper     *Reaper
 	cleaner    *Cleaner
@@ -56,7 +66,7 @@ type Maintenance struct {
 // New returns the upkeep of cfg.Store; it fails only when its
 // instruments cannot be made.
 func New(cfg Config) (*Maintenance, error) {
-	m := &Maintenance{alwaysReap: cfg.AlwaysReap}
+	m := &Maintenance{deps: cfg.Deps, alwaysReap: cfg.AlwaysReap}
 	var err error
 	if cfg.ReapInterval > 0 {
 		if m.reaper, err = NewReaper(ReaperConfig{Deps: cfg.Deps, Interval: cfg.ReapInterval}); err != nil {
@@ -101,6 +111,13 @@ func (m *Maintenance) Run(ctx context.Context) error {
 	if m.cleaner != nil {
 		loops.Go(func() { m.cleaner.loop(ctx, m.maint.holding) })
 	}
+	loops.Go(func() {
+		Every(ctx, m.deps.Clock, CleanInterval, nil, func() {
+			if m.maint.holding() {
+				m.pruneThroughput(ctx)
+			}
+		})
+	})
 	select {
 	case <-ctx.Done():
 	case <-m.state.Stopping():
@@ -115,3 +132,10 @@ func (m *Maintenance) Shutdown(ctx context.Context) error { return m.state.Shutd
 
 // Running reports whether Run is running.
 func (m *Maintenance) Running() bool { return m.state.Running() }
+
+// pruneThroughput deletes the throughput minutes past ThroughputKept.
+func (m *Maintenance) pruneThroughput(ctx context.Context) {
+	if _, err := m.deps.Store.PruneThroughput(ctx, ThroughputKept); err != nil && ctx.Err() == nil {
+		m.deps.Logger.Warn("could not delete the throughput minutes past their time", "error", err)
+	}
+}

@@ -78,3 +78,51 @@ func TestMaintenance(t *testing.T) {
 		<-bDone
 	})
 }
+
+// The maintainer deletes the throughput minutes past ThroughputKept,
+// though it has no cleaner: the minutes of the last day stay.
+func TestMaintenancePrunesThroughput(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st := newStore(t, nil)
+		m, err := maintenance.New(maintenance.Config{Deps: deps(st, nil), ID: "a", LeaseDuration: 3 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- m.Run(ctx) }()
+		if _, err := st.Enqueue(ctx, []store.NewMessage{{Queue: "q"}}); err != nil {
+			t.Fatal(err)
+		}
+		ds, err := st.Claim(ctx, store.Claim{Queue: "q", WorkerID: "w", Max: 1, LeaseDuration: time.Minute})
+		if err != nil || len(ds) != 1 {
+			t.Fatalf("claim = %v, %v", ds, err)
+		}
+		if _, err := st.Complete(ctx, []store.Completion{{Lease: ds[0].Lease}}); err != nil {
+			t.Fatal(err)
+		}
+		since := time.Now().Add(-time.Hour)
+		minutes := func() int {
+			t.Helper()
+			ms, err := st.Throughput(ctx, "q", since)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(ms)
+		}
+		time.Sleep(store.ThroughputWindow)
+		synctest.Wait()
+		if n := minutes(); n != 1 {
+			t.Fatalf("a day on, the queue has %d minutes, want its one kept", n)
+		}
+		time.Sleep(maintenance.ThroughputKept - store.ThroughputWindow + 2*maintenance.CleanInterval)
+		synctest.Wait()
+		if n := minutes(); n != 0 {
+			t.Fatalf("past ThroughputKept, the queue has %d minutes, want none", n)
+		}
+		if err := m.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+	})
+}

@@ -1,7 +1,7 @@
 // Package serve is leasehold's HTTP face on one listener: the SQS API at
 // POST / and at queue URLs (and GET with an Action, in the query
-// protocol), the dashboard at GET / (and under /queues/), Prometheus metrics
-// at GET /metrics, and health at GET /healthz (the process runs) and GET
+// protocol), the dashboard at GET / (and /search, and under /queues/),
+// Prometheus metrics at GET /metrics, and health at GET /healthz (the process runs) and GET
 // /readyz (the database commits a write within a second). Beside it
 // runs the database's upkeep: a reaper that gives back the messages of
 // receivers whose visibility timeout ended, and, while this process is
@@ -318,6 +318,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.Handle("GET "+queuePath, apiOr(api, http.HandlerFunc(unknownOperation)))
 	s.mux.Handle("/queues/", pages)
 	s.mux.Handle("/api/", pages)
+	s.mux.Handle("GET /search", pages)
 	s.mux.Handle("GET /static/", pages)
 	s.mux.Handle("/login", pages)
 	s.mux.Handle("POST /logout", pages)
@@ -551,7 +552,6 @@ func (s *Server) Run(ctx context.Context) error {
 
 	var loops sync.WaitGroup
 	loops.Go(func() { _ = s.maint.Run(ctx) })
-	loops.Go(func() { _ = s.dash.Run(ctx) })
 	// The message move tasks stop with the server, and go on in the next
 	// one, or in another server of the database.
 	moves, stopMoves := context.WithCancel(ctx)
@@ -559,7 +559,6 @@ func (s *Server) Run(ctx context.Context) error {
 	defer func() {
 		stopMoves()
 		_ = s.maint.Shutdown(context.WithoutCancel(ctx))
-		_ = s.dash.Shutdown(context.WithoutCancel(ctx))
 		loops.Wait()
 	}()
 

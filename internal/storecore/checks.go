@@ -353,6 +353,27 @@ func CheckBlockedKeys(queue, afterKey string, limit int) (int, error) {
 	return CheckLimit(limit)
 }
 
+// CheckScheduled validates a listing of delayed messages and returns its
+// limit, defaulted.
+func CheckScheduled(queue string, after store.ScheduledAfter, limit int) (int, error) {
+	if err := CheckQueue(queue); err != nil {
+		return 0, err
+	}
+	if after.ID < 0 {
+		return 0, invalid("after id is %d, must not be negative", after.ID)
+	}
+	return CheckLimit(limit)
+}
+
+// CheckPruneThroughput validates the age from which PruneThroughput
+// deletes: never within store.ThroughputWindow.
+func CheckPruneThroughput(olderThan time.Duration) error {
+	if olderThan < store.ThroughputWindow {
+		return invalid("the age to prune throughput from is %s, must be at least %s", olderThan, store.ThroughputWindow)
+	}
+	return nil
+}
+
 // CheckPrune validates a pruning.
 func CheckPrune(p store.Prune) error {
 	if p.Queue != "" {

@@ -76,6 +76,11 @@ type Backend interface {
 	// BlockedKeys gets its limit set.
 	BlockedKeys(ctx context.Context, queue, afterKey string, limit int) ([]store.BlockedKey, error)
 	Prune(ctx context.Context, p store.Prune) (int, error)
+	// Scheduled gets a checked queue and its limit set.
+	Scheduled(ctx context.Context, queue string, after store.ScheduledAfter, limit int) ([]store.Info, error)
+	Throughput(ctx context.Context, queue string, since time.Time) ([]store.Minute, error)
+	// PruneThroughput gets an age of at least store.ThroughputWindow.
+	PruneThroughput(ctx context.Context, olderThan time.Duration) (int, error)
 	Pause(ctx context.Context, queue string) error
 	Resume(ctx context.Context, queue string) error
 	HoldMaintainer(ctx context.Context, holder string, d time.Duration) (store.Maintainer, error)
@@ -407,6 +412,22 @@ func (s *Store) BlockedKeys(ctx context.Context, queue, afterKey string, limit i
 // Prune implements store.Store.
 func (s *Store) Prune(ctx context.Context, p store.Prune) (int, error) {
 	return run(s, "prune", CheckPrune(p), func() (int, error) { return s.b.Prune(ctx, p) })
+}
+
+// Scheduled implements store.Store.
+func (s *Store) Scheduled(ctx context.Context, queue string, after store.ScheduledAfter, limit int) ([]store.Info, error) {
+	limit, err := CheckScheduled(queue, after, limit)
+	return run(s, "scheduled", err, func() ([]store.Info, error) { return s.b.Scheduled(ctx, queue, after, limit) })
+}
+
+// Throughput implements store.Store.
+func (s *Store) Throughput(ctx context.Context, queue string, since time.Time) ([]store.Minute, error) {
+	return run(s, "throughput", CheckQueue(queue), func() ([]store.Minute, error) { return s.b.Throughput(ctx, queue, since) })
+}
+
+// PruneThroughput implements store.Store.
+func (s *Store) PruneThroughput(ctx context.Context, olderThan time.Duration) (int, error) {
+	return run(s, "prune throughput", CheckPruneThroughput(olderThan), func() (int, error) { return s.b.PruneThroughput(ctx, olderThan) })
 }
 
 // Cancel implements store.Store.

@@ -187,6 +187,46 @@ type SettleTx interface {
 	// Notify tells other processes that messages of the queues may have
 	// become claimable, once the transaction commits.
 	Notify(ctx context.Context, queues []string) error
+	// Tally adds the counts to their queues' minute of the transaction's
+	// now (see store.Store.Throughput): each queue once, sorted by queue,
+	// with a count that is not zero. A backend may write them last in
+	// the transaction, after every other lock it takes.
+	Tally(ctx context.Context, ts []Tally) error
+}
+
+// Tally is what one settling transaction did to a queue's messages, for
+// its throughput.
+type Tally struct {
+	Queue                   string
+	Completed, Failed, Dead int64
+}
+
+// tallies count a settling transaction's outcomes by queue.
+type tallies map[string]*Tally
+
+func (ts *tallies) of(queue string) *Tally {
+	if *ts == nil {
+		*ts = tallies{}
+	}
+	t := (*ts)[queue]
+	if t == nil {
+		t = &Tally{Queue: queue}
+		(*ts)[queue] = t
+	}
+	return t
+}
+
+// write hands the counts to tx, sorted by queue, when there are any.
+func (ts tallies) write(ctx context.Context, tx SettleTx) error {
+	if len(ts) == 0 {
+		return nil
+	}
+	out := make([]Tally, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, *t)
+	}
+	slices.SortFunc(out, func(a, b Tally) int { return cmp.Compare(a.Queue, b.Queue) })
+	return tx.Tally(ctx, out)
 }
 
 // A Settlement is the work of one settling transaction, which
@@ -356,6 +396,15 @@ func (cp *completion) Settle(ctx context.Context, tx SettleTx) error {
 			complete(i, done[j])
 		}
 	}
+	var counts tallies
+	for _, h := range done {
+		if !h.Repeated {
+			counts.of(h.Queue).Completed++
+		}
+	}
+	if err := counts.write(ctx, tx); err != nil {
+		return err
+	}
 	return cp.after(ctx, tx, distinctLines(lines), replies, nil, transfers{})
 }
 
@@ -386,11 +435,20 @@ func (fl *failure) Settle(ctx context.Context, tx SettleTx) error {
 	if !ok {
 		return store.LeaseLost(f.Lease)
 	}
+	var counts tallies
 	if fl.dead = f.Permanent || lastDelivery(h); !fl.dead {
 		if err := giveBack(ctx, tx, []Held{h}, f.RetryDelay, f.Error, true, false, nil); err != nil {
 			return err
 		}
+		counts.of(h.Queue).Failed++
+		if err := counts.write(ctx, tx); err != nil {
+			return err
+		}
 		return fl.after(ctx, tx, nil, nil, []string{h.Queue}, transfers{})
+	}
+	counts.of(h.Queue).Dead++
+	if err := counts.write(ctx, tx); err != nil {
+		return err
 	}
 	// A message with a dead-letter queue moves there, in after, once
 	// the locks of its line there are taken; any other dies here.
@@ -613,6 +671,17 @@ func (rp *reaping) Settle(ctx context.Context, tx SettleTx) error {
 		if err := giveBack(ctx, tx, back, 0, leaseExpiredError, true, false, leaving); err != nil {
 			return err
 		}
+	}
+	var counts tallies
+	for _, r := range out {
+		if r.Dead {
+			counts.of(r.Queue).Dead++
+		} else {
+			counts.of(r.Queue).Failed++
+		}
+	}
+	if err := counts.write(ctx, tx); err != nil {
+		return err
 	}
 	rp.recovered = out
 	return rp.after(ctx, tx, distinctLines(lines), nil, queues, moves)

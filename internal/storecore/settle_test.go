@@ -28,6 +28,8 @@ type recorder struct {
 	// deleted names queues without a record; every other has one.
 	deleted []string
 	calls   []string
+	// tallies are what Tally was given, apart from calls.
+	tallies []storecore.Tally
 }
 
 func (r *recorder) Settle(ctx context.Context, st storecore.Settlement) error {
@@ -176,6 +178,11 @@ func (t recorderTx) Insert(_ context.Context, msgs []store.NewMessage) error {
 
 func (t recorderTx) Notify(_ context.Context, queues []string) error {
 	t.call("notify %v", queues)
+	return nil
+}
+
+func (t recorderTx) Tally(_ context.Context, ts []storecore.Tally) error {
+	t.r.tallies = append(t.r.tallies, ts...)
 	return nil
 }
 
@@ -511,4 +518,44 @@ func TestSettleDelete(t *testing.T) {
 		t.Errorf("Delete of a processing message: %v, want ErrProcessing", err)
 	}
 	checkCalls(t, r)
+}
+
+// The settlements count what they did by queue: a completion once however
+// often its lease is listed, a failure that retries as failed, one on the
+// last delivery or permanent as dead, and a reap's expired leases as
+// failed or dead as the reaper leaves them.
+func TestSettleTallies(t *testing.T) {
+	other := storecore.Held{Lease: store.Lease{MessageID: 5, FencingToken: 50}, Queue: "other", Deliveries: 1, MaxDeliveries: 3}
+	s, r := newRecorder(t, keyed, unkeyed, other)
+	ctx := t.Context()
+	if _, err := s.Complete(ctx, []store.Completion{{Lease: keyed.Lease}, {Lease: keyed.Lease}, {Lease: other.Lease}}); err != nil {
+		t.Fatal(err)
+	}
+	want := []storecore.Tally{{Queue: "other", Completed: 1}, {Queue: "q", Completed: 1}}
+	if !slices.Equal(r.tallies, want) {
+		t.Fatalf("completion tallies = %+v, want %+v", r.tallies, want)
+	}
+	r.tallies = nil
+	r.held[keyed.Lease] = keyed
+	if _, err := s.Fail(ctx, store.Failure{Lease: keyed.Lease, Error: "boom"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Fail(ctx, store.Failure{Lease: unkeyed.Lease, Error: "boom"}); err != nil {
+		t.Fatal(err)
+	}
+	want = []storecore.Tally{{Queue: "q", Failed: 1}, {Queue: "q", Dead: 1}}
+	if !slices.Equal(r.tallies, want) {
+		t.Fatalf("failure tallies = %+v, want %+v", r.tallies, want)
+	}
+	r.tallies = nil
+	dying := keyed
+	dying.Deliveries = 3
+	r.held = map[store.Lease]storecore.Held{dying.Lease: dying, other.Lease: other}
+	if _, err := s.Reap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want = []storecore.Tally{{Queue: "other", Failed: 1}, {Queue: "q", Dead: 1}}
+	if !slices.Equal(r.tallies, want) {
+		t.Fatalf("reap tallies = %+v, want %+v", r.tallies, want)
+	}
 }

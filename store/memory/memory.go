@@ -59,6 +59,9 @@ type backend struct {
 	maint  store.Maintainer
 	// secrets are the server secrets by name.
 	secrets map[string][]byte
+	// throughput holds each queue's counts by Unix minute (see
+	// store.Store.Throughput).
+	throughput map[string]map[int64]*store.Minute
 	// settling is the state of the settling step that holds mu.
 	settling settleState
 

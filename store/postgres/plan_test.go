@@ -814,3 +814,78 @@ func TestWaitingLineReadsInOrder(t *testing.T) {
 		t.Errorf("a promotion read %d entries of messages_waiting, want a few", got)
 	}
 }
+
+// TestScheduledReadsItsRanges checks that a page of delayed messages,
+// on a queue with 50,000 completed messages and 20,000 pending ones
+// visible already, in three priorities, statistics gathered, reads
+// messages_ready alone, and only the delayed range of each priority
+// (and a probe per priority): what it costs does not grow with the
+// ready backlog or the history.
+func TestScheduledReadsItsRanges(t *testing.T) {
+	ctx := context.Background()
+	f := newPlanFixture(t)
+	s := f.s
+	if _, err := f.setup.Exec(ctx, `INSERT INTO `+f.schema+`.messages
+		(queue, payload, state, deliveries, max_deliveries, fencing_token, enqueued_at, visible_at, locked_until, finished_at)
+		SELECT 'q', '\x00', 3, 1, 5, 0, now(), now(), now(), now() FROM generate_series(1, 50000);
+		INSERT INTO `+f.schema+`.messages (queue, payload, state, max_deliveries, priority, enqueued_at, visible_at)
+		SELECT 'q', '\x00', 0, 5, i % 3, now() - interval '1 hour', now() - interval '1 hour' FROM generate_series(1, 20000) AS i`); err != nil {
+		t.Fatal(err)
+	}
+	msgs := make([]store.NewMessage, 30)
+	for i := range msgs {
+		msgs[i] = store.NewMessage{Queue: "q", Payload: []byte("later"), Priority: i % 3, Delay: time.Duration(i+1) * time.Minute}
+	}
+	res, err := s.Enqueue(ctx, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.setup.Exec(ctx, `ANALYZE `+f.schema+`.messages`); err != nil {
+		t.Fatal(err)
+	}
+	before := f.indexReads(t)
+	f.readsOnly(t, "Scheduled", func() error {
+		infos, err := s.Scheduled(ctx, "q", store.ScheduledAfter{}, 10)
+		if err == nil && (len(infos) != 10 || infos[0].ID != res[0].ID || infos[9].ID != res[9].ID) {
+			err = fmt.Errorf("Scheduled listed %d messages, the first %d; want the first 10 enqueued", len(infos), infos[0].ID)
+		}
+		return err
+	}, nil, "messages_ready")
+	if read := f.indexReads(t)["messages_ready"].tuples - before["messages_ready"].tuples; read > 100 {
+		t.Errorf("Scheduled read %d entries of messages_ready for a page of 10, want the delayed ones and a probe per priority", read)
+	}
+	f.readsOnly(t, "Scheduled, a later page", func() error {
+		infos, err := s.Scheduled(ctx, "q", store.ScheduledAfter{VisibleAt: time.Now().Add(20 * time.Minute), ID: res[19].ID}, 10)
+		if err == nil && len(infos) == 0 {
+			err = fmt.Errorf("Scheduled listed nothing after the 20th")
+		}
+		return err
+	}, nil, "messages_ready")
+}
+
+// TestThroughputReadsItsKey checks that a queue's minutes are read
+// through the throughput table's primary key, among a day of minutes of
+// a hundred queues, statistics gathered.
+func TestThroughputReadsItsKey(t *testing.T) {
+	ctx := context.Background()
+	f := newPlanFixture(t)
+	if _, err := f.setup.Exec(ctx, `INSERT INTO `+f.schema+`.throughput (queue, minute, shard, completed, failed, dead)
+		SELECT 'q' || (i % 100), date_trunc('minute', now()) - (i / 100) * interval '1 minute', 0, 1, 0, 0
+		FROM generate_series(0, 143999) AS i;
+		ANALYZE `+f.schema+`.throughput`); err != nil {
+		t.Fatal(err)
+	}
+	scans := `SELECT seq_scan FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = 'throughput'`
+	keyReads := `SELECT idx_scan FROM pg_stat_user_indexes WHERE schemaname = $1 AND indexrelname = 'throughput_pkey'`
+	before := f.counter(t, keyReads)
+	f.unchanged(t, scans, "sequential scans of throughput", "Throughput", func() error {
+		ms, err := f.s.Throughput(ctx, "q7", time.Now().Add(-time.Hour))
+		if err == nil && (len(ms) < 60 || len(ms) > 61) {
+			err = fmt.Errorf("Throughput listed %d minutes of the last hour", len(ms))
+		}
+		return err
+	})
+	if f.counter(t, keyReads) == before {
+		t.Errorf("Throughput did not read throughput_pkey")
+	}
+}

@@ -527,11 +527,19 @@ FROM (
 	SELECT queue, 0, 0, 0, 0, 0, 0, NULL, paused, 0, 0 FROM {s}.queues WHERE paused OR created_at IS NOT NULL) AS counts
 GROUP BY queue ORDER BY queue
 
--- name: countCompleted
--- Adds $2[i] to queue $1[i]'s completed count, in the shard of this
--- connection.
+-- name: count
+-- Adds a settling transaction's counts: to queue $2[i]'s minute of $1
+-- (now when NULL) the completions $3[i], failures $4[i] and dead letters
+-- $5[i], and $7[i] to queue $6[i]'s completed count, each in the shard
+-- of this connection.
+WITH minutes AS (
+	INSERT INTO {s}.throughput AS m (queue, minute, shard, completed, failed, dead)
+	SELECT q, date_trunc('minute', COALESCE($1::timestamptz, now()), 'UTC'), (pg_backend_pid() % 16)::smallint, c, f, d
+	FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::bigint[]) AS t(q, c, f, d) ORDER BY q
+	ON CONFLICT (queue, minute, shard) DO UPDATE
+		SET completed = m.completed + excluded.completed, failed = m.failed + excluded.failed, dead = m.dead + excluded.dead)
 INSERT INTO {s}.completed_counts AS c (queue, shard, n)
-SELECT q, (pg_backend_pid() % 16)::smallint, n FROM unnest($1::text[], $2::bigint[]) AS t(q, n) ORDER BY q
+SELECT q, (pg_backend_pid() % 16)::smallint, n FROM unnest($6::text[], $7::bigint[]) AS t(q, n) ORDER BY q
 ON CONFLICT (queue, shard) DO UPDATE SET n = c.n + excluded.n
 
 -- name: prune
@@ -821,3 +829,39 @@ CROSS JOIN LATERAL (SELECT count(*) FROM {s}.messages WHERE queue = $1 AND state
 LEFT JOIN LATERAL (SELECT * FROM {s}.messages
 	WHERE queue = $1 AND key = k.key AND state IN ({pending}, {processing}) ORDER BY COALESCE(arrival, id) LIMIT 1) AS h ON true
 ORDER BY k.key
+
+-- name: throughput
+-- Queue $1's minutes from $2 on, their shards summed, through the
+-- primary key.
+SELECT minute, sum(completed)::bigint, sum(failed)::bigint, sum(dead)::bigint
+FROM {s}.throughput WHERE queue = $1 AND minute >= date_trunc('minute', $2::timestamptz, 'UTC')
+GROUP BY minute ORDER BY minute
+
+-- name: pruneThroughput
+-- Every queue's minutes that began more than $2 ago (from $1, now when
+-- NULL): the table holds about a day of rows, so reading it whole is
+-- cheap.
+DELETE FROM {s}.throughput WHERE minute < COALESCE($1::timestamptz, now()) - $2 * interval '1 microsecond'
+
+-- name: scheduled
+-- Up to $5 of queue $1's pending messages that become visible after now
+-- ($2, the database's when NULL) and come after ($3, $4) in (visible
+-- time, id) order, in that order. messages_ready holds them by priority
+-- first, so the statement finds the queue's priorities one probe each (a
+-- loose index scan) and reads a range of each, then merges them.
+WITH RECURSIVE p(priority) AS (
+	(SELECT priority FROM {s}.messages WHERE queue = $1 AND state = {pending} ORDER BY priority DESC LIMIT 1)
+	UNION ALL
+	SELECT (SELECT m.priority FROM {s}.messages AS m WHERE m.queue = $1 AND m.state = {pending} AND m.priority < p.priority
+		ORDER BY m.priority DESC LIMIT 1)
+	FROM p WHERE p.priority IS NOT NULL)
+SELECT m.* FROM p CROSS JOIN LATERAL (
+	SELECT id, queue, state, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
+		worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at, kind, priority,
+		attributes, first_claimed_at, dead_letter_queue, dead_letter_source
+	FROM {s}.messages
+	WHERE queue = $1 AND state = {pending} AND priority = p.priority
+		AND visible_at > COALESCE($2::timestamptz, now()) AND (visible_at, id) > ($3::timestamptz, $4::bigint)
+	ORDER BY visible_at, id LIMIT $5) AS m
+WHERE p.priority IS NOT NULL
+ORDER BY m.visible_at, m.id LIMIT $5

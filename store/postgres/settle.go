@@ -77,7 +77,7 @@ func (s *backend) settleOnce(ctx context.Context, st storecore.Settlement) error
 	if err := st.Settle(ctx, t); err != nil {
 		return err
 	}
-	t.countCompleted()
+	t.count()
 	t.later(qCommit)
 	tag, err := t.flushTag(ctx)
 	if err == nil && tag.String() != "COMMIT" {
@@ -94,8 +94,10 @@ type settleTx struct {
 	// queued are the statements not sent yet, in order.
 	queued *pgx.Batch
 	// completed counts the messages CompleteCurrent completed, by queue,
-	// for countCompleted.
+	// less those that left the completed state, for count.
 	completed map[string]int64
+	// tallies are the counts of the queues' minutes, for count.
+	tallies []storecore.Tally
 }
 
 // later queues a statement whose result the settlement does not read.
@@ -169,20 +171,32 @@ func (r *batchRows) Close() {
 
 func (r *batchRows) Err() error { return cmp.Or(r.Rows.Err(), r.err) }
 
-// countCompleted adds the completions to their queues' counts, in this
-// connection's shard; no trigger counts them (see the migrations). It runs
-// last, after every other lock the transaction takes: a completion waiting
-// on a key's lock must not hold a count row that other completions of the
+// count adds the completions to their queues' counts, and the tallies
+// to their queues' minutes, in this connection's shards, in one
+// statement; no trigger counts them (see the migrations). It runs last,
+// after every other lock the transaction takes: a completion waiting on a
+// key's lock must not hold a count row that other completions of the
 // queue need meanwhile.
-func (t *settleTx) countCompleted() {
-	if len(t.completed) == 0 {
+func (t *settleTx) count() {
+	if len(t.completed) == 0 && len(t.tallies) == 0 {
 		return
 	}
 	qs, ns := make([]string, 0, len(t.completed)), make([]int64, 0, len(t.completed))
 	for q, n := range t.completed {
 		qs, ns = append(qs, q), append(ns, n)
 	}
-	t.later(qCountCompleted, qs, ns)
+	n := len(t.tallies)
+	tq, tc, tf, td := make([]string, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	for i, c := range t.tallies {
+		tq[i], tc[i], tf[i], td[i] = c.Queue, c.Completed, c.Failed, c.Dead
+	}
+	t.later(qCount, t.s.now(), tq, tc, tf, td, qs, ns)
+}
+
+// Tally keeps the counts for count, which writes them last.
+func (t *settleTx) Tally(_ context.Context, ts []storecore.Tally) error {
+	t.tallies = append(t.tallies, ts...)
+	return nil
 }
 
 func (t *settleTx) CompleteCurrent(ctx context.Context, cs []store.Completion) ([]storecore.Held, error) {
@@ -451,7 +465,7 @@ func (t *settleTx) Delete(ctx context.Context, ms []storecore.Found) error {
 }
 
 // uncount takes the completed ones of messages that leave their state
-// off their queues' counts, which countCompleted writes.
+// off their queues' counts, which count writes.
 func (t *settleTx) uncount(ms []storecore.Found) {
 	for _, m := range ms {
 		if m.State == store.Completed {

@@ -56,7 +56,7 @@ const (
 	qPurge
 	qStats
 	qAllStats
-	qCountCompleted
+	qCount
 	qPrune
 	qDeleteQueue
 	qPurgeQueue
@@ -78,6 +78,9 @@ const (
 	qListBefore
 	qGet
 	qBlockedKeys
+	qThroughput
+	qPruneThroughput
+	qScheduled
 	nQueries
 )
 
@@ -123,7 +126,7 @@ var queryNames = [nQueries]string{
 	qPurge:              "purge",
 	qStats:              "stats",
 	qAllStats:           "allStats",
-	qCountCompleted:     "countCompleted",
+	qCount:              "count",
 	qPrune:              "prune",
 	qDeleteQueue:        "deleteQueue",
 	qPurgeQueue:         "purgeQueue",
@@ -145,6 +148,9 @@ var queryNames = [nQueries]string{
 	qListBefore:         "listBefore",
 	qGet:                "get",
 	qBlockedKeys:        "blockedKeys",
+	qThroughput:         "throughput",
+	qPruneThroughput:    "pruneThroughput",
+	qScheduled:          "scheduled",
 }
 
 // loadQueries reads queries.sql with the schema and the states' codes

@@ -552,3 +552,44 @@ FROM k LEFT JOIN leasehold_messages AS h ON h.id = (SELECT id FROM leasehold_mes
 	WHERE queue = ?1 AND key = k.key AND state IN ({pending}, {processing}) ORDER BY COALESCE(arrival, id) LIMIT 1)
 WHERE k.key IS NOT NULL
 ORDER BY k.key
+
+-- name: tally
+-- Adds a settling transaction's counts to queue ?1's minute ?2 (in Unix
+-- minutes).
+INSERT INTO leasehold_throughput (queue, minute, completed, failed, dead) VALUES (?1, ?2, ?3, ?4, ?5)
+ON CONFLICT (queue, minute) DO UPDATE SET completed = completed + excluded.completed,
+	failed = failed + excluded.failed, dead = dead + excluded.dead
+
+-- name: throughput
+-- Queue ?1's minutes from minute ?2 on, through the primary key.
+SELECT minute, completed, failed, dead FROM leasehold_throughput WHERE queue = ?1 AND minute >= ?2 ORDER BY minute
+
+-- name: pruneThroughput
+-- Every queue's minutes before minute ?1: the table holds about a day of
+-- rows, so reading it whole is cheap.
+DELETE FROM leasehold_throughput WHERE minute < ?1
+
+-- name: scheduledPriorities
+-- The priorities that queue ?1's pending messages have, highest first,
+-- one probe of leasehold_ready each (a loose index scan, as blockedKeys
+-- reads keys).
+WITH RECURSIVE p(priority) AS (
+	SELECT (SELECT priority FROM leasehold_messages INDEXED BY leasehold_ready
+		WHERE queue = ?1 AND state = {pending} ORDER BY priority DESC LIMIT 1)
+	UNION ALL
+	SELECT (SELECT priority FROM leasehold_messages INDEXED BY leasehold_ready
+		WHERE queue = ?1 AND state = {pending} AND priority < p.priority ORDER BY priority DESC LIMIT 1)
+	FROM p WHERE p.priority IS NOT NULL)
+SELECT priority FROM p WHERE priority IS NOT NULL
+
+-- name: scheduled
+-- Up to ?6 of queue ?1's pending messages of priority ?2 that become
+-- visible after ?3 (now) and come after (?4, ?5) in (visible time, id)
+-- order, in that order: one range of leasehold_ready, which holds a
+-- priority's messages by visible time and id.
+SELECT id, queue, state, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
+	worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at, kind, priority,
+	attributes, first_claimed_at, dead_letter_queue, dead_letter_source
+FROM leasehold_messages INDEXED BY leasehold_ready
+WHERE queue = ?1 AND state = {pending} AND priority = ?2 AND visible_at > ?3 AND (visible_at, id) > (?4, ?5)
+ORDER BY visible_at, id LIMIT ?6

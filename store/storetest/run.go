@@ -185,6 +185,8 @@ func Run(t *testing.T, f Factory, opts ...Option) {
 		{"Get", testGet},
 		{"BlockedKeys", testBlockedKeys},
 		{"QueuesOfEveryState", testQueuesOfEveryState},
+		{"Scheduled", testScheduled},
+		{"Throughput", testThroughput},
 
 		// What a store refuses: bad input, unknown leases, calls after
 		// Close (refused.go).

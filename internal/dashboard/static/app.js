@@ -6,7 +6,7 @@
   var table = document.getElementById("queues");
   if (!table) return;
   var url = table.getAttribute("data-live");
-  var fields = ["pending", "delayed", "waiting", "processing", "completed", "cancelled"];
+  var fields = ["pending", "waiting", "processing", "completed", "cancelled"];
   function setText(row, field, value) {
     var cell = row.querySelector('[data-field="' + field + '"]');
     if (cell && cell.textContent !== String(value)) cell.textContent = String(value);
@@ -24,27 +24,31 @@
       var q = byName[row.getAttribute("data-queue")];
       if (!q) return;
       fields.forEach(function (f) { setText(row, f, q[f.charAt(0).toUpperCase() + f.slice(1)]); });
-      var dead = row.querySelector('[data-field="dead"]');
       var queueLink = row.querySelector("th a");
-      if (dead && queueLink && dead.textContent !== String(q.Dead)) {
-        // A count of dead messages links to them; none is plain text.
-        dead.textContent = "";
-        if (q.Dead > 0) {
+      // A count of dead or delayed messages links to them; none is plain
+      // text.
+      [["dead", q.Dead, "/dead"], ["delayed", q.Delayed, "/scheduled"]].forEach(function (c) {
+        var cell = row.querySelector('[data-field="' + c[0] + '"]');
+        if (!cell || !queueLink || cell.textContent === String(c[1])) return;
+        cell.textContent = "";
+        if (c[1] > 0) {
           var link = document.createElement("a");
-          link.setAttribute("href", queueLink.getAttribute("href") + "/dead");
-          link.textContent = String(q.Dead);
-          dead.appendChild(link);
+          link.setAttribute("href", queueLink.getAttribute("href") + c[2]);
+          link.textContent = String(c[1]);
+          cell.appendChild(link);
         } else {
-          dead.textContent = "0";
+          cell.textContent = "0";
         }
-      }
+      });
       setText(row, "oldest", q.Oldest);
       var chart = row.querySelector('[data-field="chart"]');
       if (chart) {
-        var path = chart.querySelector("path");
-        if (path) path.setAttribute("d", q.Chart.Path || "");
+        ["Completed", "Failed", "Dead"].forEach(function (line) {
+          var path = chart.querySelector("path." + line.toLowerCase());
+          if (path) path.setAttribute("d", q.Chart[line] || "");
+        });
         var svg = chart.querySelector("svg");
-        if (svg) svg.setAttribute("aria-label", "completions per second, last " + q.Chart.Last + ", peak " + q.Chart.Max);
+        if (svg) svg.setAttribute("aria-label", q.Chart.Summary);
         var rate = chart.querySelector(".rate");
         if (rate) rate.textContent = q.Chart.Last;
       }
