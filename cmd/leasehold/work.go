@@ -230,14 +230,18 @@ func (a *app) work(ctx context.Context, cfg leasehold.Config, f workFlags, runAs
 	askStop := func() { askOnce.Do(func() { close(stopAsked) }) }
 	var cannotStart error
 	var startMu sync.Mutex
-	c.HandleAny((&script.Handler{Argv: argv, User: runAs, Stdout: script.NewLockedWriter(a.stdout), Stderr: script.NewLockedWriter(a.stderr), Log: a.log,
+	handler := &script.Handler{Argv: argv, User: runAs, Stdout: script.NewLockedWriter(a.stdout), Stderr: script.NewLockedWriter(a.stderr), Log: a.log,
 		Broken: func(err error) {
 			startMu.Lock()
 			cannotStart = err
 			startMu.Unlock()
 			a.log.Error("the command failed to start several times in a row; stopping", "error", err, "failed_starts", script.MaxStartFailures)
 			askStop()
-		}}).Handle)
+		}}
+	// Closed once no message runs any more (deferred calls run last in
+	// first): the supervisor ends with nothing left to kill.
+	defer handler.Close()
+	c.HandleAny(handler.Handle)
 	// A reader of standard output that goes away must not kill the worker
 	// with SIGPIPE while it holds leases.
 	signal.Ignore(syscall.SIGPIPE)
