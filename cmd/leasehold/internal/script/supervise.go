@@ -293,7 +293,7 @@ func (s *supervisorProc) reap() {
 // back through reap, and their children, orphans in turn, through the next
 // sweep.
 func (s *supervisorProc) sweep() {
-	for _, pid := range children() {
+	for _, pid := range adopted() {
 		if s.scripts[pid] != nil {
 			continue
 		}

@@ -52,10 +52,27 @@ func children() []int {
 		if errors.Is(err, os.ErrNotExist) && t.Name() == strconv.Itoa(os.Getpid()) {
 			return childrenByStat()
 		}
-		for _, f := range strings.Fields(string(b)) {
-			if pid, err := strconv.Atoi(f); err == nil {
-				out = append(out, pid)
-			}
+		out = append(out, pids(string(b))...)
+	}
+	return out
+}
+
+// adopted lists the children of this process's main thread: the orphans
+// it adopted as a child subreaper land there, with the children that
+// thread forked.
+func adopted() []int {
+	b, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(os.Getpid()) + "/children")
+	if err != nil {
+		return childrenByStat()
+	}
+	return pids(string(b))
+}
+
+func pids(list string) []int {
+	var out []int
+	for _, f := range strings.Fields(list) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			out = append(out, pid)
 		}
 	}
 	return out
