@@ -246,7 +246,7 @@ func TestScriptEnvironmentHasNoSecrets(t *testing.T) {
 	if bits := uint64(1)<<(syscall.SIGPIPE-1) | 1<<(syscall.SIGINT-1); mask&bits != 0 {
 		t.Fatalf("the script ignores SIGPIPE or SIGINT: SigIgn %#x", mask)
 	}
-	for _, want := range []string{"KEEP_ME=1", "LEASEHOLD_MESSAGE_ID=", "LEASEHOLD_QUEUE=env", "LEASEHOLD_ATTEMPT=1", "LEASEHOLD_FENCING_TOKEN="} {
+	for _, want := range []string{"KEEP_ME=1", "LEASEHOLD_RUN=", "LEASEHOLD_MESSAGE_ID=", "LEASEHOLD_QUEUE=env", "LEASEHOLD_ATTEMPT=1", "LEASEHOLD_FENCING_TOKEN="} {
 		if !strings.Contains(env, want) {
 			t.Fatalf("the script's environment lacks %q:\n%s", want, env)
 		}

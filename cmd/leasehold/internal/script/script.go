@@ -163,7 +163,10 @@ func (h *Handler) Handle(ctx context.Context, job *leasehold.RawJob) error {
 		return leasehold.Permanent(fmt.Errorf("start %s: %w", name, err))
 	}
 	if err != nil {
-		return h.startFailed(fmt.Errorf("start %s: %w", name, err))
+		// The supervisor ended before the request reached it (a script
+		// killed it, say): not the command's fault, and not counted; the
+		// next message gets a new supervisor.
+		return worker.NotStarted(fmt.Errorf("start %s: %w", name, err))
 	}
 	p.started()
 	// Stopped (lease lost, max processing time, shutdown): SIGTERM to the

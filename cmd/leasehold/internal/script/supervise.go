@@ -122,11 +122,10 @@ func Supervise(args []string) int {
 			}
 			s.handle(r)
 		case <-chld:
+			// Signals of children that end meanwhile may merge into this
+			// one: reap waits for every child that has ended.
+			s.reap()
 		}
-		// A request may have killed processes, and SIGCHLD may have been
-		// taken by an earlier round: reaping costs one wait4 when there is
-		// nothing to reap.
-		s.reap()
 	}
 }
 

@@ -269,13 +269,11 @@ func (s *supervisorConn) start(vars []string, streams [3]*os.File) (uint64, <-ch
 		_, _, err = s.conn.WriteMsgUnix(p, syscall.UnixRights(int(streams[0].Fd()), int(streams[1].Fd()), int(streams[2].Fd())), nil)
 	}
 	if err != nil {
+		// Nothing started: the supervisor has ended, or the request could
+		// not be made.
 		s.mu.Lock()
-		_, mine := s.waiting[id]
 		delete(s.waiting, id)
 		s.mu.Unlock()
-		if !mine { // the supervisor ended meanwhile, and said so
-			return id, ch, nil
-		}
 		return 0, nil, err
 	}
 	return id, ch, nil
