@@ -170,7 +170,8 @@ type supervisorProc struct {
 	conn   *net.UnixConn
 	argv   []string
 	cred   *syscall.Credential
-	marker string // "LEASEHOLD_RUN=PID.", the run's id follows
+	env    []string // the scripts' environment but for their runs' variables
+	marker string   // "LEASEHOLD_RUN=PID.", the run's id follows
 	// runs are the runs not yet reported, by id; sessions the same by
 	// their script's pid, which is their session's id.
 	runs     map[string]*scriptRun
@@ -197,7 +198,7 @@ type scriptRun struct {
 func (r *scriptRun) over() bool { return r.reaped || r.killed }
 
 func newSupervisorProc(conn *net.UnixConn, argv []string, cred *syscall.Credential) *supervisorProc {
-	return &supervisorProc{conn: conn, argv: argv, cred: cred,
+	return &supervisorProc{conn: conn, argv: argv, cred: cred, env: os.Environ(),
 		marker:   runMarker + "=" + strconv.Itoa(os.Getpid()) + ".",
 		runs:     map[string]*scriptRun{},
 		sessions: map[int]*scriptRun{},
@@ -241,7 +242,8 @@ func (s *supervisorProc) handle(r request) {
 
 // start forks the script in a session of its own, with the run's marker.
 func (s *supervisorProc) start(r request) {
-	env := append(append(os.Environ(), r.vars...), s.marker+r.id)
+	env := make([]string, 0, len(s.env)+len(r.vars)+1)
+	env = append(append(append(env, s.env...), r.vars...), s.marker+r.id)
 	pid, err := syscall.ForkExec(s.argv[0], s.argv, &syscall.ProcAttr{
 		Env:   env,
 		Files: []uintptr{r.files[0].Fd(), r.files[1].Fd(), r.files[2].Fd()},
