@@ -44,9 +44,9 @@ const (
 	MaxStartFailures = 3
 )
 
-// Handler runs a command per message, under the worker's supervisor (see
-// Supervise):
-// the payload on standard input, the message's facts in the environment.
+// Handler runs a command per message, forked by the worker's supervisor
+// (see Supervise): the payload on standard input, the message's facts in
+// the environment.
 // Exit 0 completes the message, exit 65 (EX_DATAERR) dead-letters it at
 // once, any other status fails it with the tail of standard error; a
 // command that cannot start gives the message back without counting it.
