@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/leasehold/leasehold/clock"
 )
 
 // errSupervisorGone is a run's start on a supervisor that has ended.
@@ -170,11 +172,19 @@ func (s *supervisorConn) signal(op string, id uint64) {
 func (s *supervisorConn) kill() { _ = s.cmd.Process.Kill() }
 
 // close ends the supervisor, which kills what is left of its scripts, and
-// waits for it.
+// waits for it; one that has not ended supervisorGrace later (a script
+// stopped it, say) is killed.
 func (s *supervisorConn) close() {
 	s.mu.Lock()
 	s.closing = true
 	s.mu.Unlock()
 	_ = s.conn.CloseWrite()
-	<-s.done
+	t := clock.System().NewTimer(supervisorGrace)
+	defer t.Stop()
+	select {
+	case <-s.done:
+	case <-t.C():
+		s.kill()
+		<-s.done
+	}
 }
