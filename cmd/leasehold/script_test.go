@@ -246,7 +246,7 @@ func TestScriptEnvironmentHasNoSecrets(t *testing.T) {
 	if bits := uint64(1)<<(syscall.SIGPIPE-1) | 1<<(syscall.SIGINT-1); mask&bits != 0 {
 		t.Fatalf("the script ignores SIGPIPE or SIGINT: SigIgn %#x", mask)
 	}
-	for _, want := range []string{"KEEP_ME=1", "LEASEHOLD_MESSAGE_ID=", "LEASEHOLD_QUEUE=env", "LEASEHOLD_ATTEMPT=1", "LEASEHOLD_FENCING_TOKEN="} {
+	for _, want := range []string{"KEEP_ME=1", "LEASEHOLD_RUN=", "LEASEHOLD_MESSAGE_ID=", "LEASEHOLD_QUEUE=env", "LEASEHOLD_ATTEMPT=1", "LEASEHOLD_FENCING_TOKEN="} {
 		if !strings.Contains(env, want) {
 			t.Fatalf("the script's environment lacks %q:\n%s", want, env)
 		}
@@ -346,6 +346,65 @@ printf 'unfinished-%%s' "$id"
 	for _, l := range lines {
 		if !line.MatchString(l) {
 			t.Fatalf("a line mixed or cut: %.80q", l)
+		}
+	}
+}
+
+// One supervisor forks the scripts of every message, and ends with its
+// worker.
+func TestOneSupervisorServesEveryScript(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := "sqlite:" + filepath.Join(dir, "one.db")
+	runBin(t, dir, "1\n2\n3\n4\n5\n6\n", "--db", db, "enqueue", "--queue", "one").must(t)
+	handler := writeScript(t, dir, "echo $PPID > sup.$(cat)\n")
+	runBin(t, dir, "", "--db", db, "--log-level", "error", "work", "--queue", "one", "--concurrency", "2", "--drain", "--", handler).must(t)
+	sups := map[int]bool{}
+	for i := 1; i <= 6; i++ {
+		sups[readPid(t, filepath.Join(dir, "sup."+strconv.Itoa(i)))] = true
+	}
+	if len(sups) != 1 {
+		t.Fatalf("six scripts had %d supervisors, want one: %v", len(sups), sups)
+	}
+	for pid := range sups {
+		if pidAlive(pid) {
+			t.Fatalf("the supervisor %d outlived its worker", pid)
+		}
+	}
+}
+
+// A script that kills the supervisor takes down every script running
+// beside it: the worker kills what each started and fails each message,
+// and a new supervisor runs their next deliveries.
+func TestScriptKillingTheSharedSupervisor(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := "sqlite:" + filepath.Join(dir, "shared.db")
+	runBin(t, dir, "victim\nkiller\n", "--db", db, "enqueue", "--queue", "shared", "--max-deliveries", "2").must(t)
+	handler := writeScript(t, dir, `p=$(cat)
+[ "$LEASEHOLD_ATTEMPT" = 1 ] || exit 0
+case $p in
+victim) setsid sh -c 'echo $$ > victim.daemon; exec sleep 1000' &
+	while [ ! -s victim.daemon ]; do sleep 0.01; done
+	echo $$ > victim.pid
+	sleep 1000 ;;
+killer) while [ ! -s victim.pid ]; do sleep 0.01; done
+	echo $PPID > supervisor.pid
+	kill -9 $PPID
+	sleep 1000 ;;
+esac
+`)
+	r := runBin(t, dir, "", "--db", db, "work", "--queue", "shared", "--concurrency", "2", "--drain", "--", handler).must(t)
+	for _, f := range []string{"supervisor.pid", "victim.pid", "victim.daemon"} {
+		pid := readPid(t, filepath.Join(dir, f))
+		waitFor(t, 5*time.Second, f+" "+strconv.Itoa(pid)+" ending", func() bool { return !pidAlive(pid) })
+	}
+	for p, m := range byPayload(t, dir, db, "shared") {
+		if m["state"] != "completed" || m["deliveries"] != 2.0 {
+			t.Fatalf("%s after its first run lost the supervisor: %v, want completed on the second delivery\n%s", p, m, r.stderr)
+		}
+		if le, _ := m["last_error"].(string); !strings.Contains(le, "supervising process ended without a report") {
+			t.Fatalf("%s's first failure: %q", p, le)
 		}
 	}
 }

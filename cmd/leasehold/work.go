@@ -71,12 +71,16 @@ through, as is CMD's standard error, a whole line at a time so that lines of
 concurrent messages never mix (a line over 64 KiB is split, and a warning
 says so).
 
-Everything CMD starts ends with it: when CMD exits, whatever it left running
-(daemons that called setsid included) is killed, and its output is closed
-at most 2 s later; when the worker dies by any means, kill -9 included, its
-commands and everything they started are killed at once; when CMD kills
-the leasehold process that watches it, the worker kills what CMD started
-and fails the message. The lease is kept
+Everything CMD starts ends with it. The worker forks every CMD through one
+supervising leasehold process, in a session of its own and with
+LEASEHOLD_RUN in its environment, which ties what it starts to its run:
+when CMD exits, whatever it left running (daemons that called setsid
+included) is killed, and its output is closed at most 2 s later (a process
+that left the session and dropped LEASEHOLD_RUN is killed once every CMD
+that was running when it was found has ended); when the worker dies by
+any means, kill -9 included, its commands and everything they started are
+killed at once; when a CMD kills the supervising process, the worker kills
+what every running CMD started and fails their messages. The lease is kept
 alive while CMD runs. When it is lost, or the maximum processing time
 passes, CMD gets SIGTERM, then SIGKILL 5 s later, and the message is not
 completed by this worker. The reaper runs in-process.
@@ -230,14 +234,18 @@ func (a *app) work(ctx context.Context, cfg leasehold.Config, f workFlags, runAs
 	askStop := func() { askOnce.Do(func() { close(stopAsked) }) }
 	var cannotStart error
 	var startMu sync.Mutex
-	c.HandleAny((&script.Handler{Argv: argv, User: runAs, Stdout: script.NewLockedWriter(a.stdout), Stderr: script.NewLockedWriter(a.stderr), Log: a.log,
+	handler := &script.Handler{Argv: argv, User: runAs, Stdout: script.NewLockedWriter(a.stdout), Stderr: script.NewLockedWriter(a.stderr), Log: a.log,
 		Broken: func(err error) {
 			startMu.Lock()
 			cannotStart = err
 			startMu.Unlock()
 			a.log.Error("the command failed to start several times in a row; stopping", "error", err, "failed_starts", script.MaxStartFailures)
 			askStop()
-		}}).Handle)
+		}}
+	// Closed once no message runs any more (deferred calls run last in
+	// first): the supervisor ends with nothing left to kill.
+	defer handler.Close()
+	c.HandleAny(handler.Handle)
 	// A reader of standard output that goes away must not kill the worker
 	// with SIGPIPE while it holds leases.
 	signal.Ignore(syscall.SIGPIPE)

@@ -3,16 +3,15 @@ package script
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/leasehold/leasehold"
@@ -26,7 +25,7 @@ const (
 	exitDataErr = 65
 	// KillGrace is how long a script has between SIGTERM and SIGKILL.
 	KillGrace = 5 * time.Second
-	// supervisorGrace is how long a supervisor has, once told to kill its
+	// supervisorGrace is how long the supervisor has, once told to kill a
 	// script, before it is killed itself.
 	supervisorGrace = time.Second
 	// StopTime bounds how long a script that was told to stop takes to be
@@ -45,8 +44,9 @@ const (
 	MaxStartFailures = 3
 )
 
-// Handler runs a command per message, under a supervisor (see Supervise):
-// the payload on standard input, the message's facts in the environment.
+// Handler runs a command per message, forked by the worker's supervisor
+// (see Supervise): the payload on standard input, the message's facts in
+// the environment.
 // Exit 0 completes the message, exit 65 (EX_DATAERR) dead-letters it at
 // once, any other status fails it with the tail of standard error; a
 // command that cannot start gives the message back without counting it.
@@ -64,13 +64,18 @@ type Handler struct {
 	User       *User
 	failedRuns atomic.Int32
 	brokenOnce sync.Once
+	// mu guards the supervisor, started at the first message and again
+	// after one ended.
+	mu     sync.Mutex
+	sup    *supervisorConn
+	closed bool
 }
 
-// scriptEnv is the environment of a message's script: the worker's own,
-// without leasehold's settings (the database's address may hold a
-// password) or PGPASSWORD, plus the message's variables.
-func scriptEnv(environ []string, job *leasehold.RawJob) []string {
-	env := make([]string, 0, len(environ)+5)
+// workerEnv is the environment of every script but for its message's
+// variables: the worker's own, without leasehold's settings (the
+// database's address may hold a password) or PGPASSWORD.
+func workerEnv(environ []string) []string {
+	env := make([]string, 0, len(environ))
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(name, "LEASEHOLD_") || name == "PGPASSWORD" {
@@ -78,13 +83,48 @@ func scriptEnv(environ []string, job *leasehold.RawJob) []string {
 		}
 		env = append(env, kv)
 	}
-	return append(env,
-		"LEASEHOLD_MESSAGE_ID="+strconv.FormatInt(job.ID, 10),
-		"LEASEHOLD_QUEUE="+job.Queue,
-		"LEASEHOLD_KEY="+job.Key,
-		"LEASEHOLD_ATTEMPT="+strconv.Itoa(job.Attempt),
-		"LEASEHOLD_FENCING_TOKEN="+strconv.FormatInt(job.FencingToken, 10),
-	)
+	return env
+}
+
+// messageVars are the variables that tell a script of its message.
+func messageVars(job *leasehold.RawJob) []string {
+	return []string{
+		"LEASEHOLD_MESSAGE_ID=" + strconv.FormatInt(job.ID, 10),
+		"LEASEHOLD_QUEUE=" + job.Queue,
+		"LEASEHOLD_KEY=" + job.Key,
+		"LEASEHOLD_ATTEMPT=" + strconv.Itoa(job.Attempt),
+		"LEASEHOLD_FENCING_TOKEN=" + strconv.FormatInt(job.FencingToken, 10),
+	}
+}
+
+// supervisor returns the worker's supervisor, started now if there is
+// none or the last one ended.
+func (h *Handler) supervisor() (*supervisorConn, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, errSupervisorGone
+	}
+	if h.sup == nil || !h.sup.alive() {
+		sup, err := startSupervisor(h.Argv, h.User, h.User.env(workerEnv(os.Environ())))
+		if err != nil {
+			return nil, fmt.Errorf("start the supervising process: %w", err)
+		}
+		h.sup = sup
+	}
+	return h.sup, nil
+}
+
+// Close ends the supervisor, which kills what is left of the scripts, and
+// waits for it. No script starts after it.
+func (h *Handler) Close() {
+	h.mu.Lock()
+	sup := h.sup
+	h.closed, h.sup = true, nil
+	h.mu.Unlock()
+	if sup != nil {
+		sup.close()
+	}
 }
 
 // Handle runs the command for job: the client's raw handler
@@ -114,38 +154,27 @@ func (h *Handler) Handle(ctx context.Context, job *leasehold.RawJob) error {
 	if err != nil {
 		return worker.NotStarted(err)
 	}
-	lifeR, lifeW, err := p.pipe(false)
-	if err != nil {
-		return worker.NotStarted(err)
-	}
-	reportR, reportW, err := p.pipe(true)
-	if err != nil {
-		return worker.NotStarted(err)
-	}
-	// The script runs under a supervisor (see supervise.go) in a process
-	// group of its own: a terminal's Ctrl-C reaches only leasehold, which
-	// decides.
-	cmd := exec.Command(selfExe, append([]string{SuperviseArg, h.User.arg()}, h.Argv...)...)
-	cmd.Args[0] = "leasehold"
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Env = h.User.env(scriptEnv(os.Environ(), job))
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
-	cmd.ExtraFiles = []*os.File{lifeR, reportW}
-	sv, err := supervisors.start(cmd)
+	sup, err := h.supervisor()
 	if err != nil {
 		return h.startFailed(fmt.Errorf("start %s: %w", name, err))
 	}
-	report := make(chan string, 1)
-	go func() {
-		b, _ := io.ReadAll(io.LimitReader(reportR, 4096))
-		report <- string(b)
-	}()
+	id, ch, err := sup.start(messageVars(job), [3]*os.File{stdin, stdout, stderr})
+	if errors.Is(err, errVarsTooLong) {
+		return leasehold.Permanent(fmt.Errorf("start %s: %w", name, err))
+	}
+	if err != nil {
+		// The supervisor ended before the request reached it (a script
+		// killed it, say): not the command's fault, and not counted; the
+		// next message gets a new supervisor.
+		return worker.NotStarted(fmt.Errorf("start %s: %w", name, err))
+	}
 	p.started()
 	// Stopped (lease lost, max processing time, shutdown): SIGTERM to the
 	// script, and everything it started is killed KillGrace later unless
-	// the script has exited by then. A supervisor that has not ended
-	// supervisorGrace after that (the script stopped it with SIGSTOP, say)
-	// is killed, and the script's orphans come to this process.
+	// the script has exited by then. A supervisor that has not reported
+	// supervisorGrace after that (a script stopped it with SIGSTOP, say)
+	// is killed, with every script it runs, and their orphans come to this
+	// process.
 	var (
 		mu     sync.Mutex
 		exited bool
@@ -160,19 +189,14 @@ func (h *Handler) Handle(ctx context.Context, job *leasehold.RawJob) error {
 	}
 	stop := context.AfterFunc(ctx, func() {
 		later(func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
+			sup.signal("term", id)
 			kill = clock.System().AfterFunc(KillGrace, func() {
-				_ = lifeW.Close()
-				later(func() { kill = clock.System().AfterFunc(supervisorGrace, func() { _ = cmd.Process.Kill() }) })
+				sup.signal("kill", id)
+				later(func() { kill = clock.System().AfterFunc(supervisorGrace, sup.kill) })
 			})
 		})
 	})
-	waitErr := cmd.Wait()
-	rep := <-report // the supervisor held its only write end
-	ended, ok := parseReport(rep)
-	// A supervisor that did not report was killed, by the script perhaps:
-	// what the script started is this process's now, and is killed.
-	orphans := supervisors.ended(sv, !ok)
+	end := <-ch
 	stop()
 	mu.Lock()
 	exited = true
@@ -192,11 +216,14 @@ func (h *Handler) Handle(ctx context.Context, job *leasehold.RawJob) error {
 		return fmt.Errorf("%s stopped: %w", name, context.Cause(ctx))
 	}
 	switch {
-	case !ok:
-		return fmt.Errorf("run %s: the supervising process ended without a report (%v); the %d processes the script left were killed", name, waitErr, orphans)
-	case ended.startErr != "":
-		return h.startFailed(fmt.Errorf("start %s: %s", name, ended.startErr))
+	case !end.ok:
+		// A supervisor that did not report was killed, by a script perhaps:
+		// what its scripts started was this process's, and was killed.
+		return fmt.Errorf("run %s: the supervising process ended without a report (%v); the %d processes its scripts left were killed", name, end.waitErr, end.orphans)
+	case end.ended.startErr != "":
+		return h.startFailed(fmt.Errorf("start %s: %s", name, end.ended.startErr))
 	}
+	ended := end.ended
 	h.failedRuns.Store(0)
 	if ended.status.Exited() && ended.status.ExitStatus() == 0 {
 		if reply != nil {
@@ -227,9 +254,9 @@ func (h *Handler) startFailed(err error) error {
 	return worker.NotStarted(err)
 }
 
-// pipes are a script's standard streams and its supervisor's control
-// pipes: the ends the supervisor gets, closed in this process once it has
-// started, and goroutines that feed and drain the other ends.
+// pipes are a script's standard streams: the ends the supervisor gets,
+// closed in this process once they were sent, and goroutines that feed
+// and drain the other ends.
 type pipes struct {
 	child []*os.File // the supervisor's ends
 	own   []*os.File // this process's ends
@@ -274,7 +301,8 @@ func (p *pipes) output(dst io.Writer) (*os.File, error) {
 	return w, nil
 }
 
-// started closes the supervisor's ends here and starts the copying.
+// started closes the supervisor's ends here, once they were sent, and
+// starts the copying.
 func (p *pipes) started() {
 	for _, f := range p.child {
 		_ = f.Close()

@@ -31,8 +31,8 @@ func Protect() error {
 }
 
 // supervisors are the supervisors this process started and has not yet
-// waited for: its only children but for what dead supervisors' scripts
-// left, which it adopts as a child subreaper.
+// waited for: its only children but for what the scripts of dead
+// supervisors left, which it adopts as a child subreaper.
 var supervisors = newSupervisorSet(children, killReap)
 
 // supervisorSet keeps the supervisors by identity, not by pid: once one is
