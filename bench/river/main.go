@@ -234,10 +234,13 @@ func redact(dsn string) string {
 // ensureDatabase creates the database named in dsn if it does not exist,
 // connecting to the postgres database of the same server to do it.
 func ensureDatabase(ctx context.Context, dsn string) error {
-	cfg, err := pgx.ParseConfig(dsn)
+	// The pool's parameters (pool_max_conns) are pgxpool's, not the
+	// server's: parsed as the pool parses them.
+	pc, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return fmt.Errorf("--dsn: %w", err)
+		return fmt.Errorf("--db: %w", err)
 	}
+	cfg := pc.ConnConfig
 	name := cfg.Database
 	if name == "" || name == "postgres" {
 		return nil
