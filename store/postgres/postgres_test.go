@@ -344,21 +344,13 @@ func TestDeleteQueueWaitsForAMoveIntoIt(t *testing.T) {
 		done <- deleted{n, err}
 	}()
 	// Until DeleteQueue waits for the move's lock.
-	for {
-		var waiting bool
-		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%DELETE%')`, quoted).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting {
-			break
-		}
+	waitForLock(t, pool, quoted+"%DELETE", func() {
 		select {
 		case d := <-done:
 			t.Fatalf("DeleteQueue = %d, %v before the move committed; want it to wait", d.n, d.err)
 		default:
 		}
-	}
+	})
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -412,21 +404,13 @@ func TestCompletionRacingRenewal(t *testing.T) {
 		done <- completed{errs, err}
 	}()
 	// Until the completion waits for the renewal's lock.
-	for {
-		var waiting bool
-		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%ctid%')`, quoted).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting {
-			break
-		}
+	waitForLock(t, pool, quoted+"%ctid", func() {
 		select {
 		case c := <-done:
 			t.Fatalf("Complete = %v, %v before the renewal committed; want it to wait", c.errs, c.err)
 		default:
 		}
-	}
+	})
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -436,5 +420,23 @@ func TestCompletionRacingRenewal(t *testing.T) {
 	st, err := s.Stats(ctx, "q")
 	if err != nil || st.Completed != 2 || st.Processing != 0 {
 		t.Fatalf("Stats = %+v, %v; want 2 completed", st, err)
+	}
+}
+
+// waitForLock returns once a statement whose text matches the LIKE
+// pattern %like% waits for a lock; ended, called between looks, fails
+// the test if the statement ended instead.
+func waitForLock(t *testing.T, pool *pgxpool.Pool, like string, ended func()) {
+	t.Helper()
+	for {
+		var waiting bool
+		if err := pool.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%')`, like).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			return
+		}
+		ended()
 	}
 }

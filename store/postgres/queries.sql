@@ -263,20 +263,13 @@ RETURNING m.id, m.fencing_token, m.queue, m.key
 
 -- name: completeAgain
 -- Completes as complete does the leases in the arrays of ids ($2) and
--- fencing tokens ($3), for those that complete left out: the rows found
--- reach the update as one array of ids, read through the primary key
--- whatever the statistics say, and a row that changed while the
--- statement ran is tested again, its token against the batch's (tokens
--- come from one sequence, so a token of the batch on that row is a lease
--- of the batch).
+-- fencing tokens ($3), for the few that complete left out: their rows
+-- are read through the primary key, and the latest version of each is
+-- tested. Tokens come from one sequence, so a token of the batch on one
+-- of the rows is a lease of the batch.
 UPDATE {s}.messages m SET state = {completed}, finished_at = COALESCE($1::timestamptz, now())
-WHERE m.id = ANY(ARRAY(
-		SELECT h.id FROM unnest($2::bigint[], $3::bigint[]) AS l(id, fence)
-		CROSS JOIN LATERAL (SELECT h.id FROM {s}.messages h
-			WHERE h.id = l.id AND h.fencing_token = l.fence AND h.state + 0 = {processing}
-				AND h.locked_until > COALESCE($1::timestamptz, now())
-			LIMIT 1) AS h))
-	AND m.fencing_token = ANY($3::bigint[]) AND m.state + 0 = {processing} AND m.locked_until > COALESCE($1::timestamptz, now())
+WHERE m.id = ANY($2::bigint[]) AND m.fencing_token = ANY($3::bigint[]) AND m.state + 0 = {processing}
+	AND m.locked_until > COALESCE($1::timestamptz, now())
 RETURNING m.id, m.fencing_token, m.queue, m.key
 
 -- name: completeLate
