@@ -210,6 +210,9 @@ func (t *settleTx) CompleteCurrent(ctx context.Context, cs []store.Completion) (
 			ids, fences = append(ids, c.MessageID), append(fences, c.FencingToken)
 		}
 	}
+	if len(ids) == 0 {
+		return out, nil // a lease listed twice completes once
+	}
 	again, err := t.tally(t.query(ctx, qCompleteAgain, t.s.now(), ids, fences))
 	return append(out, again...), err
 }
