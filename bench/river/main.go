@@ -38,14 +38,22 @@ const (
 	// topUpEvery is how often the producer checks the backlog, as in
 	// leasehold bench.
 	topUpEvery = 20 * time.Millisecond
+	// River's own benchmark (its command's "bench") fetches with these,
+	// chosen there for throughput; River's defaults are 100 ms and 1 s.
+	riverBenchFetchCooldown     = 2 * time.Millisecond
+	riverBenchFetchPollInterval = 20 * time.Millisecond
 )
 
 type flags struct {
 	dsn         string
 	duration    time.Duration
+	workers     int
 	concurrency int
 	payload     int
 	asJSON      bool
+	// fetchCooldown and fetchPollInterval are River's fetch settings.
+	fetchCooldown     time.Duration
+	fetchPollInterval time.Duration
 	// insert, when positive, measures inserts alone instead: this many
 	// jobs in batches of batchSize, with insertAPI.
 	insert    int
@@ -70,9 +78,12 @@ type result struct {
 func main() {
 	var f flags
 	fs := flag.NewFlagSet("river", flag.ContinueOnError)
-	fs.StringVar(&f.dsn, "dsn", defaultDSN, "PostgreSQL URL of River's database (created if missing)")
+	fs.StringVar(&f.dsn, "db", defaultDSN, "PostgreSQL URL of River's database (created if missing)")
 	fs.DurationVar(&f.duration, "duration", 30*time.Second, "how long to run")
-	fs.IntVar(&f.concurrency, "concurrency", 2000, "River MaxWorkers of the one queue")
+	fs.IntVar(&f.workers, "workers", 1, "River clients in this process, each a client of its own")
+	fs.IntVar(&f.concurrency, "concurrency", 2000, "River MaxWorkers of the one queue, per client")
+	fs.DurationVar(&f.fetchCooldown, "fetch-cooldown", riverBenchFetchCooldown, "River's FetchCooldown")
+	fs.DurationVar(&f.fetchPollInterval, "fetch-poll-interval", riverBenchFetchPollInterval, "River's FetchPollInterval")
 	fs.IntVar(&f.payload, "payload", 100, "payload size in bytes (a string of that many 'x' in the job args)")
 	fs.BoolVar(&f.asJSON, "json", false, "print one JSON object")
 	fs.IntVar(&f.insert, "insert", 0, "measure inserts alone: insert this many jobs in batches of 1000 and report jobs/s")
@@ -90,6 +101,15 @@ func main() {
 	switch {
 	case f.duration <= 0:
 		fmt.Fprintf(os.Stderr, "river: --duration %s: must be positive\n", f.duration)
+		os.Exit(2)
+	case f.workers < 1 || f.workers > 1000:
+		fmt.Fprintf(os.Stderr, "river: --workers %d: must be 1 to 1000\n", f.workers)
+		os.Exit(2)
+	case f.fetchCooldown < river.FetchCooldownMin:
+		fmt.Fprintf(os.Stderr, "river: --fetch-cooldown %s: must be at least %s\n", f.fetchCooldown, river.FetchCooldownMin)
+		os.Exit(2)
+	case f.fetchPollInterval < f.fetchCooldown:
+		fmt.Fprintf(os.Stderr, "river: --fetch-poll-interval %s: must not be shorter than --fetch-cooldown\n", f.fetchPollInterval)
 		os.Exit(2)
 	case f.concurrency < 1 || f.concurrency > river.QueueNumWorkersMax:
 		fmt.Fprintf(os.Stderr, "river: --concurrency %d: must be 1 to %d\n", f.concurrency, river.QueueNumWorkersMax)
@@ -129,11 +149,21 @@ type benchWorker struct {
 	clk  clock.Clock
 	lat  *latencies
 	done *atomic.Int64
+	// lowWater wakes the producer (low) when the backlog, enqueued less
+	// done, falls below it, as leasehold bench's handler does.
+	enqueued *atomic.Int64
+	lowWater int64
+	low      chan<- struct{}
 }
 
 func (w *benchWorker) Work(_ context.Context, job *river.Job[benchArgs]) error {
 	w.lat.add(w.clk.Now().Sub(job.CreatedAt))
-	w.done.Add(1)
+	if n := w.done.Add(1); w.enqueued.Load()-n < w.lowWater {
+		select {
+		case w.low <- struct{}{}:
+		default:
+		}
+	}
 	return nil
 }
 
@@ -204,10 +234,13 @@ func redact(dsn string) string {
 // ensureDatabase creates the database named in dsn if it does not exist,
 // connecting to the postgres database of the same server to do it.
 func ensureDatabase(ctx context.Context, dsn string) error {
-	cfg, err := pgx.ParseConfig(dsn)
+	// The pool's parameters (pool_max_conns) are pgxpool's, not the
+	// server's: parsed as the pool parses them.
+	pc, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return fmt.Errorf("--dsn: %w", err)
+		return fmt.Errorf("--db: %w", err)
 	}
+	cfg := pc.ConnConfig
 	name := cfg.Database
 	if name == "" || name == "postgres" {
 		return nil
@@ -253,10 +286,13 @@ func prepare(ctx context.Context, f flags) (*pgxpool.Pool, *riverpgxv5.Driver, *
 		pool.Close()
 		return nil, nil, nil, fmt.Errorf("river migrations: %w", err)
 	}
-	// Leftover jobs from earlier runs would make runs incomparable.
-	if _, err := pool.Exec(ctx, "TRUNCATE river_job"); err != nil {
-		pool.Close()
-		return nil, nil, nil, err
+	// Leftover jobs from earlier runs would make runs incomparable; River's
+	// own benchmark empties and compacts the table the same way.
+	for _, sql := range []string{"TRUNCATE river_job", "VACUUM FULL river_job"} {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			pool.Close()
+			return nil, nil, nil, err
+		}
 	}
 	return pool, driver, logger, nil
 }
@@ -273,21 +309,29 @@ func run(ctx context.Context, f flags, clk clock.Clock, stdout io.Writer) error 
 
 	lat := &latencies{}
 	var done, enqueued, failures atomic.Int64
+	// target is the backlog the producer keeps; low wakes it when the
+	// backlog falls below half of that, as in leasehold bench.
+	target := int64(max(2*f.workers*f.concurrency, 1000))
+	low := make(chan struct{}, 1)
 	workers := river.NewWorkers()
-	if err := river.AddWorkerSafely(workers, &benchWorker{clk: clk, lat: lat, done: &done}); err != nil {
+	if err := river.AddWorkerSafely(workers, &benchWorker{clk: clk, lat: lat, done: &done, enqueued: &enqueued, lowWater: target / 2, low: low}); err != nil {
 		return err
 	}
-	client, err := river.NewClient(driver, &river.Config{
-		// River's defaults, spelled out: not tuned.
-		FetchCooldown:     river.FetchCooldownDefault,
-		FetchPollInterval: river.FetchPollIntervalDefault,
-		Queues:            map[string]river.QueueConfig{queueName: {MaxWorkers: f.concurrency}},
-		Workers:           workers,
-		ErrorHandler:      countErrors{&failures},
-		Logger:            logger,
-	})
-	if err != nil {
-		return err
+	// Each worker is a River client of its own, as separate processes
+	// would be; they share the pool, as leasehold bench's share its store.
+	clients := make([]*river.Client[pgx.Tx], f.workers)
+	for i := range clients {
+		clients[i], err = river.NewClient(driver, &river.Config{
+			FetchCooldown:     f.fetchCooldown,
+			FetchPollInterval: f.fetchPollInterval,
+			Queues:            map[string]river.QueueConfig{queueName: {MaxWorkers: f.concurrency}},
+			Workers:           workers,
+			ErrorHandler:      countErrors{&failures},
+			Logger:            logger,
+		})
+		if err != nil {
+			return err
+		}
 	}
 
 	params := batchParams(f.payload)
@@ -295,14 +339,16 @@ func run(ctx context.Context, f flags, clk clock.Clock, stdout io.Writer) error 
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
 	began := clk.Monotonic()
-	if err := client.Start(runCtx); err != nil {
-		return err
+	for _, c := range clients {
+		if err := c.Start(runCtx); err != nil {
+			return err
+		}
 	}
 	prodCtx, stopProducer := context.WithCancel(runCtx)
 	defer stopProducer()
 	var prod sync.WaitGroup
 	prod.Go(func() {
-		produce(prodCtx, clk, client, logger, f, params, func() int64 { return enqueued.Load() - done.Load() }, &enqueued, &failures)
+		produce(prodCtx, clk, clients[0], logger, target, params, low, func() int64 { return enqueued.Load() - done.Load() }, &enqueued, &failures)
 	})
 
 	tty := isTerminal(stdout) && !f.asJSON
@@ -329,9 +375,11 @@ loop:
 	stopProducer()
 	prod.Wait()
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	if err := client.Stop(stopCtx); err != nil {
-		failures.Add(1)
-		logger.Error("river client stop", "error", err)
+	for _, c := range clients {
+		if err := c.Stop(stopCtx); err != nil {
+			failures.Add(1)
+			logger.Error("river client stop", "error", err)
+		}
 	}
 	cancel()
 	stopRun()
@@ -340,7 +388,7 @@ loop:
 	}
 
 	p50, p95, p99 := lat.quantiles()
-	res := result{DB: "river:" + redact(f.dsn), Mode: "continuous", Workers: 1, Concurrency: f.concurrency,
+	res := result{DB: "river:" + redact(f.dsn), Mode: "continuous", Workers: f.workers, Concurrency: f.concurrency,
 		Messages: completed, Seconds: elapsed.Seconds(), MessagesPerSecond: float64(completed) / elapsed.Seconds(),
 		LatencyP50Ms: p50, LatencyP95Ms: p95, LatencyP99Ms: p99, Errors: failures.Load()}
 	if f.asJSON {
@@ -364,13 +412,11 @@ loop:
 }
 
 // produce keeps the queue topped up until ctx ends, with leasehold bench's
-// rule: whenever the backlog (enqueued, not done) is below
-// max(2*workers*concurrency, 1000), checked every 20 ms, enqueue the
-// difference in batches of up to 1000.
-func produce(ctx context.Context, clk clock.Clock, client *river.Client[pgx.Tx], log *slog.Logger, f flags, params []river.InsertManyParams,
-	backlog func() int64, enqueued, failures *atomic.Int64) {
-	const workers = 1
-	target := int64(max(2*workers*f.concurrency, 1000))
+// rule: whenever the backlog (enqueued, not done) is below target, checked
+// every 20 ms and whenever a worker signals low, enqueue the difference in
+// batches of up to 1000.
+func produce(ctx context.Context, clk clock.Clock, client *river.Client[pgx.Tx], log *slog.Logger, target int64, params []river.InsertManyParams,
+	low <-chan struct{}, backlog func() int64, enqueued, failures *atomic.Int64) {
 	t := clk.NewTicker(topUpEvery)
 	defer t.Stop()
 	for {
@@ -390,6 +436,7 @@ func produce(ctx context.Context, clk clock.Clock, client *river.Client[pgx.Tx],
 		case <-ctx.Done():
 			return
 		case <-t.C():
+		case <-low:
 		}
 	}
 }

@@ -794,24 +794,22 @@ func nullBytes(b []byte) any {
 
 func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, error) {
 	args := []any{s.now(), c.Queue, c.Max, c.WorkerID, micros(c.LeaseDuration)}
-	var rows pgx.Rows
-	var err error
+	// A claim costs more to plan than to run: it is prepared once per
+	// connection, its plan kept index-backed by indexScans, sent with it
+	// in one round trip and one implicit transaction.
+	b := &pgx.Batch{}
+	b.Queue(s.sql.Text(qIndexScans))
 	if c.Runs {
-		// claimRuns costs more to plan than to run: it is prepared once
-		// per connection, its plan kept index-backed by indexScans, sent
-		// with it in one round trip and one implicit transaction.
-		b := &pgx.Batch{}
-		b.Queue(s.sql.Text(qIndexScans))
 		b.Queue(s.sql.Text(qClaimRuns), append(args, c.Independent)...)
-		br := s.pool.SendBatch(ctx, b)
-		defer br.Close()
-		if _, err := br.Exec(); err != nil {
-			return nil, err
-		}
-		rows, err = br.Query()
 	} else {
-		rows, err = s.pool.Query(ctx, s.sql.Text(qClaim), append([]any{replan}, args...)...)
+		b.Queue(s.sql.Text(qClaim), args...)
 	}
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
 	if err != nil {
 		return nil, err
 	}

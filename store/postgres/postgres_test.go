@@ -344,21 +344,13 @@ func TestDeleteQueueWaitsForAMoveIntoIt(t *testing.T) {
 		done <- deleted{n, err}
 	}()
 	// Until DeleteQueue waits for the move's lock.
-	for {
-		var waiting bool
-		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%DELETE%')`, quoted).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting {
-			break
-		}
+	waitForLock(t, pool, quoted+"%DELETE", func() {
 		select {
 		case d := <-done:
 			t.Fatalf("DeleteQueue = %d, %v before the move committed; want it to wait", d.n, d.err)
 		default:
 		}
-	}
+	})
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -368,5 +360,83 @@ func TestDeleteQueueWaitsForAMoveIntoIt(t *testing.T) {
 	st, err := s.Stats(ctx, "dlq")
 	if err != nil || st.Pending != 0 {
 		t.Fatalf("the deleted queue's stats: %+v, %v; want no message", st, err)
+	}
+}
+
+// A completion that meets a renewal of its own lease, committed while it
+// ran, completes the message all the same: complete finds the row
+// version that the renewal replaced, and completeAgain the new one. The
+// renewal's transaction is written here by hand, so that it can stay open
+// while the completion waits for it.
+func TestCompletionRacingRenewal(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	schema := pgtest.Schema(t, pool)
+	s, err := postgres.Open(ctx, postgres.Config{Pool: pool, Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Enqueue(ctx, []store.NewMessage{{Queue: "q", Payload: []byte("x")}, {Queue: "q", Payload: []byte("y")}}); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := s.Claim(ctx, store.Claim{Queue: "q", WorkerID: "w", Max: 2, LeaseDuration: time.Minute})
+	if err != nil || len(ds) != 2 {
+		t.Fatalf("Claim = %d, %v; want 2", len(ds), err)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	quoted := pgx.Identifier{schema}.Sanitize()
+	if _, err := tx.Exec(ctx, `UPDATE `+quoted+`.messages SET locked_until = locked_until + interval '1 minute' WHERE id = $1`,
+		ds[0].MessageID); err != nil {
+		t.Fatal(err)
+	}
+	type completed struct {
+		errs []error
+		err  error
+	}
+	done := make(chan completed, 1)
+	go func() {
+		errs, err := s.Complete(ctx, []store.Completion{{Lease: ds[0].Lease}, {Lease: ds[1].Lease}})
+		done <- completed{errs, err}
+	}()
+	// Until the completion waits for the renewal's lock.
+	waitForLock(t, pool, quoted+"%ctid", func() {
+		select {
+		case c := <-done:
+			t.Fatalf("Complete = %v, %v before the renewal committed; want it to wait", c.errs, c.err)
+		default:
+		}
+	})
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c := <-done; c.err != nil || c.errs[0] != nil || c.errs[1] != nil {
+		t.Fatalf("Complete = %v, %v; want both completed", c.errs, c.err)
+	}
+	st, err := s.Stats(ctx, "q")
+	if err != nil || st.Completed != 2 || st.Processing != 0 {
+		t.Fatalf("Stats = %+v, %v; want 2 completed", st, err)
+	}
+}
+
+// waitForLock returns once a statement whose text matches the LIKE
+// pattern %like% waits for a lock; ended, called between looks, fails
+// the test if the statement ended instead.
+func waitForLock(t *testing.T, pool *pgxpool.Pool, like string, ended func()) {
+	t.Helper()
+	for {
+		var waiting bool
+		if err := pool.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%')`, like).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			return
+		}
+		ended()
 	}
 }

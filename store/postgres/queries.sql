@@ -125,22 +125,23 @@ SELECT id FROM {s}.messages WHERE unique_key = $1 AND ($2::int >> state) & 1 = 1
 UPDATE {s}.messages SET dedup_id = NULL WHERE id = $1
 
 -- name: claim
--- The rows are chosen and locked in a subquery whose ids reach the update
--- as one array, read through the primary key whatever the statistics say;
--- a join of the locked rows with the table could be planned as a scan of
--- the whole table. The rows are locked, so the update needs no second test
--- of their state. The update takes them in id order, so the batch is
--- sorted afterwards in claim order: the highest priority first, then the
--- oldest visible. Delayed messages are read past in the index, whatever
--- their priority. A paused queue gives nothing. A message's first claim
--- records its time. The leases are not independent.
+-- The rows are chosen and locked in a subquery, read from messages_ready
+-- in claim order: the highest priority first, then the oldest visible.
+-- Delayed messages are read past in the index, whatever their priority.
+-- A paused queue gives nothing. The locked row versions reach the update
+-- as one array of their physical addresses (ctid), updated where they
+-- stand with no second lookup: locked, they cannot change before the
+-- update. The update takes them in address order, so the batch is sorted
+-- afterwards in claim order. A message's first claim records its time.
+-- The leases are not independent. Prepared once per connection, and run
+-- after indexScans, which keeps its plan index-backed.
 WITH u AS (
 	UPDATE {s}.messages m
 	SET state = {processing}, deliveries = m.deliveries + 1, fencing_token = nextval('{s}.fence'), worker_id = $4,
 		locked_until = COALESCE($1::timestamptz, now()) + $5 * interval '1 microsecond',
 		first_claimed_at = COALESCE(m.first_claimed_at, COALESCE($1::timestamptz, now())), independent = false
-	WHERE m.id = ANY(ARRAY(
-		SELECT id FROM {s}.messages
+	WHERE m.ctid = ANY(ARRAY(
+		SELECT ctid FROM {s}.messages
 		WHERE queue = $2 AND state = {pending} AND visible_at <= COALESCE($1::timestamptz, now())
 			AND NOT EXISTS (SELECT 1 FROM {s}.queues WHERE queue = $2 AND paused)
 		ORDER BY priority DESC, visible_at, id
@@ -243,15 +244,32 @@ FROM (SELECT 1) AS one LEFT JOIN u ON true
 
 -- name: complete
 -- Completes the current leases among those in the arrays of ids ($2) and
--- fencing tokens ($3), found as extend finds them.
+-- fencing tokens ($3). Each lease's row is looked up on its own, through
+-- the primary key, as extend looks them up, and the row versions found
+-- are updated where they stand, by their physical address (ctid): no
+-- second lookup, and no test of each row against the whole batch. A row
+-- that another transaction changed since the statement began (a renewal
+-- of the same lease, say) has a new version at another address, and is
+-- left out; completeAgain completes the leases left out, if any are
+-- still current.
 UPDATE {s}.messages m SET state = {completed}, finished_at = COALESCE($1::timestamptz, now())
-WHERE m.id = ANY(ARRAY(
-		SELECT h.id FROM unnest($2::bigint[], $3::bigint[]) AS l(id, fence)
-		CROSS JOIN LATERAL (SELECT h.id FROM {s}.messages h
-			WHERE h.id = l.id AND h.fencing_token = l.fence AND h.state + 0 = {processing}
-				AND h.locked_until > COALESCE($1::timestamptz, now())
-			LIMIT 1) AS h))
-	AND m.fencing_token = ANY($3::bigint[]) AND m.state + 0 = {processing} AND m.locked_until > COALESCE($1::timestamptz, now())
+WHERE m.ctid = ANY(ARRAY(
+	SELECT h.ctid FROM unnest($2::bigint[], $3::bigint[]) AS l(id, fence)
+	CROSS JOIN LATERAL (SELECT h.ctid FROM {s}.messages h
+		WHERE h.id = l.id AND h.fencing_token = l.fence AND h.state + 0 = {processing}
+			AND h.locked_until > COALESCE($1::timestamptz, now())
+		LIMIT 1) AS h))
+RETURNING m.id, m.fencing_token, m.queue, m.key
+
+-- name: completeAgain
+-- Completes as complete does the leases in the arrays of ids ($2) and
+-- fencing tokens ($3), for the few that complete left out: their rows
+-- are read through the primary key, and the latest version of each is
+-- tested. Tokens come from one sequence, so a token of the batch on one
+-- of the rows is a lease of the batch.
+UPDATE {s}.messages m SET state = {completed}, finished_at = COALESCE($1::timestamptz, now())
+WHERE m.id = ANY($2::bigint[]) AND m.fencing_token = ANY($3::bigint[]) AND m.state + 0 = {processing}
+	AND m.locked_until > COALESCE($1::timestamptz, now())
 RETURNING m.id, m.fencing_token, m.queue, m.key
 
 -- name: completeLate

@@ -201,25 +201,50 @@ func (t *settleTx) Tally(_ context.Context, ts []storecore.Tally) error {
 
 func (t *settleTx) CompleteCurrent(ctx context.Context, cs []store.Completion) ([]storecore.Held, error) {
 	ids, fences := leaseArrays(len(cs), func(i int) store.Lease { return cs[i].Lease })
-	var rows pgx.Rows
-	var err error
-	var h storecore.Held
-	var key *string
-	dest := []any{&h.MessageID, &h.FencingToken, &h.Queue, &key}
 	if slices.ContainsFunc(cs, func(c store.Completion) bool { return c.Late }) {
 		late := make([]bool, len(cs))
 		for i, c := range cs {
 			late[i] = c.Late
 		}
-		rows, err = t.query(ctx, qCompleteLate, t.s.now(), ids, fences, late)
-		dest = append(dest, &h.Repeated)
-	} else {
-		rows, err = t.query(ctx, qComplete, t.s.now(), ids, fences)
+		return t.tally(t.query(ctx, qCompleteLate, t.s.now(), ids, fences, late))
 	}
+	out, err := t.tally(t.query(ctx, qComplete, t.s.now(), ids, fences))
+	if err != nil || len(out) == len(cs) {
+		return out, err
+	}
+	// The leases complete left out: lost, or their rows changed while it
+	// ran (see complete in queries.sql).
+	done := make(map[store.Lease]bool, len(out))
+	for _, h := range out {
+		done[h.Lease] = true
+	}
+	ids, fences = ids[:0], fences[:0]
+	for _, c := range cs {
+		if !done[c.Lease] {
+			ids, fences = append(ids, c.MessageID), append(fences, c.FencingToken)
+		}
+	}
+	if len(ids) == 0 {
+		return out, nil // a lease listed twice completes once
+	}
+	again, err := t.tally(t.query(ctx, qCompleteAgain, t.s.now(), ids, fences))
+	return append(out, again...), err
+}
+
+// tally reads the messages a completion statement completed, and counts
+// them (see countCompleted) but for those it reports completed before:
+// completeLate's rows have a fifth column that tells.
+func (t *settleTx) tally(rows pgx.Rows, err error) ([]storecore.Held, error) {
 	if err != nil {
 		return nil, err
 	}
 	var out []storecore.Held
+	var h storecore.Held
+	var key *string
+	dest := []any{&h.MessageID, &h.FencingToken, &h.Queue, &key}
+	if len(rows.FieldDescriptions()) > len(dest) {
+		dest = append(dest, &h.Repeated)
+	}
 	_, err = pgx.ForEachRow(rows, dest, func() error {
 		h.Key = deref(key)
 		out = append(out, h)

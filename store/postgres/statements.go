@@ -31,6 +31,7 @@ const (
 	qClaim
 	qExtend
 	qComplete
+	qCompleteAgain
 	qCancelledOf
 	qKeysOf
 	qCancelRows
@@ -101,6 +102,7 @@ var queryNames = [nQueries]string{
 	qClaim:              "claim",
 	qExtend:             "extend",
 	qComplete:           "complete",
+	qCompleteAgain:      "completeAgain",
 	qCancelledOf:        "cancelledOf",
 	qKeysOf:             "keysOf",
 	qCancelRows:         "cancelRows",
