@@ -44,6 +44,8 @@ const (
 // The statements run as they are.
 const (
 	qCancelledOf query = nPrepared + iota
+	qFenceRaise
+	qFenceFloor
 	qMessageOf
 	qCancel
 	qKill
@@ -109,6 +111,8 @@ var queryNames = [nQueries]string{
 	qClaimable:          "claimable",
 	qRunNext:            "runNext",
 	qClaimRun:           "claimRun",
+	qFenceRaise:         "fenceRaise",
+	qFenceFloor:         "fenceFloor",
 	qCompleteLate:       "completeLate",
 	qCompletedUnder:     "completedUnder",
 	qRunning:            "running",
