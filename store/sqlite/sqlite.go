@@ -104,6 +104,8 @@ type backend struct {
 	// sync is the synchronous setting of the store's commits; claims
 	// commit at levelNormal (see durability.go).
 	sync level
+	// gather gathers concurrent writes into one transaction (gather.go).
+	gather gathering
 }
 
 var _ store.Store = (*Store)(nil)
@@ -586,11 +588,6 @@ func nullBytes(b []byte) any {
 		return nil
 	}
 	return b
-}
-
-// write runs fn in one IMMEDIATE transaction at the current time.
-func (s *backend) write(ctx context.Context, fn func(tx *sql.Tx, now int64) error) error {
-	return s.txOn(ctx, s.db, fn)
 }
 
 // txOn runs fn in one IMMEDIATE transaction of db, the database or one of
