@@ -9,9 +9,13 @@
 //
 // Durability: by default every committed transaction is synced to disk
 // (synchronous=FULL), so an acknowledged enqueue or completion survives a
-// power failure. Synchronous "normal" syncs only at WAL checkpoints: faster
+// power failure; a claim's is not, and a power failure may undo the last
+// claims, as if their leases had ended then, without ever handing out
+// their fencing tokens again (durability.go has the rule and why it is
+// safe). Synchronous "normal" syncs only at WAL checkpoints: faster
 // writes, and still safe against a crash of the process, but a power loss
 // or kernel crash can roll back the last transactions acknowledged.
+// Concurrent writes share one transaction and one sync (gather.go).
 //
 // A new database file, and the -wal and -shm files SQLite keeps beside it,
 // are readable and writable by their owner only (0600).
@@ -72,8 +76,9 @@ type Config struct {
 	// transaction. Default 10s.
 	BusyTimeout time.Duration
 	// Synchronous is how hard commits reach the disk: "full" (the default)
-	// syncs every commit; "normal" syncs at checkpoints only, and a power
-	// failure may lose the last commits (see the package comment).
+	// syncs every commit but a claim's; "normal" syncs at checkpoints
+	// only, and a power failure may lose the last commits (see the
+	// package comment).
 	Synchronous string
 	// ReadOnly opens an existing, migrated database for reading: nothing is
 	// created or changed. A missing file, or one without the current
@@ -731,7 +736,8 @@ func (s *backend) claim(ctx context.Context, c store.Claim, l level) ([]store.De
 		if _, err = tx.StmtContext(ctx, s.st.prepared[qFenceAdd]).ExecContext(ctx, len(out)); err != nil {
 			return err
 		}
-		return s.checkCeiling(ctx, tx, l, base+int64(len(out)), ceiling)
+		top := slices.MaxFunc(out, func(a, b store.Delivery) int { return cmp.Compare(a.FencingToken, b.FencingToken) }).FencingToken
+		return s.checkCeiling(ctx, tx, l, top, ceiling)
 	})
 	return out, err
 }
