@@ -31,7 +31,8 @@ import (
 //   - A write that finds none under way runs alone, as without gathering.
 //
 // Claims do not gather: they commit at another synchronous level (see
-// durability.go) on a connection of their own, between the gatherings.
+// durability.go), holding the store's connection for their own
+// transaction, between the gathered ones.
 
 // gathering holds the writes waiting for the one under way.
 type gathering struct {
