@@ -97,8 +97,9 @@ leases to the reaper; a worker that lost its lease cannot complete.
 The database is a SQLite file (default leasehold.db, created mode 0600 by the
 first migrate, enqueue, work, serve or bench) or a PostgreSQL server (a postgres:// URL or a
 libpq keyword/value string; run "leasehold migrate" once). A SQLite path is
-used as written, with no percent-decoding. SQLite syncs every commit to disk
-(synchronous=full); PATH?synchronous=normal syncs at checkpoints only, which
+used as written, with no percent-decoding. SQLite syncs every commit but a
+claim's to disk (synchronous=full; a power failure may undo the last claims,
+never reusing their fencing tokens); PATH?synchronous=normal syncs at checkpoints only, which
 writes faster but may lose the last acknowledged commits in a power failure
 (never in a crash of the process). Give a PostgreSQL password with
 PGPASSWORD or a password file (PGPASSFILE, default ~/.pgpass), not in the

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -31,7 +32,9 @@ const (
 )
 
 // backend opens a store whose time authority is clk; nil is the system
-// clock.
+// clock. The SQLite store commits at the synchronous setting that
+// LEASEHOLD_TEST_SQLITE_SYNCHRONOUS names, when set (benchmarks compare
+// the default with "normal").
 type backend struct {
 	name string
 	open func(t testing.TB, clk clock.Clock) store.Store
@@ -40,7 +43,8 @@ type backend struct {
 func backends() []backend {
 	return []backend{
 		{"sqlite", func(t testing.TB, clk clock.Clock) store.Store {
-			st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "q.db"), Clock: clk})
+			st, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "q.db"), Clock: clk,
+				Synchronous: os.Getenv("LEASEHOLD_TEST_SQLITE_SYNCHRONOUS")})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -44,10 +44,21 @@ SELECT id FROM leasehold_messages WHERE unique_key = ?1 AND (?2 >> state) & 1 = 
 UPDATE leasehold_messages SET dedup_id = NULL WHERE id = ?
 
 -- name: fenceGet
-SELECT value FROM leasehold_meta WHERE name = 'fence'
+-- The last fencing token handed out, and the ceiling (see durability.go).
+SELECT (SELECT value FROM leasehold_meta WHERE name = 'fence'), (SELECT value FROM leasehold_meta WHERE name = 'fence_ceiling')
 
 -- name: fenceAdd
 UPDATE leasehold_meta SET value = value + ? WHERE name = 'fence'
+
+-- name: fenceRaise
+-- Raises the ceiling of the fencing tokens to ?1, never lowering it.
+UPDATE leasehold_meta SET value = max(value, ?1) WHERE name = 'fence_ceiling'
+
+-- name: fenceFloor
+-- Moves the fence up to its ceiling: the tokens under it may have been
+-- handed out by claims that a power failure undid.
+UPDATE leasehold_meta SET value = (SELECT value FROM leasehold_meta WHERE name = 'fence_ceiling')
+WHERE name = 'fence' AND value < (SELECT value FROM leasehold_meta WHERE name = 'fence_ceiling')
 
 -- name: claim
 -- Claims up to ?6 visible pending messages of queue ?4 at time ?5, in

@@ -9,9 +9,13 @@
 //
 // Durability: by default every committed transaction is synced to disk
 // (synchronous=FULL), so an acknowledged enqueue or completion survives a
-// power failure. Synchronous "normal" syncs only at WAL checkpoints: faster
+// power failure; a claim's is not, and a power failure may undo the last
+// claims, as if their leases had ended then, without ever handing out
+// their fencing tokens again (durability.go has the rule and why it is
+// safe). Synchronous "normal" syncs only at WAL checkpoints: faster
 // writes, and still safe against a crash of the process, but a power loss
 // or kernel crash can roll back the last transactions acknowledged.
+// Concurrent writes share one transaction and one sync (gather.go).
 //
 // A new database file, and the -wal and -shm files SQLite keeps beside it,
 // are readable and writable by their owner only (0600).
@@ -72,8 +76,9 @@ type Config struct {
 	// transaction. Default 10s.
 	BusyTimeout time.Duration
 	// Synchronous is how hard commits reach the disk: "full" (the default)
-	// syncs every commit; "normal" syncs at checkpoints only, and a power
-	// failure may lose the last commits (see the package comment).
+	// syncs every commit but a claim's; "normal" syncs at checkpoints
+	// only, and a power failure may lose the last commits (see the
+	// package comment).
 	Synchronous string
 	// ReadOnly opens an existing, migrated database for reading: nothing is
 	// created or changed. A missing file, or one without the current
@@ -101,6 +106,11 @@ type backend struct {
 	clk  clock.Clock
 	opts store.Options
 	st   statements
+	// sync is the synchronous setting of the store's commits; claims
+	// commit at levelNormal (see durability.go).
+	sync level
+	// gather gathers concurrent writes into one transaction (gather.go).
+	gather gathering
 }
 
 var _ store.Store = (*Store)(nil)
@@ -171,7 +181,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	db.SetMaxOpenConns(1)
 	db.SetConnMaxIdleTime(0)
 	db.SetConnMaxLifetime(0)
-	b := &backend{wake: new(storecore.Wakeups), db: db, clk: clock.OrSystem(cfg.Clock), opts: cfg.Options.WithDefaults()}
+	b := &backend{wake: new(storecore.Wakeups), db: db, clk: clock.OrSystem(cfg.Clock), opts: cfg.Options.WithDefaults(), sync: level(cfg.Synchronous)}
 	check := migrate
 	if cfg.ReadOnly {
 		check = checkVersion
@@ -183,6 +193,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err := b.st.prepare(ctx, db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite store: %s: %w", cfg.Path, err)
+	}
+	if !cfg.ReadOnly {
+		if err := b.floorFence(ctx); err != nil {
+			b.Close()
+			return nil, fmt.Errorf("sqlite store: %s: fence: %w", cfg.Path, err)
+		}
 	}
 	core := storecore.New(storecore.Config{Name: "sqlite store", Options: b.opts, Wakeups: b.wake}, b)
 	return &Store{Store: core, core: core, b: b}, nil
@@ -579,9 +595,12 @@ func nullBytes(b []byte) any {
 	return b
 }
 
-// write runs fn in one IMMEDIATE transaction at the current time.
-func (s *backend) write(ctx context.Context, fn func(tx *sql.Tx, now int64) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+// txOn runs fn in one IMMEDIATE transaction of db, the database or one of
+// its connections, at the current time.
+func (s *backend) txOn(ctx context.Context, db interface {
+	BeginTx(context.Context, *sql.TxOptions) (*sql.Tx, error)
+}, fn func(tx *sql.Tx, now int64) error) error {
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
@@ -677,11 +696,27 @@ func (s *backend) enqueueOne(ctx context.Context, tx *sql.Tx, insert *sql.Stmt, 
 	return store.Enqueued{ID: id}, err
 }
 
+// Claim commits without syncing, unless its tokens would go over the
+// fence ceiling (see durability.go).
 func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, error) {
+	out, err := s.claim(ctx, c, levelNormal)
+	if errors.Is(err, errOverCeiling) {
+		out, err = s.claim(ctx, c, levelFull)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// RETURNING gives no order; the fencing tokens follow the claim order.
+	slices.SortFunc(out, func(a, b store.Delivery) int { return cmp.Compare(a.FencingToken, b.FencingToken) })
+	return out, nil
+}
+
+// claim claims in one transaction committed at level l.
+func (s *backend) claim(ctx context.Context, c store.Claim, l level) ([]store.Delivery, error) {
 	var out []store.Delivery
-	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
-		var base int64
-		if err := tx.StmtContext(ctx, s.st.prepared[qFenceGet]).QueryRowContext(ctx).Scan(&base); err != nil {
+	err := s.writeAt(ctx, l, func(tx *sql.Tx, now int64) error {
+		var base, ceiling int64
+		if err := tx.StmtContext(ctx, s.st.prepared[qFenceGet]).QueryRowContext(ctx).Scan(&base, &ceiling); err != nil {
 			return err
 		}
 		until := now + c.LeaseDuration.Microseconds()
@@ -698,15 +733,13 @@ func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, e
 		if err != nil || len(out) == 0 {
 			return err
 		}
-		_, err = tx.StmtContext(ctx, s.st.prepared[qFenceAdd]).ExecContext(ctx, len(out))
-		return err
+		if _, err = tx.StmtContext(ctx, s.st.prepared[qFenceAdd]).ExecContext(ctx, len(out)); err != nil {
+			return err
+		}
+		top := slices.MaxFunc(out, func(a, b store.Delivery) int { return cmp.Compare(a.FencingToken, b.FencingToken) }).FencingToken
+		return s.checkCeiling(ctx, tx, l, top, ceiling)
 	})
-	if err != nil {
-		return nil, err
-	}
-	// RETURNING gives no order; the fencing tokens follow the claim order.
-	slices.SortFunc(out, func(a, b store.Delivery) int { return cmp.Compare(a.FencingToken, b.FencingToken) })
-	return out, nil
+	return out, err
 }
 
 // runs returns the ids a claim with runs takes, in its order: the

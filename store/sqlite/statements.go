@@ -30,6 +30,8 @@ const (
 	qUniqueGet
 	qFenceGet
 	qFenceAdd
+	qFenceRaise
+	qFenceFloor
 	qClaim
 	qExtend
 	qComplete
@@ -106,6 +108,8 @@ var queryNames = [nQueries]string{
 	qUniqueGet:           "uniqueGet",
 	qFenceGet:            "fenceGet",
 	qFenceAdd:            "fenceAdd",
+	qFenceRaise:          "fenceRaise",
+	qFenceFloor:          "fenceFloor",
 	qClaim:               "claim",
 	qExtend:              "extend",
 	qComplete:            "complete",
