@@ -30,8 +30,6 @@ const (
 	qUniqueGet
 	qFenceGet
 	qFenceAdd
-	qFenceRaise
-	qFenceFloor
 	qClaim
 	qExtend
 	qComplete
@@ -47,6 +45,8 @@ const (
 // The statements run as they are.
 const (
 	qCancelledOf query = nPrepared + iota
+	qFenceRaise
+	qFenceFloor
 	qMessageOf
 	qCancel
 	qKill
