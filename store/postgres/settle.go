@@ -16,8 +16,10 @@ import (
 )
 
 // deadlockAttempts bounds how often a transaction that the server chose
-// as a deadlock's victim runs.
-const deadlockAttempts = 3
+// as a deadlock's victim runs. A victim's next run may meet the other
+// transaction still taking its locks, and be its victim again; on a busy
+// server three runs were seen to fail in a row.
+const deadlockAttempts = 10
 
 // deadlockDetected is PostgreSQL's SQLSTATE for a transaction rolled
 // back to end a deadlock.
