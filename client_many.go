@@ -98,6 +98,11 @@ func (c *Client[TTx]) enqueue(ctx context.Context, params []EnqueueParams, where
 	var run func(i int) error
 	run = func(i int) error {
 		if i == n {
+			if stored {
+				// A middleware that calls next again once the jobs are
+				// stored gets an error rather than a second copy of each.
+				return fmt.Errorf("leasehold: enqueue%s: a middleware called next again after the jobs were enqueued; they were not enqueued again", where)
+			}
 			res, err := put(msgs)
 			if err != nil {
 				return fail(c.storeError(err, msgs, where, single, name))
@@ -124,6 +129,10 @@ func (c *Client[TTx]) enqueue(ctx context.Context, params []EnqueueParams, where
 	switch {
 	case err != nil:
 		return nil, err
+	case stored:
+		// An error before the store call that a middleware answered by
+		// calling next again (a retry) no longer stands.
+		return results, nil
 	case failed != nil:
 		// A middleware returned nil over an error: the jobs are not stored.
 		return nil, failed

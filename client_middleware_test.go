@@ -473,3 +473,51 @@ func TestEnqueueManyRunsMiddleware(t *testing.T) {
 		}
 	})
 }
+
+// An enqueue middleware may call next again after it returned an error
+// (a retry): when a later call stores the job, the enqueue succeeds with
+// its result rather than returning the earlier error over a stored job,
+// and a call of next after the job was stored does not store it twice.
+func TestEnqueueMiddlewareCallsNextAgain(t *testing.T) {
+	ctx := context.Background()
+	st := memoryStore(t)
+	refusals := 1
+	retry := leasehold.EnqueueMiddlewareFunc(func(ctx context.Context, _ *leasehold.EnqueueParams, next func(context.Context) error) error {
+		if err := next(ctx); err == nil {
+			return nil
+		}
+		return next(ctx)
+	})
+	flaky := leasehold.EnqueueMiddlewareFunc(func(ctx context.Context, _ *leasehold.EnqueueParams, next func(context.Context) error) error {
+		if refusals > 0 {
+			refusals--
+			return errors.New("not yet")
+		}
+		return next(ctx)
+	})
+	c := clientOf(t, st, leasehold.Config{Middleware: []leasehold.Middleware{retry, flaky}})
+	res, err := c.Enqueue(ctx, sendEmail{To: "ann"}, nil)
+	if err != nil {
+		t.Fatalf("an enqueue that a retry stored returned %v", err)
+	}
+	if s := count(t, st, "default"); s.Pending != 1 {
+		t.Fatalf("%d jobs pending, want the one stored", s.Pending)
+	}
+	if row, err := c.JobGet(ctx, res.ID); err != nil || row.Kind != "send_email" {
+		t.Fatalf("the result names %+v, %v", row, err)
+	}
+
+	twice := leasehold.EnqueueMiddlewareFunc(func(ctx context.Context, _ *leasehold.EnqueueParams, next func(context.Context) error) error {
+		if err := next(ctx); err != nil {
+			return err
+		}
+		return next(ctx)
+	})
+	c = clientOf(t, st, leasehold.Config{Middleware: []leasehold.Middleware{twice}})
+	if _, err := c.EnqueueMany(ctx, []leasehold.EnqueueParams{{Args: sendEmail{To: "bob"}}, {Args: sendEmail{To: "cy"}}}); err == nil {
+		t.Fatal("a middleware that called next after the jobs were stored got no error")
+	}
+	if s := count(t, st, "default"); s.Pending != 3 {
+		t.Fatalf("%d jobs pending, want 3: each job stored once", s.Pending)
+	}
+}

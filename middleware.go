@@ -41,7 +41,9 @@ type Middleware interface {
 	// next: nothing is enqueued, and the enqueue returns the error,
 	// wrapped. An error returned after next returned nil is returned to
 	// the caller too, but the job is enqueued (in EnqueueTx, with the
-	// caller's transaction).
+	// caller's transaction). next may be called again after it returned
+	// an error (a retry); once it returned nil the job is stored, and a
+	// further call returns an error without storing it again.
 	Enqueue(ctx context.Context, params *EnqueueParams, next func(context.Context) error) error
 	// Work wraps each run of a job's handler: next runs the rest of the
 	// middleware and then the handler, under the context given to it (one
