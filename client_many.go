@@ -115,6 +115,11 @@ func (c *Client[TTx]) enqueue(ctx context.Context, params []EnqueueParams, where
 			return nil
 		}
 		refused := func(mw int, err error) error {
+			if stored {
+				// Its own error after its next stored the jobs: not a
+				// refusal, and the caller must not take it for one.
+				return name(i, fmt.Errorf("enqueue a %s job: middleware %d failed after the job was enqueued: %w", resolved[i].Args.Kind(), mw, err))
+			}
 			return fail(name(i, fmt.Errorf("enqueue a %s job: middleware %d refused it: %w", resolved[i].Args.Kind(), mw, err)))
 		}
 		return c.through(ctx, &resolved[i], &holders[i], refused, func() error {

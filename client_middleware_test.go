@@ -521,3 +521,26 @@ func TestEnqueueMiddlewareCallsNextAgain(t *testing.T) {
 		t.Fatalf("%d jobs pending, want 3: each job stored once", s.Pending)
 	}
 }
+
+// A middleware's own error after its next stored the job reaches the
+// caller as a failure after the enqueue, not as a refusal: the job is
+// stored.
+func TestEnqueueMiddlewareErrorAfterStore(t *testing.T) {
+	ctx := context.Background()
+	st := memoryStore(t)
+	audit := errors.New("audit log unreachable")
+	after := leasehold.EnqueueMiddlewareFunc(func(ctx context.Context, _ *leasehold.EnqueueParams, next func(context.Context) error) error {
+		if err := next(ctx); err != nil {
+			return err
+		}
+		return audit
+	})
+	c := clientOf(t, st, leasehold.Config{Middleware: []leasehold.Middleware{after}})
+	_, err := c.Enqueue(ctx, sendEmail{To: "ann"}, nil)
+	if !errors.Is(err, audit) || strings.Contains(err.Error(), "refused") || !strings.Contains(err.Error(), "after the job was enqueued") {
+		t.Fatalf("an error after the store call returned %v, want it named as after the enqueue", err)
+	}
+	if s := count(t, st, "default"); s.Pending != 1 {
+		t.Fatalf("%d jobs pending, want the one stored", s.Pending)
+	}
+}

@@ -180,7 +180,8 @@ func OutcomeOf(ctx context.Context, job *JobRow, err error) Outcome {
 // through runs one job's enqueue middleware around inner, which gets the
 // job's params as the middleware left them, and lets EnqueuedResult read
 // the job's result from holder. A middleware's own error (not one that
-// came out of its next) is its refusal: refused names it, with the
+// came out of its next) is its refusal, or its failure after the store
+// call when its next stored the job: refused names it, with the
 // middleware's index, for every middleware outside and for the caller.
 func (c *Client[TTx]) through(ctx context.Context, p *EnqueueParams, holder *enqueued, refused func(mw int, err error) error,
 	inner func() error) error {
