@@ -544,3 +544,39 @@ func TestEnqueueMiddlewareErrorAfterStore(t *testing.T) {
 		t.Fatalf("%d jobs pending, want the one stored", s.Pending)
 	}
 }
+
+// ctxKey marks a context an enqueue middleware derived.
+type ctxKey struct{}
+
+// ctxStore records the value under ctxKey of the context each enqueue
+// reaches the store under.
+type ctxStore struct {
+	store.Store
+	saw []any
+}
+
+func (s *ctxStore) Enqueue(ctx context.Context, msgs []store.NewMessage) ([]store.Enqueued, error) {
+	s.saw = append(s.saw, ctx.Value(ctxKey{}))
+	return s.Store.Enqueue(ctx, msgs)
+}
+
+// The store call runs under the context the enqueue middleware gave next
+// (its deadline, its span), not under the one the enqueue was called
+// with.
+func TestEnqueueMiddlewareContextReachesTheStore(t *testing.T) {
+	ctx := context.Background()
+	st := &ctxStore{Store: memoryStore(t)}
+	derive := leasehold.EnqueueMiddlewareFunc(func(ctx context.Context, p *leasehold.EnqueueParams, next func(context.Context) error) error {
+		return next(context.WithValue(ctx, ctxKey{}, p.Args.(sendEmail).To))
+	})
+	c := clientOf(t, st, leasehold.Config{Middleware: []leasehold.Middleware{derive}})
+	if _, err := c.Enqueue(ctx, sendEmail{To: "ann"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.EnqueueMany(ctx, []leasehold.EnqueueParams{{Args: sendEmail{To: "bob"}}, {Args: sendEmail{To: "cy"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []any{"ann", "cy"}; fmt.Sprint(st.saw) != fmt.Sprint(want) {
+		t.Fatalf("the store's enqueues saw %v, want %v: the context the (last job's) middleware gave next", st.saw, want)
+	}
+}
