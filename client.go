@@ -411,7 +411,7 @@ func (c *Client[TTx]) dispatch(ctx context.Context, m *worker.Message) error {
 // Enqueue puts a job on its queue. Its args are stored as the Codec
 // encodes them, JSON by default.
 func (c *Client[TTx]) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOptions) (*EnqueueResult, error) {
-	return one(c.enqueue(ctx, []EnqueueParams{{Args: args, Options: opts}}, "", true, func(msgs []store.NewMessage) ([]store.Enqueued, error) {
+	return one(c.enqueue(ctx, []EnqueueParams{{Args: args, Options: opts}}, "", true, func(ctx context.Context, msgs []store.NewMessage) ([]store.Enqueued, error) {
 		return c.st.Enqueue(ctx, msgs)
 	}))
 }
@@ -427,7 +427,7 @@ func (c *Client[TTx]) Enqueue(ctx context.Context, args JobArgs, opts *EnqueueOp
 // every other enqueue of the same key or id. A SQLite transaction holds
 // the database's write lock from its first write to its end in any case.
 func (c *Client[TTx]) EnqueueTx(ctx context.Context, tx TTx, args JobArgs, opts *EnqueueOptions) (*EnqueueResult, error) {
-	return one(c.enqueue(ctx, []EnqueueParams{{Args: args, Options: opts}}, " in a transaction", true, func(msgs []store.NewMessage) ([]store.Enqueued, error) {
+	return one(c.enqueue(ctx, []EnqueueParams{{Args: args, Options: opts}}, " in a transaction", true, func(ctx context.Context, msgs []store.NewMessage) ([]store.Enqueued, error) {
 		return c.st.EnqueueTx(ctx, tx, msgs)
 	}))
 }

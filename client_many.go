@@ -38,7 +38,9 @@ type EnqueueParams struct {
 // batch with any of them takes their locks and inserts its jobs one by
 // one in one transaction. On SQLite a call is one transaction.
 func (c *Client[TTx]) EnqueueMany(ctx context.Context, params []EnqueueParams) ([]EnqueueResult, error) {
-	return c.enqueue(ctx, params, "", false, func(msgs []store.NewMessage) ([]store.Enqueued, error) { return c.st.Enqueue(ctx, msgs) })
+	return c.enqueue(ctx, params, "", false, func(ctx context.Context, msgs []store.NewMessage) ([]store.Enqueued, error) {
+		return c.st.Enqueue(ctx, msgs)
+	})
 }
 
 // EnqueueManyTx is EnqueueMany inside the caller's transaction tx, as
@@ -49,7 +51,7 @@ func (c *Client[TTx]) EnqueueMany(ctx context.Context, params []EnqueueParams) (
 // SQL view) takes its jobs one statement each, a pgx.Tx as EnqueueMany
 // does.
 func (c *Client[TTx]) EnqueueManyTx(ctx context.Context, tx TTx, params []EnqueueParams) ([]EnqueueResult, error) {
-	return c.enqueue(ctx, params, " in a transaction", false, func(msgs []store.NewMessage) ([]store.Enqueued, error) {
+	return c.enqueue(ctx, params, " in a transaction", false, func(ctx context.Context, msgs []store.NewMessage) ([]store.Enqueued, error) {
 		return c.st.EnqueueTx(ctx, tx, msgs)
 	})
 }
@@ -62,7 +64,7 @@ func (c *Client[TTx]) EnqueueManyTx(ctx context.Context, tx TTx, params []Enqueu
 // put enqueues, for errors; single marks Enqueue's and EnqueueTx's one
 // job, whose errors name its kind rather than its index.
 func (c *Client[TTx]) enqueue(ctx context.Context, params []EnqueueParams, where string, single bool,
-	put func([]store.NewMessage) ([]store.Enqueued, error)) ([]EnqueueResult, error) {
+	put func(context.Context, []store.NewMessage) ([]store.Enqueued, error)) ([]EnqueueResult, error) {
 	n := len(params)
 	switch {
 	case n == 0:
@@ -95,10 +97,18 @@ func (c *Client[TTx]) enqueue(ctx context.Context, params []EnqueueParams, where
 		}
 		return err
 	}
-	var run func(i int) error
-	run = func(i int) error {
+	// run runs job i's middleware, or, past the last job, the store call
+	// under inner, the context the last job's innermost middleware gave
+	// its next (a deadline or a span it set applies to the store call).
+	var run func(i int, inner context.Context) error
+	run = func(i int, inner context.Context) error {
 		if i == n {
-			res, err := put(msgs)
+			if stored {
+				// A middleware that calls next again once the jobs are
+				// stored gets an error rather than a second copy of each.
+				return fmt.Errorf("leasehold: enqueue%s: a middleware called next again after the jobs were enqueued; they were not enqueued again", where)
+			}
+			res, err := put(inner, msgs)
 			if err != nil {
 				return fail(c.storeError(err, msgs, where, single, name))
 			}
@@ -110,20 +120,29 @@ func (c *Client[TTx]) enqueue(ctx context.Context, params []EnqueueParams, where
 			return nil
 		}
 		refused := func(mw int, err error) error {
+			if stored {
+				// Its own error after its next stored the jobs: not a
+				// refusal, and the caller must not take it for one.
+				return name(i, fmt.Errorf("enqueue a %s job: middleware %d failed after the job was enqueued: %w", resolved[i].Args.Kind(), mw, err))
+			}
 			return fail(name(i, fmt.Errorf("enqueue a %s job: middleware %d refused it: %w", resolved[i].Args.Kind(), mw, err)))
 		}
-		return c.through(ctx, &resolved[i], &holders[i], refused, func() error {
+		return c.through(ctx, &resolved[i], &holders[i], refused, func(inner context.Context) error {
 			var err error
 			if msgs[i], err = c.message(resolved[i]); err != nil {
 				return fail(name(i, err))
 			}
-			return run(i + 1)
+			return run(i+1, inner)
 		})
 	}
-	err := run(0)
+	err := run(0, ctx)
 	switch {
 	case err != nil:
 		return nil, err
+	case stored:
+		// An error before the store call that a middleware answered by
+		// calling next again (a retry) no longer stands.
+		return results, nil
 	case failed != nil:
 		// A middleware returned nil over an error: the jobs are not stored.
 		return nil, failed

@@ -473,3 +473,110 @@ func TestEnqueueManyRunsMiddleware(t *testing.T) {
 		}
 	})
 }
+
+// An enqueue middleware may call next again after it returned an error
+// (a retry): when a later call stores the job, the enqueue succeeds with
+// its result rather than returning the earlier error over a stored job,
+// and a call of next after the job was stored does not store it twice.
+func TestEnqueueMiddlewareCallsNextAgain(t *testing.T) {
+	ctx := context.Background()
+	st := memoryStore(t)
+	refusals := 1
+	retry := leasehold.EnqueueMiddlewareFunc(func(ctx context.Context, _ *leasehold.EnqueueParams, next func(context.Context) error) error {
+		if err := next(ctx); err == nil {
+			return nil
+		}
+		return next(ctx)
+	})
+	flaky := leasehold.EnqueueMiddlewareFunc(func(ctx context.Context, _ *leasehold.EnqueueParams, next func(context.Context) error) error {
+		if refusals > 0 {
+			refusals--
+			return errors.New("not yet")
+		}
+		return next(ctx)
+	})
+	c := clientOf(t, st, leasehold.Config{Middleware: []leasehold.Middleware{retry, flaky}})
+	res, err := c.Enqueue(ctx, sendEmail{To: "ann"}, nil)
+	if err != nil {
+		t.Fatalf("an enqueue that a retry stored returned %v", err)
+	}
+	if s := count(t, st, "default"); s.Pending != 1 {
+		t.Fatalf("%d jobs pending, want the one stored", s.Pending)
+	}
+	if row, err := c.JobGet(ctx, res.ID); err != nil || row.Kind != "send_email" {
+		t.Fatalf("the result names %+v, %v", row, err)
+	}
+
+	twice := leasehold.EnqueueMiddlewareFunc(func(ctx context.Context, _ *leasehold.EnqueueParams, next func(context.Context) error) error {
+		if err := next(ctx); err != nil {
+			return err
+		}
+		return next(ctx)
+	})
+	c = clientOf(t, st, leasehold.Config{Middleware: []leasehold.Middleware{twice}})
+	if _, err := c.EnqueueMany(ctx, []leasehold.EnqueueParams{{Args: sendEmail{To: "bob"}}, {Args: sendEmail{To: "cy"}}}); err == nil {
+		t.Fatal("a middleware that called next after the jobs were stored got no error")
+	}
+	if s := count(t, st, "default"); s.Pending != 3 {
+		t.Fatalf("%d jobs pending, want 3: each job stored once", s.Pending)
+	}
+}
+
+// A middleware's own error after its next stored the job reaches the
+// caller as a failure after the enqueue, not as a refusal: the job is
+// stored.
+func TestEnqueueMiddlewareErrorAfterStore(t *testing.T) {
+	ctx := context.Background()
+	st := memoryStore(t)
+	audit := errors.New("audit log unreachable")
+	after := leasehold.EnqueueMiddlewareFunc(func(ctx context.Context, _ *leasehold.EnqueueParams, next func(context.Context) error) error {
+		if err := next(ctx); err != nil {
+			return err
+		}
+		return audit
+	})
+	c := clientOf(t, st, leasehold.Config{Middleware: []leasehold.Middleware{after}})
+	_, err := c.Enqueue(ctx, sendEmail{To: "ann"}, nil)
+	if !errors.Is(err, audit) || strings.Contains(err.Error(), "refused") || !strings.Contains(err.Error(), "after the job was enqueued") {
+		t.Fatalf("an error after the store call returned %v, want it named as after the enqueue", err)
+	}
+	if s := count(t, st, "default"); s.Pending != 1 {
+		t.Fatalf("%d jobs pending, want the one stored", s.Pending)
+	}
+}
+
+// ctxKey marks a context an enqueue middleware derived.
+type ctxKey struct{}
+
+// ctxStore records the value under ctxKey of the context each enqueue
+// reaches the store under.
+type ctxStore struct {
+	store.Store
+	saw []any
+}
+
+func (s *ctxStore) Enqueue(ctx context.Context, msgs []store.NewMessage) ([]store.Enqueued, error) {
+	s.saw = append(s.saw, ctx.Value(ctxKey{}))
+	return s.Store.Enqueue(ctx, msgs)
+}
+
+// The store call runs under the context the enqueue middleware gave next
+// (its deadline, its span), not under the one the enqueue was called
+// with.
+func TestEnqueueMiddlewareContextReachesTheStore(t *testing.T) {
+	ctx := context.Background()
+	st := &ctxStore{Store: memoryStore(t)}
+	derive := leasehold.EnqueueMiddlewareFunc(func(ctx context.Context, p *leasehold.EnqueueParams, next func(context.Context) error) error {
+		return next(context.WithValue(ctx, ctxKey{}, p.Args.(sendEmail).To))
+	})
+	c := clientOf(t, st, leasehold.Config{Middleware: []leasehold.Middleware{derive}})
+	if _, err := c.Enqueue(ctx, sendEmail{To: "ann"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.EnqueueMany(ctx, []leasehold.EnqueueParams{{Args: sendEmail{To: "bob"}}, {Args: sendEmail{To: "cy"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []any{"ann", "cy"}; fmt.Sprint(st.saw) != fmt.Sprint(want) {
+		t.Fatalf("the store's enqueues saw %v, want %v: the context the (last job's) middleware gave next", st.saw, want)
+	}
+}

@@ -35,13 +35,16 @@ type Middleware interface {
 	// the job's args and its options resolved: never nil, the kind's
 	// defaults applied, the queue named, Metadata a copy the middleware
 	// may change (never nil). next runs the rest of the middleware and
-	// then the enqueue with params as they are then; it returns the
-	// enqueue's error, and EnqueuedResult(ctx) gives its result once it
-	// returned nil. To refuse the job, return an error without calling
+	// then the enqueue with params as they are then, under the context
+	// given to it (for a batch, the one the last job's middleware gave
+	// its next); it returns the enqueue's error, and EnqueuedResult(ctx)
+	// gives its result once it returned nil. To refuse the job, return an error without calling
 	// next: nothing is enqueued, and the enqueue returns the error,
 	// wrapped. An error returned after next returned nil is returned to
 	// the caller too, but the job is enqueued (in EnqueueTx, with the
-	// caller's transaction).
+	// caller's transaction). next may be called again after it returned
+	// an error (a retry); once it returned nil the job is stored, and a
+	// further call returns an error without storing it again.
 	Enqueue(ctx context.Context, params *EnqueueParams, next func(context.Context) error) error
 	// Work wraps each run of a job's handler: next runs the rest of the
 	// middleware and then the handler, under the context given to it (one
@@ -176,14 +179,16 @@ func OutcomeOf(ctx context.Context, job *JobRow, err error) Outcome {
 }
 
 // through runs one job's enqueue middleware around inner, which gets the
-// job's params as the middleware left them, and lets EnqueuedResult read
+// job's params as the middleware left them and the context the innermost
+// gave its next, and lets EnqueuedResult read
 // the job's result from holder. A middleware's own error (not one that
-// came out of its next) is its refusal: refused names it, with the
+// came out of its next) is its refusal, or its failure after the store
+// call when its next stored the job: refused names it, with the
 // middleware's index, for every middleware outside and for the caller.
 func (c *Client[TTx]) through(ctx context.Context, p *EnqueueParams, holder *enqueued, refused func(mw int, err error) error,
-	inner func() error) error {
+	inner func(context.Context) error) error {
 	ctx = context.WithValue(ctx, enqueuedKey{}, holder)
-	next := func(context.Context) error { return inner() }
+	next := inner
 	for i, mw := range slices.Backward(c.cfg.Middleware) {
 		rest := next
 		next = func(ctx context.Context) error {
