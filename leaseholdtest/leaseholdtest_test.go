@@ -189,7 +189,9 @@ func (Report) EnqueueOpts() leasehold.EnqueueOptions {
 	return leasehold.EnqueueOptions{Queue: "reports", Key: "reports", Priority: 7, MaxDeliveries: 2, Metadata: map[string]string{"team": "ops"}}
 }
 
-func (Report) WorkOpts() leasehold.WorkOptions { return leasehold.WorkOptions{MaxProcessingTime: time.Second} }
+func (Report) WorkOpts() leasehold.WorkOptions {
+	return leasehold.WorkOptions{MaxProcessingTime: time.Second}
+}
 
 // failsWith runs check on a recorder and returns what it failed with.
 func failsWith(t *testing.T, check func(tb testing.TB)) string {
