@@ -102,6 +102,10 @@ func spell(d time.Duration) string {
 // shows.
 const searchLimit = 20
 
+// searchQueues is how many queues a search by kind or key without a
+// queue named reads at most: each is a few index reads per state.
+const searchQueues = 20
+
 type searchRow struct {
 	messageRow
 	// Matched says what the text matched: the id, the key or the kind.
@@ -112,9 +116,12 @@ type searchData struct {
 	Find, Queue string
 	// ByID says the text was an id, looked up in every queue.
 	ByID bool
-	// NeedsQueue says that the text can be found only by kind or key,
-	// which needs a queue.
+	// NeedsQueue says that kinds and keys were not looked up: no queue
+	// was named, and there are more than searchQueues.
 	NeedsQueue bool
+	// Every is how many queues kinds and keys were looked up in when no
+	// queue was named; zero when one was.
+	Every int
 	// Results are the messages found: by id first, then by key, then
 	// by kind, each by state and id.
 	Results []searchRow
@@ -125,7 +132,9 @@ type searchData struct {
 // searchPage finds messages: by id in every queue, when the text is a
 // whole number, and by key and by kind in the queue named (each state's
 // first searchLimit, through the state's index, as a listing reads them).
-// Kinds and keys are indexed by queue, so a search by them needs one.
+// Kinds and keys are indexed by queue: with no queue named they are
+// looked up in every queue while there are at most searchQueues, and not
+// at all beyond.
 func (d *Dashboard) searchPage(w http.ResponseWriter, r *http.Request, v *view) (string, error) {
 	q := r.URL.Query()
 	find, queue := strings.TrimSpace(q.Get("q")), q.Get("queue")
@@ -154,12 +163,23 @@ func (d *Dashboard) searchPage(w http.ResponseWriter, r *http.Request, v *view) 
 			return "", err
 		}
 	}
+	queues := []string{queue}
 	if queue == "" {
-		data.NeedsQueue = true
-	} else {
-		for _, by := range []string{"key", "kind"} {
+		// Kinds and keys are indexed by queue: without one named, each
+		// queue is read, as long as there are few.
+		all, err := d.st.QueuePage(r.Context(), "", "", searchQueues+1)
+		if err != nil {
+			return "", err
+		}
+		if queues = all; len(all) > searchQueues {
+			queues, data.NeedsQueue = nil, true
+		}
+		data.Every = len(queues)
+	}
+	for _, by := range []string{"key", "kind"} {
+		for _, q := range queues {
 			for _, s := range listStates {
-				f := store.ListFilter{Queue: queue, State: s, Limit: searchLimit}
+				f := store.ListFilter{Queue: q, State: s, Limit: searchLimit}
 				if by == "key" {
 					f.Key = find
 				} else {

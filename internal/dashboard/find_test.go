@@ -68,7 +68,8 @@ func TestScheduledPage(t *testing.T) {
 var searchRow = regexp.MustCompile(`<th scope="row"><a href="([^"]+)">(\d+)</a></th><td>(id|key|kind)</td>`)
 
 // The search box finds a message by id in any queue, and by key and kind
-// in the queue it names, each linked to its page; text it cannot take is
+// in the queue it names, or in every queue while there are few, each
+// linked to its page; text it cannot take is
 // refused with the reason, and everything it shows is escaped.
 func TestSearch(t *testing.T) {
 	f := setup(t)
@@ -106,9 +107,19 @@ func TestSearch(t *testing.T) {
 	if len(got) != 2 || got[0][1] != fmt.Sprint(ids[0]) || got[0][2] != "key" || got[1][1] != fmt.Sprint(ids[1]) || got[1][2] != "kind" {
 		t.Fatalf("search by key and kind = %q", got)
 	}
-	_, page := f.get("/search?q=order-7")
-	if !strings.Contains(page, "name their queue") {
-		t.Fatalf("a search by text without a queue does not say it needs one:\n%s", page)
+	// Without a queue, in every queue while there are few: the other
+	// queue's message of the key too.
+	got = found("/search?q=order-7")
+	// Keys first, queue by queue in name order, then kinds.
+	if len(got) != 3 || got[0][1] != fmt.Sprint(ids[3]) || got[1][1] != fmt.Sprint(ids[0]) || got[1][2] != "key" || got[2][1] != fmt.Sprint(ids[1]) {
+		t.Fatalf("search by key and kind in every queue = %q", got)
+	}
+	// With more queues than a search reads, it asks for one.
+	for i := range 21 {
+		f.enqueue(store.NewMessage{Queue: fmt.Sprintf("q%02d", i), Payload: []byte("e"), Key: "order-7"})
+	}
+	if _, page := f.get("/search?q=order-7"); !strings.Contains(page, "name their queue") || len(searchRow.FindAllString(page, -1)) != 0 {
+		t.Fatalf("a search by text among many queues does not ask for one:\n%s", page)
 	}
 	// Hostile text is escaped in the results, the title and the box.
 	code, page := f.get("/search?q=" + url.QueryEscape(evil) + "&queue=jobs")
