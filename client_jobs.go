@@ -85,6 +85,9 @@ type JobRow struct {
 	// none. DeadLetterSource is the queue it died in before it moved
 	// here; empty when it did not.
 	DeadLetterQueue, DeadLetterSource string
+	// Snoozes counts the times its handler snoozed it (Snooze). JobGet
+	// fills it; JobList leaves it zero.
+	Snoozes int
 	// Errors are the job's newest errors (store.MaxErrors of them),
 	// oldest first, kept through retries. JobGet fills them; JobList
 	// leaves them nil.
@@ -103,7 +106,7 @@ func JobRowOf(in store.Info) *JobRow {
 		LeaseExpires: in.LeaseExpires, WorkerID: in.WorkerID, FencingToken: in.FencingToken,
 		LastError: in.LastError, DeadReason: in.DeadReason,
 		DeadLetterQueue: in.DeadLetterQueue, DeadLetterSource: in.DeadLetterSource,
-		Errors: in.Errors,
+		Errors: in.Errors, Snoozes: in.Snoozes,
 	}
 }
 

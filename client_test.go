@@ -160,9 +160,14 @@ func TestClientHandlerOutcomes(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Stop(ctx)
+		var snoozing int64
 		for _, to := range []string{"snooze", "permanent"} {
-			if _, err := c.Enqueue(ctx, sendEmail{To: to}, &leasehold.EnqueueOptions{MaxDeliveries: 1}); err != nil {
+			res, err := c.Enqueue(ctx, sendEmail{To: to}, &leasehold.EnqueueOptions{MaxDeliveries: 1})
+			if err != nil {
 				t.Fatal(err)
+			}
+			if to == "snooze" {
+				snoozing = res.ID
 			}
 		}
 		// From another program, which works no queues: this client claims
@@ -191,6 +196,9 @@ func TestClientHandlerOutcomes(t *testing.T) {
 		defer mu.Unlock()
 		if runs["snooze"] != 4 {
 			t.Fatalf("a job snoozed 3 times with one delivery ran %d times, want 4", runs["snooze"])
+		}
+		if row, err := c.JobGet(ctx, snoozing); err != nil || row.Snoozes != 3 || row.Attempt != 1 {
+			t.Fatalf("the snoozed job: %+v, %v; want 3 snoozes in its one attempt", row, err)
 		}
 	})
 }

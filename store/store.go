@@ -408,6 +408,9 @@ type Release struct {
 	// Uncount takes back the delivery its claim counted, for messages that
 	// were received but never started (a shutdown).
 	Uncount bool
+	// Snooze counts the release as a snooze of the message (Info.Snoozes):
+	// its handler asked for it to run again later.
+	Snooze bool
 	// Late fences the release by the token alone, as Completion's Late
 	// does: it goes through while no claim has taken the message since,
 	// whether the lease has expired or not (the message is processing
@@ -518,6 +521,9 @@ type Info struct {
 	// kept through redrives and moves. Get fills it; List leaves it nil,
 	// as a page of messages has no use for every error of each.
 	Errors []AttemptError
+	// Snoozes counts the message's releases with Release.Snooze. Get
+	// fills it; List leaves it zero.
+	Snoozes int
 }
 
 // AttemptError is an error of one attempt of a message.

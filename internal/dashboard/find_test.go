@@ -138,7 +138,8 @@ func TestSearch(t *testing.T) {
 }
 
 // A message page shows the job's metadata, escaped, with the trace id of
-// its traceparent, and when a delayed message runs.
+// its traceparent, when a delayed message runs, and how often it was
+// snoozed.
 func TestMessageMetadata(t *testing.T) {
 	f := setup(t)
 	attrs, err := jobmeta.Encode(map[string]string{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "tenant": "<b>acme</b>"})
@@ -150,5 +151,18 @@ func TestMessageMetadata(t *testing.T) {
 	if code != 200 || !strings.Contains(page, `<th scope="row">tenant</th><td><pre>&lt;b&gt;acme&lt;/b&gt;</pre></td>`) ||
 		!strings.Contains(page, `<code class="trace">4bf92f3577b34da6a3ce929d0e0e4736</code>`) || !strings.Contains(page, "(runs in 1m 30s)") {
 		t.Fatalf("message page = %d:\n%s", code, page)
+	}
+	if !strings.Contains(page, "<dt>Snoozed</dt><dd>never</dd>") {
+		t.Fatalf("a message never snoozed:\n%s", page)
+	}
+	f.clk.Advance(90 * time.Second)
+	for range 2 {
+		d := f.claim("jobs", 1)[0]
+		if err := f.st.Release(f.ctx, store.Release{Lease: d.Lease, Uncount: true, Snooze: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, page = f.get(fmt.Sprintf("/queues/jobs/messages/%d", id)); !strings.Contains(page, "<dt>Snoozed</dt><dd>2 times</dd>") {
+		t.Fatalf("a message snoozed twice:\n%s", page)
 	}
 }

@@ -169,6 +169,8 @@ type SettleTx interface {
 	Rerun(ctx context.Context, ms []Found) error
 	// Hasten makes pending messages that are not visible yet visible now.
 	Hasten(ctx context.Context, ids []int64) error
+	// Snoozed counts a snooze of the message (store.Info.Snoozes).
+	Snoozed(ctx context.Context, id int64) error
 	// Delete deletes messages that are not processing, as Find found
 	// them, taking the completed ones off their queues' counts.
 	Delete(ctx context.Context, ms []Found) error
@@ -499,6 +501,11 @@ func (rl *release) Settle(ctx context.Context, tx SettleTx) error {
 	}
 	if err := giveBack(ctx, tx, []Held{h}, rl.r.Delay, "", false, rl.r.Uncount, nil); err != nil {
 		return err
+	}
+	if rl.r.Snooze {
+		if err := tx.Snoozed(ctx, h.MessageID); err != nil {
+			return err
+		}
 	}
 	return rl.after(ctx, tx, nil, nil, []string{h.Queue}, transfers{})
 }

@@ -156,6 +156,11 @@ func (t recorderTx) Hasten(_ context.Context, ids []int64) error {
 	return nil
 }
 
+func (t recorderTx) Snoozed(_ context.Context, id int64) error {
+	t.call("snoozed %d", id)
+	return nil
+}
+
 func (t recorderTx) Delete(_ context.Context, ms []storecore.Found) error {
 	t.call("delete %v", foundIDs(ms))
 	return nil

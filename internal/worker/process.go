@@ -84,7 +84,7 @@ func (w *Worker) giveBack(ctx context.Context, j *job, log *msgLog, msg *Message
 	if isSnooze {
 		delay = snooze.Delay
 	}
-	rerr := w.cfg.Store.Release(ctx, store.Release{Lease: msg.Lease, Uncount: true, Delay: delay})
+	rerr := w.cfg.Store.Release(ctx, store.Release{Lease: msg.Lease, Uncount: true, Delay: delay, Snooze: isSnooze})
 	j.after = restGone
 	switch {
 	case rerr != nil:

@@ -105,6 +105,8 @@ type message struct {
 	uniqueKey string
 	// errors is its error history, oldest first, at most store.MaxErrors.
 	errors []store.AttemptError
+	// snoozes counts its snoozes (store.Info.Snoozes).
+	snoozes int
 	// independent says its last claim gave it an independent lease (see
 	// store.Claim).
 	independent bool
@@ -910,6 +912,7 @@ func (s *backend) Get(ctx context.Context, id int64) (store.Info, error) {
 	}
 	in := m.info()
 	in.Errors = slices.Clone(m.errors)
+	in.Snoozes = m.snoozes
 	return in, nil
 }
 

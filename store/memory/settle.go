@@ -238,6 +238,11 @@ func (t *settleTx) Hasten(_ context.Context, ids []int64) error {
 	return nil
 }
 
+func (t *settleTx) Snoozed(_ context.Context, id int64) error {
+	t.b().byIDLocked(id).snoozes++
+	return nil
+}
+
 func (t *settleTx) Delete(_ context.Context, ms []storecore.Found) error {
 	for _, f := range ms {
 		m := t.b().byIDLocked(f.ID)

@@ -1095,7 +1095,9 @@ func (s *backend) listQuery(f store.ListFilter) (string, []any) {
 
 func (s *backend) Get(ctx context.Context, id int64) (store.Info, error) {
 	var history []byte
-	in, err := scanInfo(s.pool.QueryRow(ctx, s.sql.Text(qGet), replan, id), &history)
+	var snoozes int32
+	in, err := scanInfo(s.pool.QueryRow(ctx, s.sql.Text(qGet), replan, id), &history, &snoozes)
+	in.Snoozes = int(snoozes)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Info{}, storecore.NoMessage("", id)
 	}

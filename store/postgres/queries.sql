@@ -417,6 +417,10 @@ WHERE m.id = $2
 UPDATE {s}.messages SET visible_at = COALESCE($1::timestamptz, now())
 WHERE id = ANY($2::bigint[]) AND state = {pending} AND visible_at > COALESCE($1::timestamptz, now())
 
+-- name: snoozed
+-- Counts a snooze of message $1.
+UPDATE {s}.messages SET snoozes = snoozes + 1 WHERE id = $1
+
 -- name: movablePending
 -- Up to $3 visible pending messages of queue $2 in claim order, read
 -- through messages_ready as claim reads it, unlocked: the caller takes
@@ -820,8 +824,9 @@ WHERE queue = ANY(ARRAY[$1::text]) AND state = {state} AND id > $2 AND ($4::bigi
 ORDER BY queue DESC, id DESC LIMIT $3
 
 -- name: get
--- One message by id, through the primary key, with its error history.
-SELECT errors, id, queue, state, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
+-- One message by id, through the primary key, with its error history
+-- and snooze count.
+SELECT errors, snoozes, id, queue, state, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
 	worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at, kind, priority,
 	attributes, first_claimed_at, dead_letter_queue, dead_letter_source
 FROM {s}.messages WHERE id = $1

@@ -481,6 +481,11 @@ func (t *settleTx) Hasten(ctx context.Context, ids []int64) error {
 	return nil
 }
 
+func (t *settleTx) Snoozed(ctx context.Context, id int64) error {
+	t.later(qSnoozed, id)
+	return nil
+}
+
 func (t *settleTx) Delete(ctx context.Context, ms []storecore.Found) error {
 	ids := make([]int64, len(ms))
 	for i, m := range ms {

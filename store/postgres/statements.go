@@ -49,6 +49,7 @@ const (
 	qDeadRows
 	qRedrive
 	qHasten
+	qSnoozed
 	qMovablePending
 	qMovableDead
 	qMovableLock
@@ -120,6 +121,7 @@ var queryNames = [nQueries]string{
 	qDeadRows:           "deadRows",
 	qRedrive:            "redrive",
 	qHasten:             "hasten",
+	qSnoozed:            "snoozed",
 	qMovablePending:     "movablePending",
 	qMovableDead:        "movableDead",
 	qMovableLock:        "movableLock",

@@ -243,6 +243,10 @@ UPDATE leasehold_messages SET deliveries = 0, dead_reason = NULL, finished_at = 
 		WHERE h.queue = leasehold_messages.queue AND h.key = leasehold_messages.key AND h.state IN ({pending}, {processing})) THEN {waiting} ELSE {pending} END
 WHERE id = ?2 AND state IN ({dead}, {completed}, {cancelled})
 
+-- name: snoozed
+-- Counts a snooze of message ?1.
+UPDATE leasehold_messages SET snoozes = snoozes + 1 WHERE id = ?1
+
 -- name: hasten
 -- Makes the pending messages in the JSON array of ids ?2 that are not
 -- visible by ?1 visible then.
@@ -535,8 +539,9 @@ SELECT id, queue, state, key, dedup_id, payload, deliveries, max_deliveries, fen
 FROM leasehold_messages INDEXED BY {index} WHERE queue = ? AND state = {state} AND id > ?
 
 -- name: get
--- One message by its id, through the primary key, with its error history.
-SELECT errors, id, queue, state, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
+-- One message by its id, through the primary key, with its error history
+-- and snooze count.
+SELECT errors, snoozes, id, queue, state, key, dedup_id, payload, deliveries, max_deliveries, fencing_token,
 	worker_id, last_error, dead_reason, enqueued_at, visible_at, locked_until, finished_at, kind, priority,
 	attributes, first_claimed_at, dead_letter_queue, dead_letter_source
 FROM leasehold_messages WHERE id = ?

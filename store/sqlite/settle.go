@@ -286,6 +286,11 @@ func (t settleTx) Hasten(ctx context.Context, ids []int64) error {
 	return err
 }
 
+func (t settleTx) Snoozed(ctx context.Context, id int64) error {
+	_, err := t.tx.ExecContext(ctx, t.s.st.Text(qSnoozed), id)
+	return err
+}
+
 // Delete deletes the messages, then takes the completed ones off their
 // queues' counts: no trigger counts a deletion (see Prune).
 func (t settleTx) Delete(ctx context.Context, ms []storecore.Found) error {

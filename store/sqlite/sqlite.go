@@ -1017,7 +1017,9 @@ func scanRow(r *sql.Rows) (store.Info, error) { return scanInfo(r) }
 
 func (s *backend) Get(ctx context.Context, id int64) (store.Info, error) {
 	var history sql.NullString
-	in, err := scanInfo(s.db.QueryRowContext(ctx, s.st.Text(qGet), id), &history)
+	var snoozes int64
+	in, err := scanInfo(s.db.QueryRowContext(ctx, s.st.Text(qGet), id), &history, &snoozes)
+	in.Snoozes = int(snoozes)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Info{}, storecore.NoMessage("", id)
 	}

@@ -62,6 +62,7 @@ const (
 	qIsDead
 	qRedrive
 	qHasten
+	qSnoozed
 	qMovablePending
 	qMovableDead
 	qTransfer
@@ -134,6 +135,7 @@ var queryNames = [nQueries]string{
 	qIsDead:              "isDead",
 	qRedrive:             "redrive",
 	qHasten:              "hasten",
+	qSnoozed:             "snoozed",
 	qMovablePending:      "movablePending",
 	qMovableDead:         "movableDead",
 	qTransfer:            "transfer",

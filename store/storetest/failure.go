@@ -138,6 +138,32 @@ func testReleaseAndUncount(t *testing.T, f Factory) {
 	}
 }
 
+// A release marked a snooze is counted as one, on Get only; other
+// releases are not.
+func testSnoozesCounted(t *testing.T, f Factory) {
+	b := setup(t, f)
+	id := b.send("x")
+	for _, r := range []store.Release{{Uncount: true, Snooze: true}, {Uncount: true}, {Uncount: true, Snooze: true, Delay: time.Second}, {}} {
+		d := b.claimOne()
+		r.Lease = d.Lease
+		if err := b.s.Release(b.ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		b.clk.Advance(time.Second)
+	}
+	in, err := b.s.Get(b.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Snoozes != 2 || in.Deliveries != 1 {
+		t.Fatalf("after two snoozes, an uncounted and a counted release: %d snoozes, %d deliveries; want 2 and 1", in.Snoozes, in.Deliveries)
+	}
+	infos, err := b.s.List(b.ctx, store.ListFilter{Queue: in.Queue, State: store.Pending, Limit: 10})
+	if err != nil || len(infos) != 1 || infos[0].Snoozes != 0 {
+		t.Fatalf("List = %+v, %v; want the message with no snooze count", infos, err)
+	}
+}
+
 func testCountedReleaseUsesTheBudget(t *testing.T, f Factory) {
 	b := setup(t, f)
 	ids := b.enqueue(store.NewMessage{MaxDeliveries: 2, Key: "k"}, store.NewMessage{Key: "k"})

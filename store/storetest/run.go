@@ -105,6 +105,7 @@ func Run(t *testing.T, f Factory, opts ...Option) {
 		{"FailWithReply", testFailWithReply},
 		{"PermanentFailure", testPermanentFailure},
 		{"ReleaseAndUncount", testReleaseAndUncount},
+		{"SnoozesCounted", testSnoozesCounted},
 		{"CountedReleaseUsesTheBudget", testCountedReleaseUsesTheBudget},
 		{"AnyErrorTextIsRecorded", testAnyErrorTextIsRecorded},
 		{"Cancel", testCancel},
