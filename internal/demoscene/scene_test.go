@@ -1,0 +1,143 @@
+package demoscene_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/demoscene"
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/memory"
+)
+
+// The scene is all there when Start returns; a minute later its traffic
+// has been worked, some of it after a retry and some of it dead; Stop
+// gives the long settlement back without using up a delivery.
+func TestSceneElements(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st, err := memory.New(memory.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		sc, err := demoscene.Start(ctx, demoscene.Config{Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stats := func(q string) store.Stats {
+			t.Helper()
+			s, err := st.Stats(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		get := func(id int64) store.Info {
+			t.Helper()
+			in, err := st.Get(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return in
+		}
+
+		// The lane: the settlement runs, the key's other payments wait.
+		if h := get(sc.LaneHead); h.State != store.Processing || h.Key != demoscene.LaneKey || h.Queue != demoscene.Payments {
+			t.Errorf("the lane's head is %s of %s in %s, want processing", h.State, h.Key, h.Queue)
+		}
+		if len(sc.LaneWaiters) != demoscene.LaneWaiting {
+			t.Fatalf("the lane has %d waiters, want %d", len(sc.LaneWaiters), demoscene.LaneWaiting)
+		}
+		for _, id := range sc.LaneWaiters {
+			if w := get(id); w.State != store.Waiting || w.Key != demoscene.LaneKey {
+				t.Errorf("waiter %d is %s of %s, want waiting", id, w.State, w.Key)
+			}
+		}
+		keys, err := st.BlockedKeys(ctx, demoscene.Payments, "", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := slices.IndexFunc(keys, func(k store.BlockedKey) bool { return k.Key == demoscene.LaneKey }); i < 0 || keys[i].Waiting != demoscene.LaneWaiting {
+			t.Errorf("blocked keys of %s: %+v, want %s with %d waiting", demoscene.Payments, keys, demoscene.LaneKey, demoscene.LaneWaiting)
+		}
+
+		// The dead letter: three deliveries, three different errors.
+		dead := get(sc.DeadLetter)
+		if dead.State != store.Dead || dead.Deliveries != demoscene.DeadErrors || len(dead.Errors) != demoscene.DeadErrors {
+			t.Fatalf("the dead letter is %s after %d deliveries with %d errors, want dead after %d with as many errors",
+				dead.State, dead.Deliveries, len(dead.Errors), demoscene.DeadErrors)
+		}
+		for i, e := range dead.Errors {
+			if e.Attempt != i+1 || e.WorkerID == "" || (i > 0 && e.Error == dead.Errors[i-1].Error) {
+				t.Errorf("error %d of the dead letter: %+v", i, e)
+			}
+		}
+		if !strings.Contains(dead.LastError, "connection refused") {
+			t.Errorf("the dead letter's last error is %q", dead.LastError)
+		}
+
+		// Reports wait for their time; thumbnails for a resume.
+		if s := stats(demoscene.Reports); s.Delayed != demoscene.Delayed || s.Pending != demoscene.Delayed {
+			t.Errorf("reports: %+v, want %d delayed", s, demoscene.Delayed)
+		}
+		if s := stats(demoscene.Thumbnails); !s.Paused || s.Pending < demoscene.Backlog {
+			t.Errorf("thumbnails: %+v, want paused with %d or more pending", s, demoscene.Backlog)
+		}
+
+		// A minute of traffic.
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		emails := stats(demoscene.Emails)
+		if emails.Completed < 100 || emails.Dead < 1 {
+			t.Errorf("emails after a minute: %+v, want a hundred completed and a bounce dead", emails)
+		}
+		retried, err := st.List(ctx, store.ListFilter{Queue: demoscene.Emails, State: store.Completed, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(retried, func(in store.Info) bool { return in.Deliveries == 2 }) {
+			t.Errorf("no email was completed on its second delivery")
+		}
+		for _, q := range []string{demoscene.Payments, demoscene.Webhooks} {
+			if s := stats(q); s.Completed < 10 {
+				t.Errorf("%s after a minute: %+v, want work completed", q, s)
+			}
+		}
+		if s := stats(demoscene.Thumbnails); s.Completed != 0 || s.Pending <= demoscene.Backlog {
+			t.Errorf("the paused queue after a minute: %+v, want a growing backlog and nothing done", s)
+		}
+
+		if err := sc.Stop(ctx); err != nil {
+			t.Fatalf("Stop: %v", err)
+		}
+		if h := get(sc.LaneHead); h.State != store.Pending || h.Deliveries != 0 || h.LastError != "" || !h.VisibleAt.After(time.Now()) {
+			t.Errorf("the settlement after Stop: %s, %d deliveries, error %q, visible at %s; want pending later, none used up",
+				h.State, h.Deliveries, h.LastError, h.VisibleAt)
+		}
+	})
+}
+
+// A scene needs a database of its own: on one that holds a queue, Start
+// says so and changes nothing.
+func TestSceneRefusesADatabaseInUse(t *testing.T) {
+	ctx := context.Background()
+	st, err := memory.New(memory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Enqueue(ctx, []store.NewMessage{{Queue: "jobs", Payload: []byte("x")}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = demoscene.Start(ctx, demoscene.Config{Store: st})
+	if err == nil || !strings.Contains(err.Error(), "already holds 1 queue(s) (jobs first)") {
+		t.Fatalf("Start on a database in use: %v", err)
+	}
+	if qs, _ := st.Queues(ctx); !slices.Equal(qs, []string{"jobs"}) {
+		t.Errorf("the queues after the refusal: %v", qs)
+	}
+}
