@@ -68,6 +68,9 @@ const (
 	Backlog = 24
 )
 
+// ErrInUse is Start's error on a store that holds queues already.
+var ErrInUse = errors.New("demoscene: the database is in use")
+
 // tick is the producer's period: each tick enqueues to some queues, about
 // four messages a second in all.
 const tick = 250 * time.Millisecond
@@ -121,7 +124,7 @@ func Start(ctx context.Context, cfg Config) (*Scene, error) {
 	if qs, err := cfg.Store.Queues(ctx); err != nil {
 		return nil, err
 	} else if len(qs) > 0 {
-		return nil, fmt.Errorf("demoscene: the database already holds %d queue(s) (%s first); the scene needs an empty one", len(qs), qs[0])
+		return nil, fmt.Errorf("%w: it holds %d queue(s) already (%s first), and the scene needs a database of its own", ErrInUse, len(qs), qs[0])
 	}
 	s := &Scene{st: cfg.Store, clk: clk, stopping: make(chan struct{}), produced: make(chan struct{}), runs: make(chan error, 2)}
 	if err := s.seed(ctx); err != nil {

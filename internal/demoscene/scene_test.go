@@ -2,6 +2,7 @@ package demoscene_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -134,7 +135,7 @@ func TestSceneRefusesADatabaseInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = demoscene.Start(ctx, demoscene.Config{Store: st})
-	if err == nil || !strings.Contains(err.Error(), "already holds 1 queue(s) (jobs first)") {
+	if !errors.Is(err, demoscene.ErrInUse) || !strings.Contains(err.Error(), "1 queue(s) already (jobs first)") {
 		t.Fatalf("Start on a database in use: %v", err)
 	}
 	if qs, _ := st.Queues(ctx); !slices.Equal(qs, []string{"jobs"}) {
