@@ -79,7 +79,7 @@ func (a *app) demoServe(ctx context.Context, addr string, keep bool) error {
   %s: %d reports scheduled for later; %s: paused, its backlog growing
 `, base, demoscene.Emails, demoscene.Payments, demoscene.Webhooks,
 		base, demoscene.Payments, demoscene.LaneKey,
-		base, demoscene.Webhooks, sc.DeadLetter,
+		base, demoscene.Webhooks, sc.DeadLetters[0],
 		demoscene.Reports, demoscene.Delayed, demoscene.Thumbnails)
 	if keep {
 		fmt.Fprintf(a.stdout, "Ctrl-C stops it; the database %s is kept.\n", d.path)

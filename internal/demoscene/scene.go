@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -38,8 +39,8 @@ const (
 	// the scene does, with LaneWaiting payments of the key behind it.
 	Payments = "payments"
 	// Webhooks delivers events to partners; one partner is down, so the
-	// scene's dead letter (Scene.DeadLetter) used up its three deliveries
-	// on three different errors.
+	// scene's dead letters (Scene.DeadLetters) used up their three
+	// deliveries on three different errors.
 	Webhooks = "webhooks"
 	// Reports holds builds scheduled for later: Delayed of them when the
 	// scene starts.
@@ -89,9 +90,10 @@ type Config struct {
 
 // Scene is the work going on. Stop ends it.
 type Scene struct {
-	// DeadLetter is the id of the webhook dead after DeadErrors failed
-	// deliveries, each with its own error.
-	DeadLetter int64
+	// DeadLetters are the ids of the webhooks to the partner that is
+	// down, each dead after DeadErrors failed deliveries with an error of
+	// its own.
+	DeadLetters []int64
 	// LaneHead is the id of LaneKey's running settlement, and LaneWaiters
 	// those of the key's messages behind it, in order.
 	LaneHead    int64
@@ -177,12 +179,14 @@ func (s *Scene) seed(ctx context.Context) error {
 		return err
 	}
 	s.LaneHead, s.LaneWaiters = ids[0], ids[1:]
-	ids, err = s.enqueue(ctx, []store.NewMessage{{Queue: Webhooks, Kind: kindWebhook, MaxDeliveries: DeadErrors,
-		Payload: []byte(`{"url":"` + downPartner + `","event":"order.shipped","order":73012}`)}})
-	if err != nil {
+	var down []store.NewMessage
+	for i, event := range []string{"order.shipped", "order.paid", "refund.created"} {
+		down = append(down, store.NewMessage{Queue: Webhooks, Kind: kindWebhook, MaxDeliveries: DeadErrors,
+			Payload: fmt.Appendf(nil, `{"url":%q,"event":%q,"order":%d}`, downPartner, event, 73012+7*i)})
+	}
+	if s.DeadLetters, err = s.enqueue(ctx, down); err != nil {
 		return err
 	}
-	s.DeadLetter = ids[0]
 	var reports []store.NewMessage
 	for i, r := range []struct {
 		name string
@@ -219,25 +223,25 @@ func (s *Scene) enqueue(ctx context.Context, msgs []store.NewMessage) ([]int64, 
 }
 
 // waitSet waits until the workers have set what only they can: the
-// settlement running, and the webhook dead after its three errors.
+// settlement running, and the webhooks dead after their three errors.
 func (s *Scene) waitSet(ctx context.Context) error {
 	t := s.clk.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for {
-		head, err := s.st.Get(ctx, s.LaneHead)
-		if err != nil {
-			return err
+		var states []store.State
+		for _, id := range append([]int64{s.LaneHead}, s.DeadLetters...) {
+			in, err := s.st.Get(ctx, id)
+			if err != nil {
+				return err
+			}
+			states = append(states, in.State)
 		}
-		dead, err := s.st.Get(ctx, s.DeadLetter)
-		if err != nil {
-			return err
-		}
-		if head.State == store.Processing && dead.State == store.Dead {
+		if states[0] == store.Processing && !slices.ContainsFunc(states[1:], func(st store.State) bool { return st != store.Dead }) {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("demoscene: waiting for the settlement to run (%s) and the webhook to die (%s): %w", head.State, dead.State, context.Cause(ctx))
+			return fmt.Errorf("demoscene: waiting for the settlement to run (%s) and the webhooks to die (%v): %w", states[0], states[1:], context.Cause(ctx))
 		case <-t.C():
 		}
 	}

@@ -66,19 +66,24 @@ func TestSceneElements(t *testing.T) {
 			t.Errorf("blocked keys of %s: %+v, want %s with %d waiting", demoscene.Payments, keys, demoscene.LaneKey, demoscene.LaneWaiting)
 		}
 
-		// The dead letter: three deliveries, three different errors.
-		dead := get(sc.DeadLetter)
-		if dead.State != store.Dead || dead.Deliveries != demoscene.DeadErrors || len(dead.Errors) != demoscene.DeadErrors {
-			t.Fatalf("the dead letter is %s after %d deliveries with %d errors, want dead after %d with as many errors",
-				dead.State, dead.Deliveries, len(dead.Errors), demoscene.DeadErrors)
+		// The dead letters: three deliveries each, three different errors.
+		if len(sc.DeadLetters) == 0 {
+			t.Fatal("no dead letters")
 		}
-		for i, e := range dead.Errors {
-			if e.Attempt != i+1 || e.WorkerID == "" || (i > 0 && e.Error == dead.Errors[i-1].Error) {
-				t.Errorf("error %d of the dead letter: %+v", i, e)
+		for _, id := range sc.DeadLetters {
+			dead := get(id)
+			if dead.State != store.Dead || dead.Deliveries != demoscene.DeadErrors || len(dead.Errors) != demoscene.DeadErrors {
+				t.Fatalf("dead letter %d is %s after %d deliveries with %d errors, want dead after %d with as many errors",
+					id, dead.State, dead.Deliveries, len(dead.Errors), demoscene.DeadErrors)
 			}
-		}
-		if !strings.Contains(dead.LastError, "connection refused") {
-			t.Errorf("the dead letter's last error is %q", dead.LastError)
+			for i, e := range dead.Errors {
+				if e.Attempt != i+1 || e.WorkerID == "" || (i > 0 && e.Error == dead.Errors[i-1].Error) {
+					t.Errorf("error %d of dead letter %d: %+v", i, id, e)
+				}
+			}
+			if !strings.Contains(dead.LastError, "connection refused") {
+				t.Errorf("dead letter %d's last error is %q", id, dead.LastError)
+			}
 		}
 
 		// Reports wait for their time; thumbnails for a resume.
