@@ -6,8 +6,10 @@ package serve_test
 //
 //	LEASEHOLD_TEST_BROWSER=1 LEASEHOLD_SCREENSHOTS=$PWD/docs/images go test -count=1 -run TestDashboardSceneInBrowser ./internal/serve/
 //
-// Without LEASEHOLD_SCREENSHOTS the test takes them all the same, into a
-// temporary directory. Beside them it drives every page by keyboard:
+// It takes a few minutes: the scene runs until the throughput charts have
+// filled part of their width. Without LEASEHOLD_SCREENSHOTS the test
+// takes the screenshots all the same, into a temporary directory, once
+// the charts have a line at all. Beside them it drives every page by keyboard:
 // each control is reached with Tab and shows where the focus is, and the
 // actions work with Enter and Space.
 
@@ -16,6 +18,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,6 +34,15 @@ import (
 // chartTimeout bounds the wait for the throughput charts to draw a line:
 // a few of the dashboard's samples.
 const chartTimeout = 45 * time.Second
+
+// Before the screenshots are published, the charts fill some of their
+// width (their box is 120 wide, the newest sample on the right): at most
+// fillTimeout is spent on it, and the screenshots are taken then however
+// far the lines reach.
+const (
+	fillFrom    = 72.0
+	fillTimeout = 4 * time.Minute
+)
 
 func TestDashboardSceneInBrowser(t *testing.T) {
 	testproc.SkipShort(t, "drives headless Chromium")
@@ -55,6 +67,9 @@ func TestDashboardSceneInBrowser(t *testing.T) {
 	// The charts have a line to show before the browser starts: its
 	// time is bounded.
 	waitForCharts(t, c, base)
+	if os.Getenv(envScreenshots) != "" {
+		fillCharts(t, c, base)
+	}
 	dead := sc.DeadLetters[0]
 	deadPage := fmt.Sprintf("/queues/%s/messages/%d", demoscene.Webhooks, dead)
 
@@ -192,39 +207,68 @@ func TestDashboardSceneInBrowser(t *testing.T) {
 	})
 }
 
-// waitForCharts waits until the queues with traffic have a line of a few
-// samples in their throughput charts, read as the page's live update
-// reads them.
+// chartPaths are the queues' chart paths (SVG path data), by queue, read
+// as the page's live update reads them.
+func chartPaths(t *testing.T, c *http.Client, base string) map[string]string {
+	t.Helper()
+	resp, err := c.Get(base + "/api/queues")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var qs []struct {
+		Name  string
+		Chart struct{ Path string }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&qs); err != nil {
+		t.Fatalf("GET /api/queues: %v", err)
+	}
+	out := map[string]string{}
+	for _, q := range qs {
+		out[q.Name] = q.Chart.Path
+	}
+	return out
+}
+
+// waitForCharts waits until the three queues with traffic have a line of
+// a few samples in their throughput charts.
 func waitForCharts(t *testing.T, c *http.Client, base string) {
 	t.Helper()
 	deadline := time.Now().Add(chartTimeout)
 	for {
-		resp, err := c.Get(base + "/api/queues")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var qs []struct {
-			Name  string
-			Chart struct{ Path string }
-		}
-		err = json.NewDecoder(resp.Body).Decode(&qs)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatalf("GET /api/queues: %v", err)
-		}
+		paths := chartPaths(t, c, base)
 		drawn := 0
-		for _, q := range qs {
-			if strings.Count(q.Chart.Path, "L") >= 3 {
+		for _, q := range []string{demoscene.Emails, demoscene.Payments, demoscene.Webhooks} {
+			if strings.Count(paths[q], "L") >= 3 {
 				drawn++
 			}
 		}
-		if drawn >= 3 {
+		if drawn == 3 {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the charts drew no lines in %s: %+v", chartTimeout, qs)
+			t.Fatalf("the charts drew no lines in %s: %q", chartTimeout, paths)
 		}
 		time.Sleep(500 * time.Millisecond) // polling the server's samples, taken in real time
+	}
+}
+
+// fillCharts waits, fillTimeout at most, until the busiest queue's chart
+// starts at fillFrom or further left.
+func fillCharts(t *testing.T, c *http.Client, base string) {
+	t.Helper()
+	deadline := time.Now().Add(fillTimeout)
+	for {
+		var from float64
+		path := chartPaths(t, c, base)[demoscene.Emails]
+		if _, err := fmt.Sscanf(path, "M%f", &from); err == nil && from <= fillFrom {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Logf("the charts did not fill in %s; the screenshots show them as they are: %q", fillTimeout, path)
+			return
+		}
+		time.Sleep(time.Second) // polling the server's samples, taken in real time
 	}
 }
 
