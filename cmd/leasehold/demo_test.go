@@ -22,17 +22,14 @@ import (
 	"github.com/leasehold/leasehold/store/sqlite"
 )
 
-// TestDemoWhicheverReaperRecoversTheCrashedJob runs the tour while another
-// process's reaper races the tour's own for the job of the killed worker,
-// as any reaper on the database may: the tour must go on whichever takes
-// it back, rather than wait for its own reaper to report it.
-func TestDemoWhicheverReaperRecoversTheCrashedJob(t *testing.T) {
-	t.Parallel()
-	tmp := t.TempDir()
-	cmd := exec.Command(leaseholdBin(t), "demo")
+// startDemo starts the command with args in tmp, its temporary files
+// there too, and kills it at the end of the test if it still runs; done
+// receives its end.
+func startDemo(t *testing.T, tmp string, stdout, stderr *testproc.SyncBuffer, args ...string) (*exec.Cmd, <-chan error) {
+	t.Helper()
+	cmd := exec.Command(leaseholdBin(t), args...)
 	cmd.Dir, cmd.Env = tmp, append(os.Environ(), "TMPDIR="+tmp, "LEASEHOLD_DB=")
-	out := &testproc.SyncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -44,6 +41,18 @@ func TestDemoWhicheverReaperRecoversTheCrashedJob(t *testing.T) {
 			<-done
 		}
 	})
+	return cmd, done
+}
+
+// TestDemoWhicheverReaperRecoversTheCrashedJob runs the tour while another
+// process's reaper races the tour's own for the job of the killed worker,
+// as any reaper on the database may: the tour must go on whichever takes
+// it back, rather than wait for its own reaper to report it.
+func TestDemoWhicheverReaperRecoversTheCrashedJob(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	out := &testproc.SyncBuffer{}
+	_, done := startDemo(t, tmp, out, out, "demo")
 	// The step that kills a worker has begun: the tour's database exists
 	// and has its schema.
 	deadline := time.Now().Add(60 * time.Second)
@@ -102,21 +111,8 @@ func TestDemoServe(t *testing.T) {
 			if keep {
 				args = append([]string{"--db", kept}, args...)
 			}
-			cmd := exec.Command(leaseholdBin(t), args...)
-			cmd.Dir, cmd.Env = tmp, append(os.Environ(), "TMPDIR="+tmp, "LEASEHOLD_DB=")
 			out, errs := &testproc.SyncBuffer{}, &testproc.SyncBuffer{}
-			cmd.Stdout, cmd.Stderr = out, errs
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			t.Cleanup(func() {
-				if cmd.ProcessState == nil {
-					_ = cmd.Process.Kill()
-					<-done
-				}
-			})
+			cmd, done := startDemo(t, tmp, out, errs, args...)
 			printed := regexp.MustCompile(`(http://127\.0\.0\.1:\d+)/queues/webhooks/messages/(\d+):`)
 			var m []string
 			deadline := time.Now().Add(60 * time.Second)
