@@ -84,7 +84,8 @@ type Config struct {
 	// Clock times the workers, the producer and the handlers' work.
 	// Default: the system clock.
 	Clock clock.Clock
-	// Logger receives the workers' logs. Default: none.
+	// Logger receives the workers' logs and the producer's. Default:
+	// none.
 	Logger *slog.Logger
 }
 
@@ -101,6 +102,7 @@ type Scene struct {
 
 	st       store.Store
 	clk      clock.Clock
+	log      *slog.Logger
 	workers  []*worker.Worker
 	started  int
 	runs     chan error
@@ -128,7 +130,7 @@ func Start(ctx context.Context, cfg Config) (*Scene, error) {
 	} else if len(qs) > 0 {
 		return nil, fmt.Errorf("%w: it holds %d queue(s) already (%s first), and the scene needs a database of its own", ErrInUse, len(qs), qs[0])
 	}
-	s := &Scene{st: cfg.Store, clk: clk, stopping: make(chan struct{}), produced: make(chan struct{}), runs: make(chan error, 2)}
+	s := &Scene{st: cfg.Store, clk: clk, log: log, stopping: make(chan struct{}), produced: make(chan struct{}), runs: make(chan error, 2)}
 	if err := s.seed(ctx); err != nil {
 		return nil, err
 	}
@@ -274,9 +276,11 @@ func (s *Scene) produce(ctx context.Context) {
 		if len(msgs) == 0 {
 			continue
 		}
-		// A failed enqueue (the store closing under a stop) drops this
-		// tick's traffic; the scene has nothing to lose.
-		_, _ = s.st.Enqueue(ctx, msgs)
+		// A failed enqueue drops this tick's traffic: the scene has
+		// nothing to lose, and says so unless it is stopping.
+		if _, err := s.st.Enqueue(ctx, msgs); err != nil && ctx.Err() == nil {
+			s.log.Warn("demo scene: traffic not enqueued", "error", err)
+		}
 	}
 }
 

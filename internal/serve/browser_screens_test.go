@@ -204,6 +204,19 @@ func TestDashboardSceneInBrowser(t *testing.T) {
 		b.loadStatus("open a missing message", http.StatusNotFound, chromedp.Navigate(base+"/queues/"+demoscene.Webhooks+"/messages/999999999"))
 		b.keyboard("the error page")
 		b.press("Enter", `main a[href="/"]`, kb.Enter)
+
+		// A dead letter redriven from its page, confirmed with Space;
+		// then signing out with Enter.
+		b.open(deadPage)
+		b.press("Enter", `main form[action$="/confirm"]:has(input[value="redrive"]) button`, kb.Enter)
+		b.press("Space", `form[action$="/apply"] button`, " ")
+		if got, want := b.textOf(".flash"), "redrove 1 of 1 message(s) in "+demoscene.Webhooks; got != want {
+			t.Errorf("the redrive by keyboard says %q, want %q", got, want)
+		}
+		b.press("Enter", `form.logout button`, kb.Enter)
+		if got := b.path(); got != "/login" {
+			t.Errorf("signing out with Enter led to %s", got)
+		}
 	})
 }
 
