@@ -15,10 +15,11 @@ package serve_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -220,28 +221,29 @@ func TestDashboardSceneInBrowser(t *testing.T) {
 	})
 }
 
-// chartPaths are the queues' chart paths (SVG path data), by queue, read
-// as the page's live update reads them.
+// chartPaths are the path data of the queues' charts (the first line of
+// each, the completions), read from the queues page as it is served.
 func chartPaths(t *testing.T, c *http.Client, base string) map[string]string {
 	t.Helper()
-	resp, err := c.Get(base + "/api/queues")
+	resp, err := c.Get(base + "/")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var qs []struct {
-		Name  string
-		Chart struct{ Path string }
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&qs); err != nil {
-		t.Fatalf("GET /api/queues: %v", err)
+	page, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET / = %d, %v", resp.StatusCode, err)
 	}
 	out := map[string]string{}
-	for _, q := range qs {
-		out[q.Name] = q.Chart.Path
+	for _, m := range chartPath.FindAllStringSubmatch(string(page), -1) {
+		out[m[1]] = m[2]
 	}
 	return out
 }
+
+// chartPath finds a queue's row and the path data of its chart's first
+// line.
+var chartPath = regexp.MustCompile(`(?s)<tr data-queue="([^"]*)">.*?<svg class="chart".*?<path[^>]* d="([^"]*)"`)
 
 // waitForCharts waits until the three queues with traffic have a line of
 // a few samples in their throughput charts.
