@@ -6,12 +6,12 @@ package serve_test
 //
 //	LEASEHOLD_TEST_BROWSER=1 LEASEHOLD_SCREENSHOTS=$PWD/docs/images go test -count=1 -run TestDashboardSceneInBrowser ./internal/serve/
 //
-// It takes a few minutes: the scene runs until the throughput charts have
-// filled part of their width. Without LEASEHOLD_SCREENSHOTS the test
-// takes the screenshots all the same, into a temporary directory, once
-// the charts have a line at all. Beside them it drives every page by keyboard:
-// each control is reached with Tab and shows where the focus is, and the
-// actions work with Enter and Space.
+// It takes up to a few minutes: the scene runs until the throughput
+// charts' lines reach across part of their width. Without
+// LEASEHOLD_SCREENSHOTS the test takes the screenshots all the same, into
+// a temporary directory, once the charts have a line at all. Beside them
+// it drives every page by keyboard: each control is reached with Tab and
+// shows where the focus is, and the actions work with Enter and Space.
 
 import (
 	"context"
@@ -36,10 +36,10 @@ import (
 // a few of the dashboard's samples.
 const chartTimeout = 45 * time.Second
 
-// Before the screenshots are published, the charts fill some of their
-// width (their box is 120 wide, the newest sample on the right): at most
-// fillTimeout is spent on it, and the screenshots are taken then however
-// far the lines reach.
+// Before the screenshots are published, the busiest chart's line starts
+// at x = fillFrom or further left (in a box 120 wide, the newest sample
+// on the right): at most fillTimeout is spent on it, and the screenshots
+// are taken then however far the lines reach.
 const (
 	fillFrom    = 72.0
 	fillTimeout = 4 * time.Minute
