@@ -55,12 +55,13 @@ poison message dead-lettered, and a stale worker's completion refused by
 fencing. It ends with a summary table and takes well under a minute.
 
 With --serve, demo sets a scene instead and serves the dashboard of it,
-as "leasehold serve" does, until SIGINT or SIGTERM: queues whose traffic
-two workers in the process complete, a few messages failing and retried;
-a customer's payments waiting behind a long settlement; webhooks dead
-after three deliveries, each with an error of its own; reports
-scheduled for later; and a paused queue gathering a backlog. It prints
-the dashboard's address. The database is a temporary SQLite file removed at the end,
+as "leasehold serve" does, until SIGINT or SIGTERM: queues with an hour
+of traffic behind them, which two workers in the process go on
+completing, a few messages failing and retried; a customer's payments
+waiting behind a long settlement; webhooks dead after three deliveries,
+each with an error of its own; reports scheduled for later; and a paused
+queue gathering a backlog. It prints the dashboard's address. The
+database is a temporary SQLite file removed at the end,
 unless --db names a SQLite file to keep (new, or one without queues).`,
 		Example: `  leasehold demo
   go run ./cmd/leasehold demo

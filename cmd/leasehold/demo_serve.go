@@ -10,8 +10,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/internal/demoscene"
 	"github.com/leasehold/leasehold/internal/serve"
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/sqlite"
 )
 
 // demoStopTimeout bounds the scene's stop after the server's: its workers
@@ -47,7 +50,11 @@ func (a *app) demoServe(ctx context.Context, addr string, keep bool) error {
 	// A signal while the scene is set stops the setting, and the
 	// temporary file is still removed.
 	setCtx, stopSet := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
-	sc, err := demoscene.Start(setCtx, demoscene.Config{Store: st})
+	sc, err := demoscene.Start(setCtx, demoscene.Config{Store: st, Past: func(ctx context.Context, clk clock.Clock) (store.Store, error) {
+		// The past is only the scene's: it is written without a sync
+		// at each commit, for a quick start.
+		return sqlite.Open(ctx, sqlite.Config{Path: d.path, Synchronous: "normal", Clock: clk})
+	}})
 	stopSet()
 	if err != nil {
 		if keep && errors.Is(err, demoscene.ErrInUse) {

@@ -1,7 +1,8 @@
 // Package demoscene sets a dashboard's worth of work going on a store: the
 // scene that `leasehold demo --serve` shows and the README's screenshots
 // are taken of. Several queues carry traffic that two in-process workers
-// complete at a modest rate, some of it failing and retried; a key's
+// complete at a modest rate, some of it failing and retried, after an
+// hour of it written into the past (Config.Past); a key's
 // messages wait behind a long job of the same key; a dead letter carries a
 // history of three errors; reports wait for their time; and a paused queue
 // gathers a backlog.
@@ -87,6 +88,13 @@ type Config struct {
 	// Logger receives the workers' logs and the producer's. Default:
 	// none.
 	Logger *slog.Logger
+	// Past, when set, opens another store of Store's database whose time
+	// authority is clk: the scene sets clk to each minute of the hour
+	// before it and works that minute's traffic there, so that it starts
+	// with HistoryMinutes of completions behind it, for charts of
+	// throughput that the database keeps. The scene closes that store
+	// before Start returns. Nil: the scene starts with no history.
+	Past func(ctx context.Context, clk clock.Clock) (store.Store, error)
 }
 
 // Scene is the work going on. Stop ends it.
@@ -131,6 +139,11 @@ func Start(ctx context.Context, cfg Config) (*Scene, error) {
 		return nil, fmt.Errorf("%w: it holds %d queue(s) already (%s first), and the scene needs a database of its own", ErrInUse, len(qs), qs[0])
 	}
 	s := &Scene{st: cfg.Store, clk: clk, log: log, stopping: make(chan struct{}), produced: make(chan struct{}), runs: make(chan error, 2)}
+	if cfg.Past != nil {
+		if err := history(ctx, cfg.Past, clk.Now()); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.seed(ctx); err != nil {
 		return nil, err
 	}

@@ -3,15 +3,18 @@ package demoscene_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/internal/demoscene"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/memory"
+	"github.com/leasehold/leasehold/store/sqlite"
 )
 
 // The scene is all there when Start returns; a minute later its traffic
@@ -145,5 +148,55 @@ func TestSceneRefusesADatabaseInUse(t *testing.T) {
 	}
 	if qs, _ := st.Queues(ctx); !slices.Equal(qs, []string{"jobs"}) {
 		t.Errorf("the queues after the refusal: %v", qs)
+	}
+}
+
+// With Past, the scene starts with an hour of completions behind it, each
+// in its minute of that hour, on the same database.
+func TestSceneHistory(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "scene.db")
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	began := clock.System().Now()
+	sc, err := demoscene.Start(ctx, demoscene.Config{Store: st, Past: func(ctx context.Context, clk clock.Clock) (store.Store, error) {
+		return sqlite.Open(ctx, sqlite.Config{Path: path, Clock: clk})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := sc.Stop(ctx); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	}()
+	for _, q := range []string{demoscene.Emails, demoscene.Payments, demoscene.Webhooks, demoscene.Thumbnails} {
+		done, err := st.List(ctx, store.ListFilter{Queue: q, State: store.Completed, Limit: store.MaxBatch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(done) < demoscene.HistoryMinutes {
+			t.Fatalf("%s has %d completed, want an hour's", q, len(done))
+		}
+		first, last := done[0].FinishedAt, done[len(done)-1].FinishedAt
+		if first.After(began.Add(-(demoscene.HistoryMinutes-1)*time.Minute)) || first.Before(began.Add(-(demoscene.HistoryMinutes+1)*time.Minute)) {
+			t.Errorf("%s's first completion at %s, want about %d minutes before %s", q, first, demoscene.HistoryMinutes, began)
+		}
+		if q != demoscene.Thumbnails && last.Before(began.Add(-2*time.Minute)) {
+			t.Errorf("%s's history ends at %s, want in the minute before %s", q, last, began)
+		}
+	}
+	retried, err := st.List(ctx, store.ListFilter{Queue: demoscene.Webhooks, State: store.Completed, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(retried, func(in store.Info) bool { return in.Deliveries == 2 }) {
+		t.Errorf("no webhook of the past was completed on its second delivery")
+	}
+	if s, err := st.Stats(ctx, demoscene.Thumbnails); err != nil || !s.Paused {
+		t.Errorf("%s after the history: %+v, %v; want paused", demoscene.Thumbnails, s, err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -28,8 +29,11 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/leasehold/leasehold/clock"
 	"github.com/leasehold/leasehold/internal/demoscene"
 	"github.com/leasehold/leasehold/internal/testproc"
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/sqlite"
 )
 
 // chartTimeout bounds the wait for the throughput charts to draw a line:
@@ -48,9 +52,18 @@ const (
 func TestDashboardSceneInBrowser(t *testing.T) {
 	testproc.SkipShort(t, "drives headless Chromium")
 	exe := chromium(t)
-	st := backends()[0].open(t, nil) // SQLite, as demo --serve; the system clock
+	// SQLite, as demo --serve, on the system clock, with the scene's
+	// hour of history.
 	ctx := context.Background()
-	sc, err := demoscene.Start(ctx, demoscene.Config{Store: st})
+	path := filepath.Join(t.TempDir(), "scene.db")
+	st, err := sqlite.Open(ctx, sqlite.Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	sc, err := demoscene.Start(ctx, demoscene.Config{Store: st, Past: func(ctx context.Context, clk clock.Clock) (store.Store, error) {
+		return sqlite.Open(ctx, sqlite.Config{Path: path, Clock: clk})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
