@@ -44,25 +44,28 @@ func history(ctx context.Context, past func(context.Context, clock.Clock) (store
 	for m := HistoryMinutes; m >= 1; m-- {
 		minute := now.Add(-time.Duration(m) * time.Minute).Truncate(time.Minute)
 		clk.set(minute.Add(5 * time.Second))
-		// A wave over the hour: busier on the hour's turns.
-		wave := (m * 7) % 30
+		// A slow wave over the hour, 0 to 20 and back every 40 minutes.
+		wave := m % 40
+		if wave > 20 {
+			wave = 40 - wave
+		}
 		var msgs []store.NewMessage
-		for i := range 90 + 2*wave {
+		for i := range 80 + 3*wave {
 			if e := email(n + i); !isBounce(e) {
 				msgs = append(msgs, e)
 			}
 		}
-		for i := range 30 + wave {
+		for i := range 25 + wave {
 			// One payment of a customer a minute, so that each runs at once.
 			p := payment(n + i)
 			p.Key = fmt.Sprintf("customer-%d", 2001+i)
 			msgs = append(msgs, p)
 		}
-		for i := range 20 + wave/2 {
+		for i := range 15 + wave/2 {
 			msgs = append(msgs, webhook(n+i))
 		}
 		if m > pausedFor {
-			for i := range 10 + wave/3 {
+			for i := range 8 + wave/3 {
 				msgs = append(msgs, thumbnail(n+i))
 			}
 		}
