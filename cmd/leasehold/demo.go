@@ -22,6 +22,7 @@ import (
 	"github.com/leasehold/leasehold/internal/backoff"
 	"github.com/leasehold/leasehold/internal/mailbox"
 	"github.com/leasehold/leasehold/internal/maintenance"
+	"github.com/leasehold/leasehold/internal/serve"
 	"github.com/leasehold/leasehold/internal/worker"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/sqlite"
@@ -42,18 +43,38 @@ const (
 )
 
 func (a *app) demoCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "demo",
-		Short: "A self-contained tour on a temporary SQLite database",
+	var serveScene bool
+	var addr string
+	cmd := &cobra.Command{
+		Use:   "demo [--serve [--addr HOST:PORT]]",
+		Short: "A self-contained tour on a temporary SQLite database, or a live scene in the dashboard",
 		Long: `demo shows leasehold at work on a temporary SQLite database that it removes
 afterwards: keyed work processed in order by two workers, a worker process
 killed in the middle of a job and its message recovered by the reaper, a
 poison message dead-lettered, and a stale worker's completion refused by
-fencing. It ends with a summary table and takes well under a minute.`,
+fencing. It ends with a summary table and takes well under a minute.
+
+With --serve, demo sets a scene instead and serves the dashboard of it,
+as "leasehold serve" does, until SIGINT or SIGTERM: queues with an hour
+of traffic behind them, which two workers in the process go on
+completing, a few messages failing and retried; a customer's payments
+waiting behind a long settlement; webhooks dead after three deliveries,
+each with an error of its own; reports scheduled for later; and a paused
+queue gathering a backlog. It prints the dashboard's address. The
+database is a temporary SQLite file removed at the end,
+unless --db names a SQLite file to keep (new, or one without queues).`,
 		Example: `  leasehold demo
-  go run ./cmd/leasehold demo`,
+  go run ./cmd/leasehold demo
+  leasehold demo --serve
+  leasehold --db scene.db demo --serve --addr 127.0.0.1:8080`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if serveScene {
+				return a.demoServe(cmd.Context(), addr, cmd.Flags().Changed("db"))
+			}
+			if cmd.Flags().Changed("addr") {
+				return usagef("--addr goes with --serve")
+			}
 			// A signal ends the tour early; it still cleans up after itself.
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
@@ -62,6 +83,10 @@ fencing. It ends with a summary table and takes well under a minute.`,
 			return a.demo(ctx)
 		},
 	}
+	fl := cmd.Flags()
+	fl.BoolVar(&serveScene, "serve", false, "set a live scene and serve its dashboard until SIGINT or SIGTERM, instead of the tour")
+	fl.StringVar(&addr, "addr", serve.DefaultAddr, "with --serve: the loopback address to serve the dashboard on, HOST:PORT (port 0: any free one)")
+	return cmd
 }
 
 // demo is the tour. Its database lives in a temporary directory that is

@@ -31,9 +31,8 @@ import (
 // Chromium binary: LEASEHOLD_CHROMIUM names one, else the usual Debian
 // paths are tried. Without one the test skips, unless LEASEHOLD_TEST_BROWSER
 // is 1 (as in CI), when it fails. LEASEHOLD_SCREENSHOTS, when it names a
-// directory, receives the screenshots of the pages (queues.png, queue.png,
-// message.png, keys.png, dead.png, confirm.png) for the documentation; each
-// backend that runs overwrites them.
+// directory, receives the screenshots of the tabs that publish theirs:
+// those of the demo scene, for the README (see browser_screens_test.go).
 const (
 	envChromium    = "LEASEHOLD_CHROMIUM"
 	envBrowser     = "LEASEHOLD_TEST_BROWSER"
@@ -245,6 +244,9 @@ type tab struct {
 
 	http         *http.Client
 	linksChecked map[string]bool
+
+	// publish copies the tab's screenshots to LEASEHOLD_SCREENSHOTS.
+	publish bool
 }
 
 // newTab starts Chromium for the test, bounded by browserTimeout, and
@@ -467,7 +469,7 @@ func (b *tab) waitFor(what, expr string, timeout time.Duration) {
 }
 
 // shot saves a screenshot of the viewport as name.png, and copies it to
-// LEASEHOLD_SCREENSHOTS when that is set.
+// LEASEHOLD_SCREENSHOTS when that is set and the tab publishes.
 func (b *tab) shot(name string) {
 	b.t.Helper()
 	ctx, cancel := b.step()
@@ -484,7 +486,7 @@ func (b *tab) shot(name string) {
 		b.t.Fatal(err)
 	}
 	dir := os.Getenv(envScreenshots)
-	if dir == "" {
+	if dir == "" || !b.publish {
 		return
 	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
