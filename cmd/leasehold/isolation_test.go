@@ -307,3 +307,66 @@ kill -STOP $PPID
 		t.Fatalf("the message after its first run stopped its supervisor: %v, want completed on the second delivery\n%s", m, r.stderr)
 	}
 }
+
+// A script that stops the shared supervisor and is then stopped itself
+// (cancelled here) has the supervisor killed after its grace; the script
+// of another message, running beside it, dies with the supervisor through
+// no fault of its own, and its message goes back without counting the
+// delivery: it runs again, and completes on its first counted delivery.
+func TestBystanderOfAKilledSupervisorKeepsItsDelivery(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := "sqlite:" + filepath.Join(dir, "by.db")
+	// Ids 1 and 2, in a fresh database.
+	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "by", "stopper").must(t)
+	runBin(t, dir, "", "--db", db, "enqueue", "--queue", "by", "bystander").must(t)
+	handler := writeScript(t, dir, `read -r what
+if [ "$what" = bystander ]; then
+	[ -e bystander.ran ] && exit 0
+	touch bystander.ran
+	exec sleep 300
+fi
+while [ ! -e bystander.ran ]; do sleep 0.01; done
+echo $PPID > supervisor.pid
+kill -STOP $PPID
+exec sleep 300
+`)
+	work := exec.Command(leaseholdBin(t), "--db", db, "work", "--queue", "by", "--concurrency", "2", "--lease", "1s", "--max-processing", "60s", "--drain", "--", handler)
+	work.Dir, work.Env = dir, append(os.Environ(), "LEASEHOLD_DB=")
+	var stderr strings.Builder
+	work.Stderr = &stderr
+	if err := work.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- work.Wait() }()
+	t.Cleanup(func() {
+		_ = work.Process.Kill()
+		<-exited
+	})
+	pidFile := filepath.Join(dir, "supervisor.pid")
+	waitFor(t, 30*time.Second, "the supervisor stopped", func() bool {
+		b, err := os.ReadFile(pidFile)
+		return err == nil && strings.HasSuffix(string(b), "\n")
+	})
+	runBin(t, dir, "", "--db", db, "cancel", "--queue", "by", "1").must(t)
+	select {
+	case err := <-exited:
+		exited <- err // for the cleanup
+		if err != nil {
+			t.Fatalf("work: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("work did not drain the queue\n%s", stderr.String())
+	}
+	if sup := readPid(t, pidFile); pidAlive(sup) {
+		t.Fatalf("the stopped supervisor %d is alive", sup)
+	}
+	m := byPayload(t, dir, db, "by")
+	if m["stopper"]["state"] != "cancelled" {
+		t.Fatalf("the stopper: %v, want cancelled", m["stopper"])
+	}
+	if b := m["bystander"]; b["state"] != "completed" || b["deliveries"] != 1.0 {
+		t.Fatalf("the bystander: %v, want completed with one delivery counted\n%s", b, stderr.String())
+	}
+}

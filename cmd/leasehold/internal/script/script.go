@@ -216,6 +216,12 @@ func (h *Handler) Handle(ctx context.Context, job *leasehold.RawJob) error {
 		return fmt.Errorf("%s stopped: %w", name, context.Cause(ctx))
 	}
 	switch {
+	case !end.ok && end.killed:
+		// This process killed the supervisor, as another script's run did
+		// not end after it was stopped: this script died with the
+		// supervisor through no fault of its own, and its delivery is not
+		// counted.
+		return worker.NotStarted(fmt.Errorf("run %s: stopped when the supervising process was killed, as another script did not end after its stop; the %d processes the scripts left were killed", name, end.orphans))
 	case !end.ok:
 		// A supervisor that did not report was killed, by a script perhaps:
 		// what its scripts started was this process's, and was killed.

@@ -35,16 +35,19 @@ type supervisorConn struct {
 	waiting map[uint64]chan runEnd
 	gone    bool // no run can start any more
 	closing bool // the worker closed the socket
+	killed  bool // the worker killed the supervisor (kill)
 }
 
 // runEnd is how a run ended: the supervisor's report, or none (ok false)
-// when the supervisor ended first; then waitErr is how it ended, and
-// orphans how many processes its scripts left that this process killed.
+// when the supervisor ended first; then waitErr is how it ended, orphans
+// how many processes its scripts left that this process killed, and
+// killed whether this process killed the supervisor itself.
 type runEnd struct {
 	ended   scriptEnded
 	ok      bool
 	waitErr error
 	orphans int
+	killed  bool
 }
 
 // startSupervisor starts a supervisor that runs argv as user, with env as
@@ -116,11 +119,11 @@ func (s *supervisorConn) readReports() {
 	waitErr := s.cmd.Wait()
 	orphans := supervisors.ended(s.sv, !closing || waitErr != nil)
 	s.mu.Lock()
-	waiting := s.waiting
+	waiting, killed := s.waiting, s.killed
 	s.waiting = nil
 	s.mu.Unlock()
 	for _, ch := range waiting {
-		ch <- runEnd{waitErr: waitErr, orphans: orphans}
+		ch <- runEnd{waitErr: waitErr, orphans: orphans, killed: killed}
 	}
 }
 
@@ -169,7 +172,12 @@ func (s *supervisorConn) signal(op string, id uint64) {
 
 // kill kills the supervisor itself: its scripts die with it, and what they
 // left comes to this process, which kills it.
-func (s *supervisorConn) kill() { _ = s.cmd.Process.Kill() }
+func (s *supervisorConn) kill() {
+	s.mu.Lock()
+	s.killed = true
+	s.mu.Unlock()
+	_ = s.cmd.Process.Kill()
+}
 
 // close ends the supervisor, which kills what is left of its scripts, and
 // waits for it; one that has not ended supervisorGrace later (a script
