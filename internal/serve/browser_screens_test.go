@@ -214,6 +214,23 @@ func TestDashboardSceneInBrowser(t *testing.T) {
 		}
 		b.keyboard("the dead letters of a reason")
 
+		// The search box, by keyboard, on the queues page (a queue's page
+		// names its queue in the box): a key typed and sent with Enter
+		// finds the lane's messages in every queue; and the scheduled
+		// messages' page.
+		b.open("/")
+		b.tabTo("#search-q")
+		b.load("search by keyboard", chromedp.KeyEvent(demoscene.LaneKey), chromedp.KeyEvent(kb.Enter))
+		if got := b.path(); !strings.HasPrefix(got, "/search?") {
+			t.Errorf("the search box by keyboard led to %s", got)
+		}
+		if n := jsValue[int](b, `document.querySelectorAll("main tbody tr").length`); n < 1+demoscene.LaneWaiting {
+			t.Errorf("the search for %s found %d messages, want the lane's %d at least", demoscene.LaneKey, n, 1+demoscene.LaneWaiting)
+		}
+		b.keyboard("the search results")
+		b.open("/queues/" + demoscene.Reports + "/scheduled")
+		b.keyboard("the scheduled messages")
+
 		// A page that is not there says so, and its way back works too.
 		b.loadStatus("open a missing message", http.StatusNotFound, chromedp.Navigate(base+"/queues/"+demoscene.Webhooks+"/messages/999999999"))
 		b.keyboard("the error page")
