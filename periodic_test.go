@@ -289,3 +289,34 @@ func TestPeriodicNextTickIsLogged(t *testing.T) {
 		}
 	})
 }
+
+// Two clients with the same five-field cron job enqueue each tick once
+// between them.
+func TestPeriodicCronAcrossClients(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st := memoryStore(t)
+		sched, err := leasehold.Cron("*/5 * * * *")
+		if err != nil {
+			t.Fatal(err)
+		}
+		job := func() *leasehold.PeriodicJob {
+			return leasehold.NewPeriodicJob(sched, func() (leasehold.JobArgs, *leasehold.EnqueueOptions) {
+				return dailyReport{Name: "five"}, &leasehold.EnqueueOptions{Queue: "reports"}
+			}, nil)
+		}
+		a, b := clientOn(t, st, job()), clientOn(t, st, job())
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		for _, c := range []*leasehold.Client[store.NoTx]{a, b} {
+			if err := c.Stop(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Midnight, when both start, to one o'clock: 13 ticks, each once
+		// (26 if each client enqueued its own).
+		if s := count(t, st, "reports"); s.Pending != 13 {
+			t.Fatalf("an hour of */5 from two clients: %d jobs, want 13", s.Pending)
+		}
+	})
+}
