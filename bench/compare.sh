@@ -61,6 +61,9 @@ fi
 psql_url=$(printf '%s' "$db" | sed -E 's/([?&])(pool_[a-z_]+|leasehold_listen)=[^&]*/\1/g; s/&&+/\&/g; s/[?&]$//; s/\?&/?/')
 dbname=$(printf '%s' "$psql_url" | sed -E 's|^[a-z]+://[^/]*/([^?]*).*|\1|')
 psql -X -q -v ON_ERROR_STOP=1 "$psql_url" -c 'SELECT 1' >/dev/null
+# A fresh database gets leasehold's schema; one migrated already is left
+# as it is.
+"$LEASEHOLD_BIN" --db "$db" --schema "$schema" --log-level error migrate >/dev/null
 
 # backend_cpu prints the CPU time, in clock ticks, that the server's
 # backends of the database have used so far; empty when the server's
