@@ -440,3 +440,65 @@ func waitForLock(t *testing.T, pool *pgxpool.Pool, like string, ended func()) {
 		ended()
 	}
 }
+
+// A completion whose lease was reaped and its message claimed again while
+// it ran completes nothing: the row it finds by address is tested again,
+// at its latest version, against the lease's token, whatever the server
+// makes of the address. The reap and the new claim are one transaction
+// written here by hand, so that it can stay open while the completion
+// waits for it.
+func TestStaleCompletionRacingNewClaim(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.Pool(t)
+	schema := pgtest.Schema(t, pool)
+	s, err := postgres.Open(ctx, postgres.Config{Pool: pool, Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Enqueue(ctx, []store.NewMessage{{Queue: "q", Payload: []byte("x")}}); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := s.Claim(ctx, store.Claim{Queue: "q", WorkerID: "w", Max: 1, LeaseDuration: time.Minute})
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("Claim = %d, %v; want 1", len(ds), err)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	quoted := pgx.Identifier{schema}.Sanitize()
+	var fresh int64
+	if err := tx.QueryRow(ctx, `UPDATE `+quoted+`.messages SET fencing_token = nextval('`+quoted+`.fence'), worker_id = 'other',
+		deliveries = deliveries + 1, locked_until = locked_until + interval '1 minute' WHERE id = $1 RETURNING fencing_token`,
+		ds[0].MessageID).Scan(&fresh); err != nil {
+		t.Fatal(err)
+	}
+	type completed struct {
+		errs []error
+		err  error
+	}
+	done := make(chan completed, 1)
+	go func() {
+		errs, err := s.Complete(ctx, []store.Completion{{Lease: ds[0].Lease}})
+		done <- completed{errs, err}
+	}()
+	waitForLock(t, pool, quoted+"%ctid", func() {
+		select {
+		case c := <-done:
+			t.Fatalf("Complete = %v, %v before the new claim committed; want it to wait", c.errs, c.err)
+		default:
+		}
+	})
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c := <-done; c.err != nil || !errors.Is(c.errs[0], store.ErrLeaseLost) {
+		t.Fatalf("Complete = %v, %v; want the lease lost", c.errs, c.err)
+	}
+	in, err := s.Get(ctx, ds[0].MessageID)
+	if err != nil || in.State != store.Processing || in.FencingToken != fresh {
+		t.Fatalf("Get = %+v, %v; want processing under token %d", in, err, fresh)
+	}
+}
