@@ -365,10 +365,41 @@ func TestDeleteQueueWaitsForAMoveIntoIt(t *testing.T) {
 
 // A completion that meets a renewal of its own lease, committed while it
 // ran, completes the message all the same: complete finds the row
-// version that the renewal replaced, and completeAgain the new one. The
-// renewal's transaction is written here by hand, so that it can stay open
-// while the completion waits for it.
+// version that the renewal replaced, and completeAgain the new one.
 func TestCompletionRacingRenewal(t *testing.T) {
+	s, _, errs, err := completeRacing(t, 2, `UPDATE {s}.messages SET locked_until = locked_until + interval '1 minute' WHERE id = $1`)
+	if err != nil || errs[0] != nil || errs[1] != nil {
+		t.Fatalf("Complete = %v, %v; want both completed", errs, err)
+	}
+	st, err := s.Stats(context.Background(), "q")
+	if err != nil || st.Completed != 2 || st.Processing != 0 {
+		t.Fatalf("Stats = %+v, %v; want 2 completed", st, err)
+	}
+}
+
+// A completion whose lease was reaped and its message claimed again while
+// it ran completes nothing: the row it finds by address is tested again,
+// at its latest version, against the lease's token, whatever the server
+// makes of the address.
+func TestStaleCompletionRacingNewClaim(t *testing.T) {
+	s, ds, errs, err := completeRacing(t, 1, `UPDATE {s}.messages SET fencing_token = nextval('{s}.fence'), worker_id = 'other',
+		deliveries = deliveries + 1, locked_until = locked_until + interval '1 minute' WHERE id = $1`)
+	if err != nil || !errors.Is(errs[0], store.ErrLeaseLost) {
+		t.Fatalf("Complete = %v, %v; want the lease lost", errs, err)
+	}
+	in, err := s.Get(context.Background(), ds[0].MessageID)
+	if err != nil || in.State != store.Processing || in.FencingToken <= ds[0].FencingToken {
+		t.Fatalf("Get = %+v, %v; want processing under the new claim's token", in, err)
+	}
+}
+
+// completeRacing claims n messages of queue q and completes them all
+// while a transaction that ran change (its schema written {s}, the first
+// message's id its $1) on the first is open, written here by hand so that
+// it stays open until the completion waits for it; then it commits, and
+// returns the completion's outcome.
+func completeRacing(t *testing.T, n int, change string) (*postgres.Store, []store.Delivery, []error, error) {
+	t.Helper()
 	ctx := context.Background()
 	pool := pgtest.Pool(t)
 	schema := pgtest.Schema(t, pool)
@@ -376,13 +407,17 @@ func TestCompletionRacingRenewal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	if _, err := s.Enqueue(ctx, []store.NewMessage{{Queue: "q", Payload: []byte("x")}, {Queue: "q", Payload: []byte("y")}}); err != nil {
+	t.Cleanup(func() { s.Close() })
+	msgs := make([]store.NewMessage, n)
+	for i := range msgs {
+		msgs[i] = store.NewMessage{Queue: "q", Payload: []byte("x")}
+	}
+	if _, err := s.Enqueue(ctx, msgs); err != nil {
 		t.Fatal(err)
 	}
-	ds, err := s.Claim(ctx, store.Claim{Queue: "q", WorkerID: "w", Max: 2, LeaseDuration: time.Minute})
-	if err != nil || len(ds) != 2 {
-		t.Fatalf("Claim = %d, %v; want 2", len(ds), err)
+	ds, err := s.Claim(ctx, store.Claim{Queue: "q", WorkerID: "w", Max: n, LeaseDuration: time.Minute})
+	if err != nil || len(ds) != n {
+		t.Fatalf("Claim = %d, %v; want %d", len(ds), err, n)
 	}
 	tx, err := pool.Begin(ctx)
 	if err != nil {
@@ -390,8 +425,7 @@ func TestCompletionRacingRenewal(t *testing.T) {
 	}
 	defer tx.Rollback(ctx)
 	quoted := pgx.Identifier{schema}.Sanitize()
-	if _, err := tx.Exec(ctx, `UPDATE `+quoted+`.messages SET locked_until = locked_until + interval '1 minute' WHERE id = $1`,
-		ds[0].MessageID); err != nil {
+	if _, err := tx.Exec(ctx, strings.ReplaceAll(change, "{s}", quoted), ds[0].MessageID); err != nil {
 		t.Fatal(err)
 	}
 	type completed struct {
@@ -399,28 +433,26 @@ func TestCompletionRacingRenewal(t *testing.T) {
 		err  error
 	}
 	done := make(chan completed, 1)
+	cs := make([]store.Completion, n)
+	for i, d := range ds {
+		cs[i] = store.Completion{Lease: d.Lease}
+	}
 	go func() {
-		errs, err := s.Complete(ctx, []store.Completion{{Lease: ds[0].Lease}, {Lease: ds[1].Lease}})
+		errs, err := s.Complete(ctx, cs)
 		done <- completed{errs, err}
 	}()
-	// Until the completion waits for the renewal's lock.
 	waitForLock(t, pool, quoted+"%ctid", func() {
 		select {
 		case c := <-done:
-			t.Fatalf("Complete = %v, %v before the renewal committed; want it to wait", c.errs, c.err)
+			t.Fatalf("Complete = %v, %v before the other transaction committed; want it to wait", c.errs, c.err)
 		default:
 		}
 	})
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if c := <-done; c.err != nil || c.errs[0] != nil || c.errs[1] != nil {
-		t.Fatalf("Complete = %v, %v; want both completed", c.errs, c.err)
-	}
-	st, err := s.Stats(ctx, "q")
-	if err != nil || st.Completed != 2 || st.Processing != 0 {
-		t.Fatalf("Stats = %+v, %v; want 2 completed", st, err)
-	}
+	c := <-done
+	return s, ds, c.errs, c.err
 }
 
 // waitForLock returns once a statement whose text matches the LIKE

@@ -91,7 +91,7 @@ var errOverCeiling = errors.New("fencing tokens over the ceiling")
 // after: SQLite reads the setting when it commits, and does not let it
 // change inside a transaction. A connection whose setting could not be set
 // back is closed, so that no later write commits at l.
-func (s *backend) writeAt(ctx context.Context, l level, fn func(tx *sql.Tx, now int64) error) error {
+func (s *backend) writeAt(ctx context.Context, l level, fn func(ctx context.Context, tx *sql.Tx, now int64) error) error {
 	if l == s.sync {
 		return s.write(ctx, fn)
 	}
@@ -114,7 +114,7 @@ func (s *backend) writeAt(ctx context.Context, l level, fn func(tx *sql.Tx, now 
 // floorFence moves the fence up to its ceiling, in a commit that syncs
 // (see the rule above); an opening store calls it before any claim.
 func (s *backend) floorFence(ctx context.Context) error {
-	return s.writeAt(ctx, levelFull, func(tx *sql.Tx, _ int64) error {
+	return s.writeAt(ctx, levelFull, func(ctx context.Context, tx *sql.Tx, _ int64) error {
 		_, err := tx.ExecContext(ctx, s.st.Text(qFenceFloor))
 		return err
 	})

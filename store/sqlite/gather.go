@@ -25,9 +25,11 @@ import (
 //     failed commit, fails every write of the transaction.
 //   - A caller whose context ends while it waits is dropped, and its write
 //     never runs. Once its transaction has begun, its write runs (unless
-//     its context ended before its turn) with a context that does not
-//     end, so that no interrupt reaches the transaction of the others, and
-//     the caller waits for the commit.
+//     its context ended before its turn) with the context write hands fn,
+//     which does not end, and the caller waits for the commit. fn runs its
+//     statements with that context, never its caller's: the driver
+//     interrupts a statement whose context ends, and SQLite then rolls
+//     back the whole transaction, the others' writes with it.
 //   - A write that finds none under way runs alone, as without gathering.
 //
 // Claims do not gather: they commit at another synchronous level (see
@@ -44,7 +46,7 @@ type gathering struct {
 // gathered is one write and, once answered, its outcome.
 type gathered struct {
 	ctx context.Context
-	fn  func(tx *sql.Tx, now int64) error
+	fn  func(ctx context.Context, tx *sql.Tx, now int64) error
 	err error
 	// turn gets true when the write is answered, false when its caller is
 	// to run the next transaction.
@@ -53,8 +55,9 @@ type gathered struct {
 
 // write runs fn in an IMMEDIATE transaction at the current time, and
 // returns when that transaction has committed or failed; it gathers with
-// concurrent writes (see above).
-func (s *backend) write(ctx context.Context, fn func(tx *sql.Tx, now int64) error) error {
+// concurrent writes (see above). fn runs its statements with the context
+// it is given.
+func (s *backend) write(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx, now int64) error) error {
 	w := &gathered{ctx: ctx, fn: fn, turn: make(chan bool, 1)}
 	if !s.join(w) {
 		return w.err
@@ -132,7 +135,7 @@ func (s *backend) passOn() {
 // savepoint, and sets each one's outcome.
 func (s *backend) runGathered(batch []*gathered) {
 	ctx := context.WithoutCancel(batch[0].ctx)
-	err := s.txOn(ctx, s.db, func(tx *sql.Tx, _ int64) error {
+	err := s.txOn(ctx, s.db, func(ctx context.Context, tx *sql.Tx, _ int64) error {
 		for _, w := range batch {
 			if w.err = context.Cause(w.ctx); w.err != nil {
 				continue
@@ -140,7 +143,7 @@ func (s *backend) runGathered(batch []*gathered) {
 			if _, err := tx.ExecContext(ctx, "SAVEPOINT gathered"); err != nil {
 				return err
 			}
-			if w.err = w.fn(tx, micros(s.clk.Now())); w.err != nil {
+			if w.err = w.fn(context.WithoutCancel(w.ctx), tx, micros(s.clk.Now())); w.err != nil {
 				if _, err := tx.ExecContext(ctx, "ROLLBACK TO gathered"); err != nil {
 					// No transaction left to go on with.
 					return errors.Join(w.err, err)

@@ -3,12 +3,16 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
+
+	msqlite "modernc.org/sqlite"
 )
 
 func openInternal(t *testing.T) *Store {
@@ -38,14 +42,14 @@ func waitGathered(b *backend, n int) {
 // then the writes of fns, each on its own goroutine once the one before
 // waits, then calls waiting, then releases the first; it returns each
 // write's transaction and error, the first's last.
-func gatherRound(t *testing.T, b *backend, ctxs []context.Context, fns []func(tx *sql.Tx) error, waiting func()) ([]*sql.Tx, []error) {
+func gatherRound(t *testing.T, b *backend, ctxs []context.Context, fns []func(ctx context.Context, tx *sql.Tx) error, waiting func()) ([]*sql.Tx, []error) {
 	t.Helper()
 	txs := make([]*sql.Tx, len(fns)+1)
 	errs := make([]error, len(fns)+1)
 	release, holding := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		errs[len(fns)] = b.write(context.Background(), func(tx *sql.Tx, _ int64) error {
+		errs[len(fns)] = b.write(context.Background(), func(ctx context.Context, tx *sql.Tx, _ int64) error {
 			txs[len(fns)] = tx
 			close(holding)
 			<-release
@@ -55,9 +59,9 @@ func gatherRound(t *testing.T, b *backend, ctxs []context.Context, fns []func(tx
 	<-holding
 	for i, fn := range fns {
 		wg.Go(func() {
-			errs[i] = b.write(ctxs[i], func(tx *sql.Tx, _ int64) error {
+			errs[i] = b.write(ctxs[i], func(ctx context.Context, tx *sql.Tx, _ int64) error {
 				txs[i] = tx
-				return fn(tx)
+				return fn(ctx, tx)
 			})
 		})
 		waitGathered(b, i+1)
@@ -68,9 +72,9 @@ func gatherRound(t *testing.T, b *backend, ctxs []context.Context, fns []func(tx
 	return txs, errs
 }
 
-func insertMeta(name string) func(tx *sql.Tx) error {
-	return func(tx *sql.Tx) error {
-		_, err := tx.Exec("INSERT INTO leasehold_meta (name, value) VALUES (?, 1)", name)
+func insertMeta(name string) func(ctx context.Context, tx *sql.Tx) error {
+	return func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, "INSERT INTO leasehold_meta (name, value) VALUES (?, 1)", name)
 		return err
 	}
 }
@@ -100,14 +104,14 @@ func TestWaitingWritesShareATransaction(t *testing.T) {
 	s := openInternal(t)
 	bad := errors.New("refused")
 	var order []string
-	fns := make([]func(*sql.Tx) error, 5)
+	fns := make([]func(context.Context, *sql.Tx) error, 5)
 	ctxs := make([]context.Context, len(fns))
 	for i := range fns {
 		name := fmt.Sprintf("t%d", i)
 		ctxs[i] = context.Background()
-		fns[i] = func(tx *sql.Tx) error {
+		fns[i] = func(ctx context.Context, tx *sql.Tx) error {
 			order = append(order, name)
-			if err := insertMeta(name)(tx); err != nil {
+			if err := insertMeta(name)(ctx, tx); err != nil {
 				return err
 			}
 			if i == 2 {
@@ -146,7 +150,7 @@ func TestCancelledWaitingWriteNeverRuns(t *testing.T) {
 	s := openInternal(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	ctxs := []context.Context{context.Background(), ctx, context.Background()}
-	fns := []func(*sql.Tx) error{insertMeta("t0"), insertMeta("t1"), insertMeta("t2")}
+	fns := []func(context.Context, *sql.Tx) error{insertMeta("t0"), insertMeta("t1"), insertMeta("t2")}
 	// Cancelled once all three wait, before the write they wait for ends.
 	_, errs := gatherRound(t, s.b, ctxs, fns, func() {
 		cancel()
@@ -165,8 +169,8 @@ func TestCancelledWaitingWriteNeverRuns(t *testing.T) {
 func TestBrokenTransactionFailsEveryGatheredWrite(t *testing.T) {
 	s := openInternal(t)
 	ctxs := []context.Context{context.Background(), context.Background(), context.Background()}
-	fns := []func(*sql.Tx) error{insertMeta("t0"), func(tx *sql.Tx) error {
-		if _, err := tx.Exec("RELEASE gathered"); err != nil {
+	fns := []func(context.Context, *sql.Tx) error{insertMeta("t0"), func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, "RELEASE gathered"); err != nil {
 			return err
 		}
 		return errors.New("the savepoint is gone")
@@ -179,5 +183,51 @@ func TestBrokenTransactionFailsEveryGatheredWrite(t *testing.T) {
 	}
 	if got := metaNames(t, s); len(got) != 0 {
 		t.Fatalf("committed %v, want nothing", got)
+	}
+}
+
+// cancelling is the cancel function lh_test_cancel calls.
+var cancelling atomic.Pointer[context.CancelFunc]
+
+func init() {
+	// lh_test_cancel(x) cancels the context of cancelling when x is 1, in
+	// the middle of the statement that calls it, and gives x back.
+	msqlite.MustRegisterScalarFunction("lh_test_cancel", 1, func(_ *msqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+		if x, _ := args[0].(int64); x == 1 {
+			(*cancelling.Load())()
+			// Time for an interrupt, were one to come, to reach the
+			// statement while it runs on.
+			runtime.Gosched()
+		}
+		return args[0], nil
+	})
+}
+
+// A gathered write whose caller's context ends in the middle of one of its
+// statements runs on to its end, and the others with it: a write's
+// statements run with the context write hands it, which does not end
+// once its transaction has begun. Were the caller's context to interrupt
+// the statement, SQLite would roll back the whole transaction, and every
+// write gathered in it would fail.
+func TestCallerCancelledInAGatheredWrite(t *testing.T) {
+	s := openInternal(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cancelling.Store(&cancel)
+	ctxs := []context.Context{context.Background(), ctx, context.Background()}
+	fns := []func(context.Context, *sql.Tx) error{insertMeta("t0"), func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO leasehold_meta (name, value)
+			SELECT 't1', max(lh_test_cancel(x)) FROM (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 20000) SELECT x FROM c)`)
+		return err
+	}, insertMeta("t2")}
+	_, errs := gatherRound(t, s.b, ctxs, fns, func() {})
+	if errs[0] != nil || errs[1] != nil || errs[2] != nil {
+		t.Fatalf("errors %v, want none", errs)
+	}
+	if ctx.Err() == nil {
+		t.Fatal("the caller's context did not end")
+	}
+	if got := metaNames(t, s); len(got) != 3 {
+		t.Fatalf("committed %v, want t0, t1 and t2", got)
 	}
 }

@@ -16,7 +16,7 @@ import (
 
 // Settle runs fn in one IMMEDIATE transaction.
 func (s *backend) Settle(ctx context.Context, st storecore.Settlement) error {
-	return s.write(ctx, func(tx *sql.Tx, now int64) error { return st.Settle(ctx, settleTx{s, tx, now}) })
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx, now int64) error { return st.Settle(ctx, settleTx{s, tx, now}) })
 }
 
 // settleTx is one settling transaction, at one time.

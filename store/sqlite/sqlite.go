@@ -348,7 +348,7 @@ func (s *Store) Notify(queue string) { s.b.wake.Notify(queue) }
 
 func (s *backend) DeleteQueue(ctx context.Context, queue string) (int, error) {
 	var n int
-	err := s.write(ctx, func(tx *sql.Tx, _ int64) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, _ int64) error {
 		var err error
 		if n, err = s.purge(ctx, tx, queue); err != nil {
 			return err
@@ -363,7 +363,7 @@ func (s *backend) DeleteQueue(ctx context.Context, queue string) (int, error) {
 // leasehold_queues: its pause and its record.
 func (s *backend) PurgeQueue(ctx context.Context, queue string) (int, error) {
 	var n int
-	err := s.write(ctx, func(tx *sql.Tx, _ int64) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, _ int64) error {
 		var err error
 		n, err = s.purge(ctx, tx, queue)
 		return err
@@ -391,7 +391,7 @@ func (s *backend) purge(ctx context.Context, tx *sql.Tx, queue string) (int, err
 func (s *backend) CreateQueue(ctx context.Context, queue string, attrs map[string]string) (store.QueueInfo, bool, error) {
 	var info store.QueueInfo
 	var created bool
-	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, now int64) error {
 		text, err := storecore.EncodeQueueAttributes(attrs)
 		if err != nil {
 			return err
@@ -420,7 +420,7 @@ func (s *backend) QueueInfo(ctx context.Context, queue string) (store.QueueInfo,
 
 func (s *backend) SetQueueAttributes(ctx context.Context, queue string, attrs map[string]string) (store.QueueInfo, error) {
 	var info store.QueueInfo
-	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, now int64) error {
 		old, err := s.queueRecord(ctx, tx, queue)
 		if err != nil {
 			return err
@@ -466,7 +466,7 @@ func (s *backend) queueRecord(ctx context.Context, q interface {
 
 func (s *backend) HoldMaintainer(ctx context.Context, holder string, d time.Duration) (store.Maintainer, error) {
 	var m store.Maintainer
-	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, now int64) error {
 		if _, err := tx.ExecContext(ctx, s.st.Text(qHoldMaintainer), holder, now, now+d.Microseconds()); err != nil {
 			return err
 		}
@@ -481,7 +481,7 @@ func (s *backend) HoldMaintainer(ctx context.Context, holder string, d time.Dura
 }
 
 func (s *backend) ReleaseMaintainer(ctx context.Context, holder string, token int64) error {
-	return s.write(ctx, func(tx *sql.Tx, _ int64) error {
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx, _ int64) error {
 		_, err := tx.ExecContext(ctx, s.st.Text(qReleaseMaintainer), holder, token)
 		return err
 	})
@@ -501,7 +501,7 @@ func (s *backend) Resume(ctx context.Context, queue string) error {
 // from the transaction's time, and returns how many rows it changed.
 func (s *backend) affected(ctx context.Context, query string, args func(now int64) []any) (int, error) {
 	var n int64
-	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, now int64) error {
 		res, err := tx.ExecContext(ctx, query, args(now)...)
 		if err != nil {
 			return err
@@ -540,7 +540,7 @@ func (s *backend) Ping(ctx context.Context) error {
 // CheckWrite commits a change of one row: it fails on a read-only file or
 // connection, and when the disk has no room for the change.
 func (s *backend) CheckWrite(ctx context.Context) error {
-	return s.write(ctx, func(tx *sql.Tx, _ int64) error {
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx, _ int64) error {
 		_, err := tx.ExecContext(ctx, s.st.Text(qCheckWrite))
 		return err
 	})
@@ -554,7 +554,7 @@ func (s *backend) ServerSecret(ctx context.Context, name string, fresh []byte) (
 	if !errors.Is(err, sql.ErrNoRows) {
 		return secret, err
 	}
-	err = s.write(ctx, func(tx *sql.Tx, _ int64) error {
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx, _ int64) error {
 		if _, err := tx.ExecContext(ctx, s.st.Text(qKeepSecret), name, fresh); err != nil {
 			return err
 		}
@@ -599,12 +599,12 @@ func nullBytes(b []byte) any {
 // its connections, at the current time.
 func (s *backend) txOn(ctx context.Context, db interface {
 	BeginTx(context.Context, *sql.TxOptions) (*sql.Tx, error)
-}, fn func(tx *sql.Tx, now int64) error) error {
+}, fn func(ctx context.Context, tx *sql.Tx, now int64) error) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	if err := fn(tx, micros(s.clk.Now())); err != nil {
+	if err := fn(ctx, tx, micros(s.clk.Now())); err != nil {
 		tx.Rollback()
 		return err
 	}
@@ -616,7 +616,7 @@ func (s *backend) txOn(ctx context.Context, db interface {
 
 func (s *backend) Enqueue(ctx context.Context, msgs []store.NewMessage) ([]store.Enqueued, error) {
 	var out []store.Enqueued
-	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, now int64) error {
 		var err error
 		out, err = s.enqueueTx(ctx, tx, msgs, now)
 		return err
@@ -714,7 +714,7 @@ func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, e
 // claim claims in one transaction committed at level l.
 func (s *backend) claim(ctx context.Context, c store.Claim, l level) ([]store.Delivery, error) {
 	var out []store.Delivery
-	err := s.writeAt(ctx, l, func(tx *sql.Tx, now int64) error {
+	err := s.writeAt(ctx, l, func(ctx context.Context, tx *sql.Tx, now int64) error {
 		var base, ceiling int64
 		if err := tx.StmtContext(ctx, s.st.prepared[qFenceGet]).QueryRowContext(ctx).Scan(&base, &ceiling); err != nil {
 			return err
@@ -830,7 +830,7 @@ func (s *backend) claimRows(ctx context.Context, tx *sql.Tx, c store.Claim, unti
 
 func (s *backend) Extend(ctx context.Context, leases []store.Lease, extension time.Duration) (store.Extended, error) {
 	var res store.Extended
-	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, now int64) error {
 		until := now + extension.Microseconds()
 		res = store.Extended{Expires: fromMicros(until)}
 		if len(leases) == 0 {
@@ -935,7 +935,7 @@ func (s *backend) Purge(ctx context.Context, queue string, ids []int64) (int, er
 // that deadIDs selects, in one transaction, and returns how many.
 func (s *backend) eachDead(ctx context.Context, queue string, ids []int64, stmt string) (int, error) {
 	n := 0
-	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, now int64) error {
 		ids, err := s.deadIDs(ctx, tx, queue, ids)
 		if err != nil {
 			return err
@@ -1099,7 +1099,7 @@ func scanInfo(r interface{ Scan(...any) error }, leading ...any) (store.Info, er
 
 func (s *backend) Prune(ctx context.Context, p store.Prune) (int, error) {
 	n := 0
-	err := s.write(ctx, func(tx *sql.Tx, now int64) error {
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx, now int64) error {
 		n = 0
 		rows, err := tx.QueryContext(ctx, s.st.InState(qPrune, p.State),
 			now-p.OlderThan.Microseconds(), now-s.opts.DedupWindow.Microseconds(), nullable(p.Queue), p.Limit)
