@@ -409,7 +409,7 @@ type Release struct {
 	// were received but never started (a shutdown).
 	Uncount bool
 	// Snooze counts the release as a snooze of the message (Info.Snoozes):
-	// its handler asked for it to run again later.
+	// its handler asked for it to run again later. It needs Uncount.
 	Snooze bool
 	// Late fences the release by the token alone, as Completion's Late
 	// does: it goes through while no claim has taken the message since,

@@ -299,6 +299,9 @@ func CheckRelease(r store.Release) error {
 	if r.Delay < 0 {
 		return invalid("release delay is %s, must not be negative", r.Delay)
 	}
+	if r.Snooze && !r.Uncount {
+		return invalid("a snooze is a release with Uncount: a counted release is a failure")
+	}
 	return nil
 }
 

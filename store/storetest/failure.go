@@ -151,12 +151,19 @@ func testSnoozesCounted(t *testing.T, f Factory) {
 		}
 		b.clk.Advance(time.Second)
 	}
+	d := b.claimOne()
+	if err := b.s.Release(b.ctx, store.Release{Lease: d.Lease, Snooze: true}); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("a counted snooze: %v, want ErrInvalid", err)
+	}
+	if err := b.s.Release(b.ctx, store.Release{Lease: d.Lease}); err != nil {
+		t.Fatal(err)
+	}
 	in, err := b.s.Get(b.ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in.Snoozes != 2 || in.Deliveries != 1 {
-		t.Fatalf("after two snoozes, an uncounted and a counted release: %d snoozes, %d deliveries; want 2 and 1", in.Snoozes, in.Deliveries)
+	if in.Snoozes != 2 || in.Deliveries != 2 {
+		t.Fatalf("after two snoozes, an uncounted and two counted releases: %d snoozes, %d deliveries; want 2 and 2", in.Snoozes, in.Deliveries)
 	}
 	infos, err := b.s.List(b.ctx, store.ListFilter{Queue: in.Queue, State: store.Pending, Limit: 10})
 	if err != nil || len(infos) != 1 || infos[0].Snoozes != 0 {
