@@ -147,6 +147,14 @@ func (p *serverProcess) kill(t *testing.T) {
 // statement, failing t after 30 s or if the server exits.
 func (p *serverProcess) waitConnect(t *testing.T, dsn string) {
 	t.Helper()
+	p.connect(t, dsn, false)
+}
+
+// connect is waitConnect; with portTaken, a server that exits because
+// another process took its port first is not a failure: connect returns
+// false, for the caller to start it again on another port.
+func (p *serverProcess) connect(t *testing.T, dsn string, portTaken bool) bool {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -157,10 +165,13 @@ func (p *serverProcess) waitConnect(t *testing.T, dsn string) {
 		}
 		cancel()
 		if err == nil {
-			return
+			return true
 		}
 		select {
 		case <-p.exited:
+			if portTaken && strings.Contains(p.output.String(), "Address already in use") {
+				return false
+			}
 			t.Fatalf("%s exited before it accepted connections:\n%s", p.name, p.output.String())
 		default:
 		}
@@ -188,16 +199,24 @@ func (c *pgCluster) dsn(db string) string {
 // start runs the cluster's postmaster with the extra settings
 // ("name=value") and waits until it accepts connections. Durability
 // against the power going out is not under test, only against killed
-// processes: fsync is off.
+// processes: fsync is off. A port that another process took between
+// freePort and the postmaster's bind (a client's socket, say) is
+// replaced, a few times at most.
 func (c *pgCluster) start(t *testing.T, settings ...string) {
 	t.Helper()
-	args := []string{"-D", c.dir, "-p", strconv.Itoa(c.port), "-k", c.dir, "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"}
-	for _, s := range settings {
-		args = append(args, "-c", s)
-	}
 	t.Cleanup(func() { c.removeSharedMemory(t) })
-	c.serverProcess = startServerProcess(t, c.cred, filepath.Join(pgBin(), "postgres"), args...)
-	c.waitConnect(t, c.dsn("postgres"))
+	for attempt := 1; ; attempt++ {
+		args := []string{"-D", c.dir, "-p", strconv.Itoa(c.port), "-k", c.dir, "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"}
+		for _, s := range settings {
+			args = append(args, "-c", s)
+		}
+		c.serverProcess = startServerProcess(t, c.cred, filepath.Join(pgBin(), "postgres"), args...)
+		if c.connect(t, c.dsn("postgres"), attempt < 5) {
+			return
+		}
+		t.Logf("port %d was taken before the postmaster bound it; another", c.port)
+		c.port = freePort(t)
+	}
 }
 
 // removeSharedMemory removes the System V shared memory segment of a
