@@ -184,10 +184,13 @@ func TestPgBouncer(t *testing.T) {
 
 	cred := serverAccount(t)
 	dir := serverDir(t, cred)
-	port := freePort(t)
 	// Few server connections for many clients: transactions of different
-	// clients take turns on each.
-	conf := fmt.Sprintf(`[databases]
+	// clients take turns on each. A port another process took before
+	// PgBouncer bound it is replaced, a few times at most.
+	var port int
+	for attempt := 1; ; attempt++ {
+		port = freePort(t)
+		conf := fmt.Sprintf(`[databases]
 %s = host=%s port=%s dbname=%s user=postgres
 
 [pgbouncer]
@@ -200,15 +203,19 @@ pool_mode = transaction
 default_pool_size = 4
 max_client_conn = 500
 `, db, u.Hostname(), cmp.Or(u.Port(), "5432"), db, port, filepath.Join(dir, "userlist.txt"))
-	for name, text := range map[string]string{"pgbouncer.ini": conf, "userlist.txt": `"postgres" ""` + "\n"} {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
+		for name, text := range map[string]string{"pgbouncer.ini": conf, "userlist.txt": `"postgres" ""` + "\n"} {
+			path := filepath.Join(dir, name)
+			if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
+		bouncer := startServerProcess(t, cred, pgbouncer(), filepath.Join(dir, "pgbouncer.ini"))
+		if bouncer.connect(t, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", port, db), attempt < 5) {
+			break
+		}
+		t.Logf("port %d was taken before PgBouncer bound it; another", port)
 	}
-	bouncer := startServerProcess(t, cred, pgbouncer(), filepath.Join(dir, "pgbouncer.ini"))
 	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable&leasehold_listen=off", port, db)
-	bouncer.waitConnect(t, fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", port, db))
 	// The database is at the code's version already; the command checks
 	// it through the pooler as a deployment would.
 	if out, err := exec.Command(bin, "--db", dsn, "migrate").CombinedOutput(); err != nil {

@@ -143,16 +143,11 @@ func (p *serverProcess) kill(t *testing.T) {
 	}
 }
 
-// waitConnect waits until dsn accepts a connection that can run a
-// statement, failing t after 30 s or if the server exits.
-func (p *serverProcess) waitConnect(t *testing.T, dsn string) {
-	t.Helper()
-	p.connect(t, dsn, false)
-}
-
-// connect is waitConnect; with portTaken, a server that exits because
-// another process took its port first is not a failure: connect returns
-// false, for the caller to start it again on another port.
+// connect waits until dsn accepts a connection that can run a statement,
+// failing t after 30 s or if the server exits; but with portTaken, a
+// server that exits because another process took its port first is not a
+// failure: connect returns false, for the caller to start it again on
+// another port.
 func (p *serverProcess) connect(t *testing.T, dsn string, portTaken bool) bool {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
