@@ -26,7 +26,7 @@ import (
 // The SQS benchmarks drive a real server (system clock, real listener,
 // its background loops running) with the AWS SDK for Go, as an
 // application would: the SDK client, the server and the database share
-// the machine. docs/benchmarks.md ("The SQS API") has the figures.
+// the machine. docs/benchmarks.md ("The SQS API and the dashboard") has the figures.
 
 const (
 	// benchConsumers receive and delete concurrently.
@@ -37,7 +37,7 @@ const (
 	// 32 consumers are matched by about 16 producers. Fewer let the queue
 	// run short, and consumers sit in long polls: on PostgreSQL, 4
 	// producers kept a mean backlog of 101.5 and 8 of 199.3 (consumers
-	// hold up to 320), 16 of 865.4 (docs/benchmarks.md). More cost
+	// hold up to 320), 16 of 865.4. More cost
 	// little, for they wait on the backlog bound.
 	benchProducers = 16
 	// benchBacklog bounds the messages sent and not yet deleted (waiting,
