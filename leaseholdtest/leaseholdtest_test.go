@@ -93,6 +93,14 @@ func TestRequireEnqueuedTxMemory(t *testing.T) {
 	if !strings.Contains(r.failed, "no send_email job") {
 		t.Fatalf("a job never enqueued was found: %q", r.failed)
 	}
+	if rows := leaseholdtest.RequireManyEnqueuedTx(ctx, t, st, store.NoTx{}, []leaseholdtest.ExpectedJob{{Args: SendEmail{To: "ann"}}}); len(rows) != 1 {
+		t.Fatalf("RequireManyEnqueuedTx = %+v", rows)
+	}
+	if failed := failsWith(t, func(tb testing.TB) {
+		leaseholdtest.RequireManyEnqueuedTx(ctx, tb, st, store.NoTx{}, []leaseholdtest.ExpectedJob{{Args: SendEmail{To: "bob"}}})
+	}); !strings.Contains(failed, "is not a send_email job") {
+		t.Fatalf("RequireManyEnqueuedTx of a job never enqueued: %q", failed)
+	}
 }
 
 func TestWorkRoundTripsArgs(t *testing.T) {

@@ -6,10 +6,10 @@ package serve_test
 //
 //	LEASEHOLD_TEST_BROWSER=1 LEASEHOLD_SCREENSHOTS=$PWD/docs/images go test -count=1 -run TestDashboardSceneInBrowser ./internal/serve/
 //
-// It takes up to a few minutes: the scene runs until the throughput
-// charts' lines reach across part of their width. Without
-// LEASEHOLD_SCREENSHOTS the test takes the screenshots all the same, into
-// a temporary directory, once the charts have a line at all. Beside them
+// It takes a quarter of a minute: the scene's hour of history gives the
+// throughput charts their lines at once. Without LEASEHOLD_SCREENSHOTS
+// the test takes the screenshots all the same, into a temporary
+// directory. Beside them
 // it drives every page by keyboard: each control is reached with Tab and
 // shows where the focus is, and the actions work with Enter and Space.
 
@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -36,18 +35,10 @@ import (
 	"github.com/leasehold/leasehold/store/sqlite"
 )
 
-// chartTimeout bounds the wait for the throughput charts to draw a line:
-// a few of the dashboard's samples.
-const chartTimeout = 45 * time.Second
-
-// Before the screenshots are published, the busiest chart's line starts
-// at x = fillFrom or further left (in a box 120 wide, the newest sample
-// on the right): at most fillTimeout is spent on it, and the screenshots
-// are taken then however far the lines reach.
-const (
-	fillFrom    = 72.0
-	fillTimeout = 4 * time.Minute
-)
+// fillFrom: with the scene's hour of history, the busiest queue's chart
+// line starts at x = fillFrom or further left (in a box 120 wide, the
+// newest minute on the right).
+const fillFrom = 72.0
 
 func TestDashboardSceneInBrowser(t *testing.T) {
 	testproc.SkipShort(t, "drives headless Chromium")
@@ -78,12 +69,9 @@ func TestDashboardSceneInBrowser(t *testing.T) {
 		t.Fatalf("sign-in = %d", code)
 	}
 	c.Timeout = 10 * time.Second
-	// The charts have a line to show before the browser starts: its
-	// time is bounded.
-	waitForCharts(t, c, base)
-	if os.Getenv(envScreenshots) != "" {
-		fillCharts(t, c, base)
-	}
+	// The charts show the scene's hour of history before the browser
+	// starts.
+	requireCharts(t, c, base)
 	dead := sc.DeadLetters[0]
 	deadPage := fmt.Sprintf("/queues/%s/messages/%d", demoscene.Webhooks, dead)
 
@@ -275,45 +263,21 @@ func chartPaths(t *testing.T, c *http.Client, base string) map[string]string {
 // line.
 var chartPath = regexp.MustCompile(`(?s)<tr data-queue="([^"]*)">.*?<svg class="chart".*?<path[^>]* d="([^"]*)"`)
 
-// waitForCharts waits until the three queues with traffic have a line of
-// a few samples in their throughput charts.
-func waitForCharts(t *testing.T, c *http.Client, base string) {
+// requireCharts fails t unless the three queues with traffic have a
+// line of a few minutes in their throughput charts, and the busiest one's
+// starts at fillFrom or further left: the database's counts of the
+// scene's hour of history, there as soon as the scene is set.
+func requireCharts(t *testing.T, c *http.Client, base string) {
 	t.Helper()
-	deadline := time.Now().Add(chartTimeout)
-	for {
-		paths := chartPaths(t, c, base)
-		drawn := 0
-		for _, q := range []string{demoscene.Emails, demoscene.Payments, demoscene.Webhooks} {
-			if strings.Count(paths[q], "L") >= 3 {
-				drawn++
-			}
+	paths := chartPaths(t, c, base)
+	for _, q := range []string{demoscene.Emails, demoscene.Payments, demoscene.Webhooks} {
+		if strings.Count(paths[q], "L") < 3 {
+			t.Fatalf("queue %s's chart draws no line: %q", q, paths[q])
 		}
-		if drawn == 3 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the charts drew no lines in %s: %q", chartTimeout, paths)
-		}
-		time.Sleep(500 * time.Millisecond) // polling the server's samples, taken in real time
 	}
-}
-
-// fillCharts waits, fillTimeout at most, until the busiest queue's chart
-// starts at fillFrom or further left.
-func fillCharts(t *testing.T, c *http.Client, base string) {
-	t.Helper()
-	deadline := time.Now().Add(fillTimeout)
-	for {
-		var from float64
-		path := chartPaths(t, c, base)[demoscene.Emails]
-		if _, err := fmt.Sscanf(path, "M%f", &from); err == nil && from <= fillFrom {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Logf("the charts did not fill in %s; the screenshots show them as they are: %q", fillTimeout, path)
-			return
-		}
-		time.Sleep(time.Second) // polling the server's samples, taken in real time
+	var from float64
+	if _, err := fmt.Sscanf(paths[demoscene.Emails], "M%f", &from); err != nil || from > fillFrom {
+		t.Fatalf("queue %s's chart starts at %v (%v), want at %v or further left: %q", demoscene.Emails, from, err, fillFrom, paths[demoscene.Emails])
 	}
 }
 

@@ -162,8 +162,8 @@ func TestShutdownEndsLongPolls(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		f, ran := running(t, b)
 		url := f.createQueue("draining", nil)
-		// The upkeep's three tickers (maintainer, reaper, cleaner) and the
-		// dashboard's sampler, then the long poll's timer.
+		// The upkeep's four tickers (maintainer, reaper, cleaner, the
+		// throughput's pruning), then the long poll's timer.
 		if err := f.clk.BlockUntil(f.ctx, 4); err != nil {
 			t.Fatal(err)
 		}

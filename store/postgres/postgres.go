@@ -517,8 +517,8 @@ func dedupLock(queue, id string) string { return "d\x1f" + queue + "\x1f" + id }
 
 // notify wakes receivers of the queues in other processes once tx commits,
 // and adds the queues to wake, for the caller to wake this process's
-// receivers after the commit (see notifyHere): a wakeup here must not wait for
-// the LISTEN connection.
+// receivers after the commit (storecore does, through the store's
+// Wakeups): a wakeup here must not wait for the LISTEN connection.
 func (s *backend) notify(ctx context.Context, r runner, queues []string, wake *[]string) error {
 	if len(queues) == 0 {
 		return nil
@@ -534,13 +534,6 @@ func (s *backend) notify(ctx context.Context, r runner, queues []string, wake *[
 func distinct(names []string) []string {
 	slices.Sort(names)
 	return slices.Compact(names)
-}
-
-// notifyHere wakes this process's receivers of the queues.
-func (s *backend) notifyHere(queues []string) {
-	for _, q := range queues {
-		s.wake.Notify(q)
-	}
 }
 
 func (s *backend) Enqueue(ctx context.Context, msgs []store.NewMessage) ([]store.Enqueued, error) {
