@@ -136,9 +136,11 @@ func wrap(ds []store.Delivery, deadline time.Duration) []*Message {
 	if len(ds) == 0 {
 		return nil
 	}
+	ms := make([]Message, len(ds))
 	out := make([]*Message, len(ds))
 	for i := range ds {
-		out[i] = &Message{Delivery: ds[i], deadline: deadline}
+		ms[i] = Message{Delivery: &ds[i], deadline: deadline}
+		out[i] = &ms[i]
 	}
 	return out
 }
@@ -147,7 +149,9 @@ func wrap(ds []store.Delivery, deadline time.Duration) []*Message {
 // another receiver claims the message after that, or the store completes,
 // fails or releases it.
 type Message struct {
-	store.Delivery
+	// Delivery is the store's, shared with every other message of the
+	// claim that brought it, and never changed.
+	*store.Delivery
 	deadline time.Duration
 }
 

@@ -13,7 +13,9 @@ import (
 // they can refuse a stale worker) and the attempt number. The worker, not
 // the handler, completes or fails the message: a handler only returns.
 type Message struct {
-	store.Delivery
+	// Delivery is the claim's, shared with the worker's own record of the
+	// message: a handler must not change it.
+	*store.Delivery
 	reply    []byte
 	hasReply bool
 }

@@ -84,6 +84,8 @@ type job struct {
 	// completer.
 	handled    *Message
 	completion store.Completion
+	// message is what the handler is given.
+	message Message
 	hold       *hold
 	// until is when the lease ends, on the monotonic clock, by the
 	// worker's reckoning once the handler returned.

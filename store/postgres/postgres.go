@@ -806,23 +806,31 @@ func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, e
 	if err != nil {
 		return nil, err
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Delivery, error) {
-		d := store.Delivery{Queue: c.Queue}
-		var key, reply, dedup, kind, source *string
-		var attempt, max int32
-		var priority int16
-		err := r.Scan(&d.MessageID, &key, &d.Payload, &reply, &dedup, &attempt, &max, &d.EnqueuedAt, &d.FencingToken, &d.LeaseExpires, &kind, &priority,
-			&d.Attributes, &d.FirstClaimedAt, &source)
-		d.Key, d.ReplyTo, d.DedupID, d.Kind, d.DeadLetterSource = deref(key), deref(reply), deref(dedup), deref(kind), deref(source)
-		d.Attempt, d.MaxDeliveries, d.Priority = int(attempt), int(max), int(priority)
-		d.EnqueuedAt, d.LeaseExpires, d.FirstClaimedAt = d.EnqueuedAt.UTC(), d.LeaseExpires.UTC(), d.FirstClaimedAt.UTC()
-		return d, err
+	// Room for the whole claim at once: a delivery is large, and a slice
+	// grown row by row allocates about twice what it keeps. Every row is
+	// read into the same variables, allocated once for the claim.
+	out := make([]store.Delivery, 0, min(c.Max, claimRoom))
+	var d store.Delivery
+	var key, reply, dedup, kind, source *string
+	var attempt, max int32
+	var priority int16
+	_, err = pgx.ForEachRow(rows, []any{&d.MessageID, &key, &d.Payload, &reply, &dedup, &attempt, &max, &d.EnqueuedAt, &d.FencingToken,
+		&d.LeaseExpires, &kind, &priority, &d.Attributes, &d.FirstClaimedAt, &source}, func() error {
+		out = append(out, store.Delivery{Lease: d.Lease, Queue: c.Queue, Key: deref(key), Payload: d.Payload, ReplyTo: deref(reply),
+			DedupID: deref(dedup), Kind: deref(kind), Priority: int(priority), Attempt: int(attempt), MaxDeliveries: int(max),
+			EnqueuedAt: d.EnqueuedAt.UTC(), LeaseExpires: d.LeaseExpires.UTC(), Attributes: d.Attributes, FirstClaimedAt: d.FirstClaimedAt.UTC(),
+			DeadLetterSource: deref(source)})
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
+
+// claimRoom bounds the room a claim makes for its deliveries before it
+// knows how many it got.
+const claimRoom = 1000
 
 func deref(p *string) string {
 	if p == nil {

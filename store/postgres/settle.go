@@ -208,9 +208,11 @@ func (t *settleTx) CompleteCurrent(ctx context.Context, cs []store.Completion) (
 		for i, c := range cs {
 			late[i] = c.Late
 		}
-		return t.tally(t.query(ctx, qCompleteLate, t.s.now(), ids, fences, late))
+		rows, err := t.query(ctx, qCompleteLate, t.s.now(), ids, fences, late)
+		return t.tally(rows, err, len(ids))
 	}
-	out, err := t.tally(t.query(ctx, qComplete, t.s.now(), ids, fences))
+	rows, err := t.query(ctx, qComplete, t.s.now(), ids, fences)
+	out, err := t.tally(rows, err, len(ids))
 	if err != nil || len(out) == len(cs) {
 		return out, err
 	}
@@ -229,18 +231,19 @@ func (t *settleTx) CompleteCurrent(ctx context.Context, cs []store.Completion) (
 	if len(ids) == 0 {
 		return out, nil // a lease listed twice completes once
 	}
-	again, err := t.tally(t.query(ctx, qCompleteAgain, t.s.now(), ids, fences))
+	rows, err = t.query(ctx, qCompleteAgain, t.s.now(), ids, fences)
+	again, err := t.tally(rows, err, len(ids))
 	return append(out, again...), err
 }
 
-// tally reads the messages a completion statement completed, and counts
-// them (see countCompleted) but for those it reports completed before:
-// completeLate's rows have a fifth column that tells.
-func (t *settleTx) tally(rows pgx.Rows, err error) ([]storecore.Held, error) {
+// tally reads the messages a completion statement completed, at most n,
+// and counts them (see countCompleted) but for those it reports completed
+// before: completeLate's rows have a fifth column that tells.
+func (t *settleTx) tally(rows pgx.Rows, err error, n int) ([]storecore.Held, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []storecore.Held
+	out := make([]storecore.Held, 0, n)
 	var h storecore.Held
 	var key *string
 	dest := []any{&h.MessageID, &h.FencingToken, &h.Queue, &key}
