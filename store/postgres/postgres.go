@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"sync"
 	"time"
 
@@ -814,18 +815,59 @@ func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, e
 	var key, reply, dedup, kind, source *string
 	var attempt, max int32
 	var priority int16
-	_, err = pgx.ForEachRow(rows, []any{&d.MessageID, &key, &d.Payload, &reply, &dedup, &attempt, &max, &d.EnqueuedAt, &d.FencingToken,
-		&d.LeaseExpires, &kind, &priority, &d.Attributes, &d.FirstClaimedAt, &source}, func() error {
+	dest := []any{&d.MessageID, &key, &d.Payload, &reply, &dedup, &attempt, &max, &d.EnqueuedAt, &d.FencingToken,
+		&d.LeaseExpires, &kind, &priority, &d.Attributes, &d.FirstClaimedAt, &source}
+	// A plain claim's rows come in the order the update took them, each
+	// with its visible_at; a claim with runs sorts its own.
+	var visible time.Time
+	var visibles []time.Time
+	if !c.Runs {
+		dest = append(dest, &visible)
+		visibles = make([]time.Time, 0, cap(out))
+	}
+	_, err = pgx.ForEachRow(rows, dest, func() error {
 		out = append(out, store.Delivery{Lease: d.Lease, Queue: c.Queue, Key: deref(key), Payload: d.Payload, ReplyTo: deref(reply),
 			DedupID: deref(dedup), Kind: deref(kind), Priority: int(priority), Attempt: int(attempt), MaxDeliveries: int(max),
 			EnqueuedAt: d.EnqueuedAt.UTC(), LeaseExpires: d.LeaseExpires.UTC(), Attributes: d.Attributes, FirstClaimedAt: d.FirstClaimedAt.UTC(),
 			DeadLetterSource: deref(source)})
+		if !c.Runs {
+			visibles = append(visibles, visible)
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	if !c.Runs {
+		sort.Sort(claimOrder{out, visibles})
+	}
 	return out, nil
+}
+
+// claimOrder sorts a claim's deliveries, with their visible_at, in the
+// order the claim read them: the highest priority first, then the oldest
+// visible, then the oldest.
+type claimOrder struct {
+	ds      []store.Delivery
+	visible []time.Time
+}
+
+func (o claimOrder) Len() int { return len(o.ds) }
+
+func (o claimOrder) Less(i, j int) bool {
+	a, b := &o.ds[i], &o.ds[j]
+	if a.Priority != b.Priority {
+		return a.Priority > b.Priority
+	}
+	if c := o.visible[i].Compare(o.visible[j]); c != 0 {
+		return c < 0
+	}
+	return a.MessageID < b.MessageID
+}
+
+func (o claimOrder) Swap(i, j int) {
+	o.ds[i], o.ds[j] = o.ds[j], o.ds[i]
+	o.visible[i], o.visible[j] = o.visible[j], o.visible[i]
 }
 
 // claimRoom bounds the room a claim makes for its deliveries before it

@@ -131,27 +131,25 @@ UPDATE {s}.messages SET dedup_id = NULL WHERE id = $1
 -- A paused queue gives nothing. The locked row versions reach the update
 -- as one array of their physical addresses (ctid), updated where they
 -- stand with no second lookup: locked, they cannot change before the
--- update. The update takes them in address order, so the batch is sorted
--- afterwards in claim order. A message's first claim records its time.
--- The leases are not independent. Prepared once per connection, and run
--- after indexScans, which keeps its plan index-backed.
-WITH u AS (
-	UPDATE {s}.messages m
-	SET state = {processing}, deliveries = m.deliveries + 1, fencing_token = nextval('{s}.fence'), worker_id = $4,
-		locked_until = COALESCE($1::timestamptz, now()) + $5 * interval '1 microsecond',
-		first_claimed_at = COALESCE(m.first_claimed_at, COALESCE($1::timestamptz, now())), independent = false
-	WHERE m.ctid = ANY(ARRAY(
-		SELECT ctid FROM {s}.messages
-		WHERE queue = $2 AND state = {pending} AND visible_at <= COALESCE($1::timestamptz, now())
-			AND NOT EXISTS (SELECT 1 FROM {s}.queues WHERE queue = $2 AND paused)
-		ORDER BY priority DESC, visible_at, id
-		LIMIT $3
-		FOR UPDATE SKIP LOCKED))
-	RETURNING m.id, m.key, m.payload, m.reply_to, m.dedup_id, m.deliveries, m.max_deliveries, m.enqueued_at,
-		m.fencing_token, m.locked_until, m.visible_at, m.kind, m.priority, m.attributes, m.first_claimed_at, m.dead_letter_source)
-SELECT id, key, payload, reply_to, dedup_id, deliveries, max_deliveries, enqueued_at, fencing_token, locked_until, kind, priority,
-	attributes, first_claimed_at, dead_letter_source
-FROM u ORDER BY priority DESC, visible_at, id
+-- update. The update takes them in address order and returns them so,
+-- with the visible_at that orders them: the store puts them back in claim
+-- order, at a fraction of what a sort here costs the server. A message's
+-- first claim records its time. The leases are not independent. Prepared
+-- once per connection, and run after indexScans, which keeps its plan
+-- index-backed.
+UPDATE {s}.messages m
+SET state = {processing}, deliveries = m.deliveries + 1, fencing_token = nextval('{s}.fence'), worker_id = $4,
+	locked_until = COALESCE($1::timestamptz, now()) + $5 * interval '1 microsecond',
+	first_claimed_at = COALESCE(m.first_claimed_at, COALESCE($1::timestamptz, now())), independent = false
+WHERE m.ctid = ANY(ARRAY(
+	SELECT ctid FROM {s}.messages
+	WHERE queue = $2 AND state = {pending} AND visible_at <= COALESCE($1::timestamptz, now())
+		AND NOT EXISTS (SELECT 1 FROM {s}.queues WHERE queue = $2 AND paused)
+	ORDER BY priority DESC, visible_at, id
+	LIMIT $3
+	FOR UPDATE SKIP LOCKED))
+RETURNING m.id, m.key, m.payload, m.reply_to, m.dedup_id, m.deliveries, m.max_deliveries, m.enqueued_at,
+	m.fencing_token, m.locked_until, m.kind, m.priority, m.attributes, m.first_claimed_at, m.dead_letter_source, m.visible_at
 
 -- name: claimRuns
 -- Claims as claim does, each keyed message bringing the rest of its run:
