@@ -223,10 +223,12 @@ func wantRefused(t *testing.T, what string, err error, status int, code, msg str
 }
 
 // A message received maxReceiveCount times without a delete moves to the
-// policy's dead-letter queue, whole: body, attributes, first sent time;
-// there it is a new message with a count of its own and names its
-// source. The reaper moves it when its last lease runs out; a policy set
-// after it was sent moves it at the receive past the policy's count.
+// policy's dead-letter queue, whole: body, attributes, first sent time,
+// and its receive count and first receive time, which Amazon SQS keeps
+// (a message dead-lettered after two receives is received there a third
+// time); there it names its source. The reaper moves it when its last
+// lease runs out; a policy set after it was sent moves it at the receive
+// past the policy's count.
 func TestDeadLetterQueueThroughTheAPI(t *testing.T) {
 	forEachDurable(t, func(t *testing.T, f *dlqFixture) {
 		dlq := f.create("dlq", nil)
@@ -259,7 +261,8 @@ func TestDeadLetterQueueThroughTheAPI(t *testing.T) {
 		}
 		m := ms[0]
 		if *m.Body != "poison" || *m.MessageAttributes["colour"].StringValue != "red" || *m.MessageId != *first.MessageId ||
-			m.Attributes["SentTimestamp"] != first.Attributes["SentTimestamp"] || m.Attributes["ApproximateReceiveCount"] != "1" ||
+			m.Attributes["SentTimestamp"] != first.Attributes["SentTimestamp"] || m.Attributes["ApproximateReceiveCount"] != "3" ||
+			m.Attributes["ApproximateFirstReceiveTimestamp"] != first.Attributes["ApproximateFirstReceiveTimestamp"] ||
 			m.Attributes["DeadLetterQueueSourceArn"] != arn("src") {
 			t.Fatalf("dead letter %+v / %v; sent as %+v / %v", m, m.Attributes, first, first.Attributes)
 		}

@@ -147,9 +147,10 @@ type SettleTx interface {
 	// Transfer moves messages to other queues as a arrives: each is
 	// visible now, pending, or waiting when its new queue has an
 	// unfinished message of its key, and draws a new arrival (see
-	// Held.Arrival), after every message there; its deliveries, dedup
-	// id, finish time and first claim are cleared. Lock has taken the
-	// locks of their lines in their new queues.
+	// Held.Arrival), after every message there; its dedup id and finish
+	// time are cleared, and so are its deliveries and first claim unless
+	// a.Dead (a dead letter keeps them). Lock has taken the locks of
+	// their lines in their new queues.
 	Transfer(ctx context.Context, ts []Transfer, a Arrival) error
 	// Retry makes messages pending again, visible after delay. When
 	// setError, errText becomes their last error; else it is kept. With
