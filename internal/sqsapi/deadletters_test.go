@@ -672,8 +672,10 @@ func TestRedrivenMessageJoinsTheEndOfItsGroup(t *testing.T) {
 // for `leasehold dead list` and `dead redrive`, its last error naming the
 // missing queue, and the deleted queue stays deleted; once a queue of the
 // name is created again, it takes dead letters again. A move task whose
-// destination, or a message's source, was deleted fails, with a
-// FailureReason, and leaves the messages where they are.
+// destination, or a message's source, was deleted fails, with the
+// FailureReason Amazon SQS gives, the code
+// AWS.SimpleQueueService.NonExistentQueue, and leaves the messages where
+// they are.
 func TestDeletedDeadLetterQueue(t *testing.T) {
 	forEachDurable(t, func(t *testing.T, f *dlqFixture) {
 		dlq := f.create("dlq", nil)
@@ -724,7 +726,7 @@ func TestDeletedDeadLetterQueue(t *testing.T) {
 		f.api.movers.wait()
 		task := f.tasks("dlq", 1)[0]
 		wantTask(t, task, "FAILED", 0, 1)
-		if want := "the queue gone that messages were dead-lettered from no longer exists; they stay in dlq"; aws.ToString(task.FailureReason) != want {
+		if want := "AWS.SimpleQueueService.NonExistentQueue"; aws.ToString(task.FailureReason) != want {
 			t.Fatalf("FailureReason %q, want %q", aws.ToString(task.FailureReason), want)
 		}
 		if n := f.depth(dlq); n != "1" {
@@ -750,7 +752,7 @@ func TestDeletedDeadLetterQueue(t *testing.T) {
 		f.api.movers.wait()
 		task = f.tasks("dlq", 1)[0]
 		wantTask(t, task, "FAILED", 1, 2)
-		if want := "the destination queue dest no longer exists"; aws.ToString(task.FailureReason) != want {
+		if want := "AWS.SimpleQueueService.NonExistentQueue"; aws.ToString(task.FailureReason) != want {
 			t.Fatalf("FailureReason %q, want %q", aws.ToString(task.FailureReason), want)
 		}
 		if n := f.depth(dlq); n != "1" {
