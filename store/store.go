@@ -394,6 +394,11 @@ type Failure struct {
 	// place of the message's own dead-letter queue, if any. A queue that
 	// is the message's own leaves it dead there.
 	DeadLetterQueue string
+	// Uncount takes back the delivery the lease's claim counted, for a
+	// message its claimer never handled: the SQS API dead-letters so a
+	// message it finds past its redrive policy's count at receive, which
+	// Amazon SQS does without counting that receive.
+	Uncount bool
 }
 
 // ReleasedError is recorded on a message given back by a counted Release.

@@ -156,6 +156,9 @@ type SettleTx interface {
 	// setError, errText becomes their last error; else it is kept. With
 	// uncount, each takes back the delivery its claim counted.
 	Retry(ctx context.Context, ids []int64, delay time.Duration, errText string, setError, uncount bool) error
+	// Uncount takes back the delivery each message's claim counted,
+	// changing nothing else.
+	Uncount(ctx context.Context, ids []int64) error
 	// Hold puts processing or pending messages back in their keys' lines
 	// as Waiting, keeping their visible time, so that their leases are
 	// lost; with uncount, each takes back the delivery its claim counted.
@@ -437,6 +440,12 @@ func (fl *failure) Settle(ctx context.Context, tx SettleTx) error {
 	}
 	if !ok {
 		return store.LeaseLost(f.Lease)
+	}
+	if f.Uncount {
+		if err := tx.Uncount(ctx, []int64{h.MessageID}); err != nil {
+			return err
+		}
+		h.Deliveries--
 	}
 	var counts tallies
 	if fl.dead = f.Permanent || lastDelivery(h); !fl.dead {

@@ -377,6 +377,10 @@ UPDATE {s}.messages SET state = {pending}, visible_at = COALESCE($1::timestamptz
 	errors = CASE WHEN $5 THEN {s}.with_error(errors, deliveries, COALESCE($1::timestamptz, now()), worker_id, $4, {maxErrors}) ELSE errors END
 WHERE id = ANY($2::bigint[])
 
+-- name: takeBackDelivery
+-- Takes back the delivery that the claim of each message in $1 counted.
+UPDATE {s}.messages SET deliveries = deliveries - 1 WHERE id = ANY($1::bigint[])
+
 -- name: kill
 -- Dead-letters the messages in $2, their error $4 added to their error
 -- histories; with $5, their visible time becomes now too.

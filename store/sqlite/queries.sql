@@ -219,6 +219,11 @@ UPDATE leasehold_messages SET state = {pending}, visible_at = ?1,
 	last_error = CASE WHEN ?3 THEN ?2 ELSE last_error END, deliveries = CASE WHEN ?5 THEN deliveries - 1 ELSE deliveries END
 WHERE id IN (SELECT value FROM json_each(?4))
 
+-- name: takeBackDelivery
+-- Takes back the delivery that the claim of each message in the JSON
+-- array of ids ?1 counted.
+UPDATE leasehold_messages SET deliveries = deliveries - 1 WHERE id IN (SELECT value FROM json_each(?1))
+
 -- name: expired
 -- The processing messages whose leases expired by ?1.
 SELECT id, fencing_token, queue, key, deliveries, max_deliveries, locked_until, dead_letter_queue, COALESCE(arrival, id), independent

@@ -164,6 +164,45 @@ func testDeadLetterQueueOfFailure(t *testing.T, f Factory) {
 	}
 }
 
+// A failure with Uncount takes back the delivery its claim counted
+// before it decides: a dead letter arrives in its dead-letter queue, or
+// dies in its own, with the deliveries before that claim, and a retried
+// message keeps its budget.
+func testUncountedFailure(t *testing.T, f Factory) {
+	b := setup(t, f)
+	b.record("dlq")
+	moved := b.enqueue(store.NewMessage{Payload: []byte("moved"), MaxDeliveries: 5, DeadLetterQueue: "dlq"})[0]
+	was := b.get(moved)
+	firstClaim := b.clk.Now()
+	if err := b.s.Release(b.ctx, store.Release{Lease: b.claimOne().Lease}); err != nil {
+		t.Fatal(err)
+	}
+	b.clk.Advance(time.Second)
+	d := b.claimOne()
+	if dead, err := b.s.Fail(b.ctx, store.Failure{Lease: d.Lease, Permanent: true, Error: "over", Uncount: true}); !dead || err != nil {
+		t.Fatalf("uncounted permanent Fail = %v, %v; want dead", dead, err)
+	}
+	b.wantArrived(moved, was, "dlq", b.queue, store.Pending, 1, firstClaim)
+
+	stays := b.send("stays")
+	d = b.claimOne()
+	if dead, err := b.s.Fail(b.ctx, store.Failure{Lease: d.Lease, Permanent: true, Error: "over", Uncount: true}); !dead || err != nil {
+		t.Fatalf("uncounted permanent Fail = %v, %v; want dead", dead, err)
+	}
+	if in := b.wantState(stays, store.Dead); in.Deliveries != 0 {
+		t.Fatalf("dead message has %d deliveries, want 0", in.Deliveries)
+	}
+
+	last := b.enqueue(store.NewMessage{Payload: []byte("last"), MaxDeliveries: 1})[0]
+	d = b.claimOne()
+	if dead, err := b.s.Fail(b.ctx, store.Failure{Lease: d.Lease, Error: "again", Uncount: true}); dead || err != nil {
+		t.Fatalf("uncounted Fail on the only delivery = %v, %v; want a retry", dead, err)
+	}
+	if in := b.wantState(last, store.Pending); in.Deliveries != 0 {
+		t.Fatalf("retried message has %d deliveries, want 0", in.Deliveries)
+	}
+}
+
 // The reaper's death of a message with a dead-letter queue is a move
 // there too, reported as such; one without dies in its queue.
 func testDeadLetterQueueOnReap(t *testing.T, f Factory) {
