@@ -217,8 +217,10 @@ type NewMessage struct {
 	// it arrives as a new message would (see Move): pending, or waiting
 	// behind an unfinished message of its key; with its payload,
 	// attributes, key, kind, priority and enqueue time; without its dedup
-	// id; with a fresh delivery count, the budget MaxDeliveriesLimit and
-	// no dead-letter queue of its own, the target queue's limits being
+	// id; with its delivery count and first claim kept (its next claim
+	// there is counted after those it had, as Amazon SQS counts a dead
+	// letter's receives), the budget MaxDeliveriesLimit and no
+	// dead-letter queue of its own, the target queue's limits being
 	// its user's to apply (the SQS API applies them at receive). Its dead
 	// reason and last error are recorded, and the queue it left is its
 	// DeadLetterSource. Empty: dead in its own queue. It must name
@@ -339,8 +341,8 @@ type Delivery struct {
 	Attributes []byte
 	// FirstClaimedAt is when the message's first claim took it: this
 	// claim's time on the first attempt, and kept through later claims,
-	// releases, reaps and redrives (a move to another queue starts it
-	// again).
+	// releases, reaps, redrives and a dead letter's move to its
+	// dead-letter queue (Store.Move starts it again).
 	FirstClaimedAt time.Time
 	// DeadLetterSource is the queue the message was dead-lettered from
 	// (see Info); empty for none.
@@ -392,6 +394,11 @@ type Failure struct {
 	// place of the message's own dead-letter queue, if any. A queue that
 	// is the message's own leaves it dead there.
 	DeadLetterQueue string
+	// Uncount takes back the delivery the lease's claim counted, for a
+	// message its claimer never handled: the SQS API dead-letters so a
+	// message it finds past its redrive policy's count at receive, which
+	// Amazon SQS does without counting that receive.
+	Uncount bool
 }
 
 // ReleasedError is recorded on a message given back by a counted Release.

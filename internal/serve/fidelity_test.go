@@ -180,8 +180,11 @@ func TestQueueAttributeRules(t *testing.T) {
 		if a := f.attrs(fifo); a["FifoThroughputLimit"] != "perMessageGroupId" || a["DeduplicationScope"] != "messageGroup" {
 			t.Fatalf("after setting the throughput mode: %v", a)
 		}
-		// Deduplication within each group: the same body in another group
-		// is another message.
+		// Deduplication within each group, on a queue created so (see
+		// TestDeduplicationScopeIsTheCreatedOne): the same body in
+		// another group is another message.
+		fifo = f.createQueue("scoped.fifo", map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true",
+			"DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId"})
 		inG := f.send(fifo, "scoped", "g")
 		if inH := f.send(fifo, "scoped", "h"); inH == inG {
 			t.Fatalf("with DeduplicationScope messageGroup, the same body in two groups gave one message %s", inG)
@@ -230,6 +233,83 @@ func TestQueueAttributeRules(t *testing.T) {
 		_, err = f.c.SendMessage(f.ctx, &sqs.SendMessageInput{QueueUrl: aws.String(fifo), MessageBody: aws.String("d5"),
 			MessageGroupId: aws.String("g"), DelaySeconds: 5})
 		wantCode(t, "DelaySeconds 5 on a FIFO queue", err, "InvalidParameterValue")
+	})
+}
+
+// A FIFO queue deduplicates by the DeduplicationScope it was created
+// with, as Amazon SQS does: a scope set later is shown, and changes
+// nothing, either way.
+func TestDeduplicationScopeIsTheCreatedOne(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		f := setup(t, b, options{})
+		send := func(url, body, group, dedup string) {
+			t.Helper()
+			if _, err := f.c.SendMessage(f.ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(body),
+				MessageGroupId: aws.String(group), MessageDeduplicationId: aws.String(dedup)}); err != nil {
+				t.Fatalf("SendMessage %s: %v", body, err)
+			}
+		}
+		drain := func(url string) []string {
+			t.Helper()
+			got := f.receive(url, 10, 30)
+			for _, m := range got {
+				if err := f.delete(url, m.handle); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return bodies(got)
+		}
+		set := func(url, scope, limit string) {
+			t.Helper()
+			if _, err := f.c.SetQueueAttributes(f.ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(url),
+				Attributes: map[string]string{"DeduplicationScope": scope, "FifoThroughputLimit": limit}}); err != nil {
+				t.Fatal(err)
+			}
+			if a := f.attrs(url); a["DeduplicationScope"] != scope || a["FifoThroughputLimit"] != limit {
+				t.Fatalf("after SetQueueAttributes %s, %s: %v", scope, limit, a)
+			}
+		}
+
+		byQueue := f.createQueue("by-queue.fifo", map[string]string{"FifoQueue": "true", "DeduplicationScope": "queue"})
+		send(byQueue, "one", "g1", "same")
+		send(byQueue, "two", "g2", "same")
+		if got := drain(byQueue); !slices.Equal(got, []string{"one"}) {
+			t.Fatalf("scope queue: received %v, want [one]", got)
+		}
+		set(byQueue, "messageGroup", "perMessageGroupId")
+		send(byQueue, "three", "g3", "same")
+		send(byQueue, "four", "g4", "other")
+		send(byQueue, "five", "g5", "other")
+		if got := drain(byQueue); !slices.Equal(got, []string{"four"}) {
+			t.Fatalf("created with scope queue, set to messageGroup: received %v, want [four]", got)
+		}
+
+		byGroup := f.createQueue("by-group.fifo", map[string]string{"FifoQueue": "true", "DeduplicationScope": "messageGroup",
+			"FifoThroughputLimit": "perMessageGroupId"})
+		send(byGroup, "one", "g1", "same")
+		send(byGroup, "two", "g2", "same")
+		set(byGroup, "queue", "perQueue")
+		send(byGroup, "three", "g3", "same")
+		send(byGroup, "again", "g1", "same")
+		if got := drain(byGroup); !slices.Equal(got, []string{"one", "two", "three"}) {
+			t.Fatalf("created with scope messageGroup, set to queue: received %v, want [one two three]", got)
+		}
+
+		// A record an earlier version wrote holds no created scope: the
+		// queue keeps the scope it had when it is first changed.
+		if _, _, err := f.st.CreateQueue(f.ctx, "earlier.fifo", map[string]string{"FifoQueue": "true",
+			"DeduplicationScope": "messageGroup", "FifoThroughputLimit": "perMessageGroupId"}); err != nil {
+			t.Fatal(err)
+		}
+		earlier := strings.Replace(byGroup, "by-group.fifo", "earlier.fifo", 1)
+		set(earlier, "queue", "perQueue")
+		send(earlier, "one", "g1", "same")
+		send(earlier, "two", "g2", "same")
+		set(earlier, "messageGroup", "perMessageGroupId")
+		send(earlier, "three", "g3", "same")
+		if got := drain(earlier); !slices.Equal(got, []string{"one", "two", "three"}) {
+			t.Fatalf("an earlier record of scope messageGroup, set to queue: received %v, want [one two three]", got)
+		}
 	})
 }
 

@@ -223,10 +223,12 @@ func wantRefused(t *testing.T, what string, err error, status int, code, msg str
 }
 
 // A message received maxReceiveCount times without a delete moves to the
-// policy's dead-letter queue, whole: body, attributes, first sent time;
-// there it is a new message with a count of its own and names its
-// source. The reaper moves it when its last lease runs out; a policy set
-// after it was sent moves it at the receive past the policy's count.
+// policy's dead-letter queue, whole: body, attributes, first sent time,
+// and its receive count and first receive time, which Amazon SQS keeps
+// (a message dead-lettered after two receives is received there a third
+// time); there it names its source. The reaper moves it when its last
+// lease runs out; a policy set after it was sent moves it at the receive
+// past the policy's count.
 func TestDeadLetterQueueThroughTheAPI(t *testing.T) {
 	forEachDurable(t, func(t *testing.T, f *dlqFixture) {
 		dlq := f.create("dlq", nil)
@@ -259,7 +261,8 @@ func TestDeadLetterQueueThroughTheAPI(t *testing.T) {
 		}
 		m := ms[0]
 		if *m.Body != "poison" || *m.MessageAttributes["colour"].StringValue != "red" || *m.MessageId != *first.MessageId ||
-			m.Attributes["SentTimestamp"] != first.Attributes["SentTimestamp"] || m.Attributes["ApproximateReceiveCount"] != "1" ||
+			m.Attributes["SentTimestamp"] != first.Attributes["SentTimestamp"] || m.Attributes["ApproximateReceiveCount"] != "3" ||
+			m.Attributes["ApproximateFirstReceiveTimestamp"] != first.Attributes["ApproximateFirstReceiveTimestamp"] ||
 			m.Attributes["DeadLetterQueueSourceArn"] != arn("src") {
 			t.Fatalf("dead letter %+v / %v; sent as %+v / %v", m, m.Attributes, first, first.Attributes)
 		}
@@ -289,8 +292,10 @@ func TestDeadLetterQueueThroughTheAPI(t *testing.T) {
 		if got := f.receive(later, 10); len(got) != 0 {
 			t.Fatalf("a third receive under maxReceiveCount 2 got %d", len(got))
 		}
-		if got := f.drain(dlq); !slices.Equal(got, []string{"early"}) {
-			t.Fatalf("dead-letter queue holds %v", got)
+		// The receive that moved it is not counted: it arrives with the
+		// two it had.
+		if ms := f.receive(dlq, 10); len(ms) != 1 || *ms[0].Body != "early" || ms[0].Attributes["ApproximateReceiveCount"] != "3" {
+			t.Fatalf("dead-letter queue gave %+v, want early received a third time", ms)
 		}
 	})
 }
@@ -669,8 +674,10 @@ func TestRedrivenMessageJoinsTheEndOfItsGroup(t *testing.T) {
 // for `leasehold dead list` and `dead redrive`, its last error naming the
 // missing queue, and the deleted queue stays deleted; once a queue of the
 // name is created again, it takes dead letters again. A move task whose
-// destination, or a message's source, was deleted fails, with a
-// FailureReason, and leaves the messages where they are.
+// destination, or a message's source, was deleted fails, with the
+// FailureReason Amazon SQS gives, the code
+// AWS.SimpleQueueService.NonExistentQueue, and leaves the messages where
+// they are.
 func TestDeletedDeadLetterQueue(t *testing.T) {
 	forEachDurable(t, func(t *testing.T, f *dlqFixture) {
 		dlq := f.create("dlq", nil)
@@ -721,7 +728,7 @@ func TestDeletedDeadLetterQueue(t *testing.T) {
 		f.api.movers.wait()
 		task := f.tasks("dlq", 1)[0]
 		wantTask(t, task, "FAILED", 0, 1)
-		if want := "the queue gone that messages were dead-lettered from no longer exists; they stay in dlq"; aws.ToString(task.FailureReason) != want {
+		if want := "AWS.SimpleQueueService.NonExistentQueue"; aws.ToString(task.FailureReason) != want {
 			t.Fatalf("FailureReason %q, want %q", aws.ToString(task.FailureReason), want)
 		}
 		if n := f.depth(dlq); n != "1" {
@@ -747,7 +754,7 @@ func TestDeletedDeadLetterQueue(t *testing.T) {
 		f.api.movers.wait()
 		task = f.tasks("dlq", 1)[0]
 		wantTask(t, task, "FAILED", 1, 2)
-		if want := "the destination queue dest no longer exists"; aws.ToString(task.FailureReason) != want {
+		if want := "AWS.SimpleQueueService.NonExistentQueue"; aws.ToString(task.FailureReason) != want {
 			t.Fatalf("FailureReason %q, want %q", aws.ToString(task.FailureReason), want)
 		}
 		if n := f.depth(dlq); n != "1" {

@@ -503,7 +503,11 @@ func (a *API) moveBatch(ctx context.Context, source, id string) (time.Duration, 
 		n, err := a.moveSome(ctx, source, t)
 		var ae *apiError
 		if errors.As(err, &ae) {
-			t.Status, t.Failure = taskFailed, ae.message
+			// FailureReason is the error's code, as Amazon SQS gives it
+			// (AWS.SimpleQueueService.NonExistentQueue for a queue
+			// deleted under the task); the log says which queue.
+			t.Status, t.Failure = taskFailed, ae.code
+			a.log.Info("message move task failed", "queue", source, "task", id, "reason", ae.message)
 		} else if err != nil {
 			return a.moveFailed(ctx, source, id, err)
 		}
@@ -538,7 +542,7 @@ func (a *API) moveSome(ctx context.Context, source string, t *moveTask) (int, er
 		// the store's: each source's policy holds at receive.
 		rec, err := a.st.QueueInfo(ctx, t.Destination)
 		if errors.Is(err, store.ErrNotFound) {
-			return 0, errResourceNotFound.f("the destination queue %s no longer exists", t.Destination)
+			return 0, errQueueDoesNotExist.f("the destination queue %s no longer exists", t.Destination)
 		}
 		if err != nil {
 			return 0, err
@@ -556,9 +560,9 @@ func (a *API) moveSome(ctx context.Context, source string, t *moveTask) (int, er
 	n, err := a.st.Move(ctx, m)
 	if missing, ok := errors.AsType[*store.NoRecordError](err); ok {
 		if t.Destination != "" {
-			return 0, errResourceNotFound.f("the destination queue %s no longer exists", t.Destination)
+			return 0, errQueueDoesNotExist.f("the destination queue %s no longer exists", t.Destination)
 		}
-		return 0, errResourceNotFound.f("the queue %s that messages were dead-lettered from no longer exists; they stay in %s", missing.Queue, source)
+		return 0, errQueueDoesNotExist.f("the queue %s that messages were dead-lettered from no longer exists; they stay in %s", missing.Queue, source)
 	}
 	return n, err
 }

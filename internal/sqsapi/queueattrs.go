@@ -47,6 +47,21 @@ var fifoOnly = map[string][]string{
 // FIFO queues until they are set.
 var fifoDefaults = map[string]string{attrContentDedup: "false", attrDedupScope: "queue", attrThroughput: "perQueue"}
 
+// dedupScopeKey keeps, in a FIFO queue's record, the DeduplicationScope
+// the queue was created with, which is the one its sends deduplicate
+// by: Amazon SQS shows a DeduplicationScope set later but goes on
+// deduplicating as the queue was created. A queue whose record lacks it
+// (created by an earlier version, or by a Go program) deduplicates by
+// its DeduplicationScope until that is first changed, when the scope it
+// had is kept here.
+const dedupScopeKey = internalPrefix + "dedupScope"
+
+// dedupScope is the DeduplicationScope a FIFO queue's sends deduplicate
+// by: the one it was created with (see dedupScopeKey).
+func dedupScope(attrs map[string]string) string {
+	return cmp.Or(attrs[dedupScopeKey], attrs[attrDedupScope], fifoDefaults[attrDedupScope])
+}
+
 // maxMessageSize is the largest message SQS takes, and the largest
 // MaximumMessageSize: 1 MiB.
 const maxMessageSize = 1 << 20
@@ -231,8 +246,9 @@ type queue struct {
 	rec          store.QueueInfo
 	fifo         bool
 	contentDedup bool
-	// dedupByGroup is a DeduplicationScope of messageGroup: a
-	// deduplication id holds within its message group alone.
+	// dedupByGroup is a DeduplicationScope of messageGroup when the
+	// queue was created (see dedupScopeKey): a deduplication id holds
+	// within its message group alone.
 	dedupByGroup bool
 	delay        time.Duration
 	maxSize      int
@@ -253,7 +269,7 @@ func (q *queue) name() string { return q.rec.Queue }
 // has checked.
 func newQueue(rec store.QueueInfo) *queue {
 	q := &queue{rec: rec, fifo: isFifoName(rec.Queue), contentDedup: strings.EqualFold(rec.Attributes[attrContentDedup], "true"),
-		dedupByGroup: rec.Attributes[attrDedupScope] == "messageGroup"}
+		dedupByGroup: dedupScope(rec.Attributes) == "messageGroup"}
 	num := func(name string) int {
 		n, err := strconv.Atoi(rec.Attributes[name])
 		if err != nil {

@@ -97,6 +97,9 @@ func (a *API) createQueue(ctx context.Context, c *call) (any, error) {
 	for k, v := range in.Tags {
 		attrs[tagKey(k)] = tagValue(v)
 	}
+	if fifo {
+		attrs[dedupScopeKey] = dedupScope(attrs)
+	}
 	rec, created, err := a.create(ctx, in.QueueName, withEncryption(attrs))
 	if err != nil {
 		return nil, err
@@ -460,6 +463,9 @@ func (a *API) setQueueAttributes(ctx context.Context, c *call) (any, error) {
 	delete(attrs, attrFifo)
 	if len(attrs) == 0 {
 		return empty{}, nil
+	}
+	if _, ok := attrs[attrDedupScope]; ok && q.rec.Attributes[dedupScopeKey] == "" {
+		attrs[dedupScopeKey] = dedupScope(q.rec.Attributes)
 	}
 	return a.setAttrs(ctx, q.name(), withEncryption(attrs))
 }

@@ -136,12 +136,13 @@ func (a *API) giveBack(ctx context.Context, leases []store.Lease) error {
 // overReceived dead-letters a message received more often than its
 // queue's maxReceiveCount allows: it moves to the policy's dead-letter
 // queue, in the store's transaction, or stays dead here when the policy
-// names none. Should that fail, the message is still leased and comes
-// back when the lease ends.
+// names none. The receive that found it is not counted, as in SQS, so
+// that it arrives with the receive count it had. Should that fail, the
+// message is still leased and comes back when the lease ends.
 func (a *API) overReceived(ctx context.Context, q *queue, m *mailbox.Message) error {
 	_, err := a.st.Fail(ctx, store.Failure{Lease: m.Lease, Permanent: true, Reason: store.ReasonMaxDeliveries,
-		Error:           fmt.Sprintf("received %d times; the queue's maxReceiveCount is %d", m.Attempt, q.maxReceive),
-		DeadLetterQueue: q.deadLetterQueue})
+		Error:           fmt.Sprintf("received %d times; the queue's maxReceiveCount is %d", m.Attempt-1, q.maxReceive),
+		DeadLetterQueue: q.deadLetterQueue, Uncount: true})
 	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
 		return err
 	}

@@ -147,14 +147,18 @@ type SettleTx interface {
 	// Transfer moves messages to other queues as a arrives: each is
 	// visible now, pending, or waiting when its new queue has an
 	// unfinished message of its key, and draws a new arrival (see
-	// Held.Arrival), after every message there; its deliveries, dedup
-	// id, finish time and first claim are cleared. Lock has taken the
-	// locks of their lines in their new queues.
+	// Held.Arrival), after every message there; its dedup id and finish
+	// time are cleared, and so are its deliveries and first claim unless
+	// a.Dead (a dead letter keeps them). Lock has taken the locks of
+	// their lines in their new queues.
 	Transfer(ctx context.Context, ts []Transfer, a Arrival) error
 	// Retry makes messages pending again, visible after delay. When
 	// setError, errText becomes their last error; else it is kept. With
 	// uncount, each takes back the delivery its claim counted.
 	Retry(ctx context.Context, ids []int64, delay time.Duration, errText string, setError, uncount bool) error
+	// Uncount takes back the delivery each message's claim counted,
+	// changing nothing else.
+	Uncount(ctx context.Context, ids []int64) error
 	// Hold puts processing or pending messages back in their keys' lines
 	// as Waiting, keeping their visible time, so that their leases are
 	// lost; with uncount, each takes back the delivery its claim counted.
@@ -436,6 +440,12 @@ func (fl *failure) Settle(ctx context.Context, tx SettleTx) error {
 	}
 	if !ok {
 		return store.LeaseLost(f.Lease)
+	}
+	if f.Uncount {
+		if err := tx.Uncount(ctx, []int64{h.MessageID}); err != nil {
+			return err
+		}
+		h.Deliveries--
 	}
 	var counts tallies
 	if fl.dead = f.Permanent || lastDelivery(h); !fl.dead {

@@ -110,6 +110,11 @@ func (t recorderTx) Transfer(_ context.Context, ts []storecore.Transfer, a store
 	return nil
 }
 
+func (t recorderTx) Uncount(_ context.Context, ids []int64) error {
+	t.call("uncount %v", ids)
+	return nil
+}
+
 func (t recorderTx) Retry(_ context.Context, ids []int64, delay time.Duration, errText string, setError, uncount bool) error {
 	t.call("retry %v %s %q %v %v", ids, delay, errText, setError, uncount)
 	return nil

@@ -784,9 +784,10 @@ func (s *backend) transferLocked(m *message, to string, a storecore.Arrival, now
 		m.dlSource, m.deadReason, m.lastError = q.name, a.Reason, a.Error
 	} else {
 		m.dlSource, m.deadReason = "", ""
+		m.deliveries, m.firstClaimedAt = 0, 0
 	}
 	m.dlq, m.maxDeliv = a.DeadLetterQueue, a.MaxDeliveries
-	m.dedupID, m.deliveries, m.finishedAt, m.firstClaimedAt, m.lockedUntil = "", 0, 0, 0, 0
+	m.dedupID, m.finishedAt, m.lockedUntil = "", 0, 0
 	m.fence = 0 // no earlier lease completes it, late or not: claims mint tokens from 1
 	m.visibleAt = now
 	s.arrivals++

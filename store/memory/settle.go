@@ -175,6 +175,13 @@ func (t *settleTx) Retry(_ context.Context, ids []int64, delay time.Duration, er
 	return nil
 }
 
+func (t *settleTx) Uncount(_ context.Context, ids []int64) error {
+	for _, id := range ids {
+		t.b().byIDLocked(id).deliveries--
+	}
+	return nil
+}
+
 func (t *settleTx) Hold(_ context.Context, ids []int64, uncount bool) error {
 	for _, id := range ids {
 		m := t.b().byIDLocked(id)

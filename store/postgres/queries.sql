@@ -375,6 +375,10 @@ UPDATE {s}.messages SET state = {pending}, visible_at = COALESCE($1::timestamptz
 	errors = CASE WHEN $5 THEN {s}.with_error(errors, deliveries, COALESCE($1::timestamptz, now()), worker_id, $4, {maxErrors}) ELSE errors END
 WHERE id = ANY($2::bigint[])
 
+-- name: takeBackDelivery
+-- Takes back the delivery that the claim of each message in $1 counted.
+UPDATE {s}.messages SET deliveries = deliveries - 1 WHERE id = ANY($1::bigint[])
+
 -- name: kill
 -- Dead-letters the messages in $2, their error $4 added to their error
 -- histories; with $5, their visible time becomes now too.
@@ -455,8 +459,10 @@ FOR UPDATE SKIP LOCKED
 -- letter: the queue it leaves becomes its source (every right-hand side
 -- reads the row as it was), reason $5 and error $6 are recorded, the
 -- error in its history too; else
--- its source and reason are cleared. $7 and $8 are its budget and
--- dead-letter queue from now on. Its fencing token becomes 0, which the
+-- its source and reason are cleared. A dead letter keeps its deliveries
+-- and first claim, as Amazon SQS keeps a message's receive count in its
+-- dead-letter queue; any other starts them again. $7 and $8 are its
+-- budget and dead-letter queue from now on. Its fencing token becomes 0, which the
 -- fence sequence never gives, so that no earlier lease completes it late.
 -- Its arrival is drawn from the ids' sequence, so that it goes after
 -- every message of its key in $3 and before every later one. The caller
@@ -468,7 +474,9 @@ UPDATE {s}.messages m SET fencing_token = 0, arrival = nextval(pg_get_serial_seq
 	errors = CASE WHEN $4::boolean THEN {s}.with_error(m.errors, m.deliveries, COALESCE($1::timestamptz, now()), m.worker_id, $6::text, {maxErrors})
 		ELSE m.errors END,
 	queue = $3, max_deliveries = $7, dead_letter_queue = $8,
-	dedup_id = NULL, deliveries = 0, finished_at = NULL, first_claimed_at = NULL, visible_at = COALESCE($1::timestamptz, now()),
+	dedup_id = NULL, finished_at = NULL, visible_at = COALESCE($1::timestamptz, now()),
+	deliveries = CASE WHEN $4::boolean THEN m.deliveries ELSE 0 END,
+	first_claimed_at = CASE WHEN $4::boolean THEN m.first_claimed_at END,
 	state = CASE WHEN m.key IS NOT NULL AND EXISTS (SELECT 1 FROM {s}.messages h
 		WHERE h.queue = $3 AND h.key = m.key AND h.state IN ({pending}, {processing})) THEN {waiting} ELSE {pending} END
 WHERE m.id = $2

@@ -553,3 +553,8 @@ func (t *settleTx) Notify(ctx context.Context, queues []string) error {
 	}
 	return nil
 }
+
+func (t *settleTx) Uncount(_ context.Context, ids []int64) error {
+	t.later(qTakeBackDelivery, ids)
+	return nil
+}

@@ -39,6 +39,7 @@ const (
 	qPromote
 	qCurrent
 	qRetry
+	qTakeBackDelivery
 	qKill
 	qClaimRuns
 	qCompleteLate
@@ -111,6 +112,7 @@ var queryNames = [nQueries]string{
 	qPromote:            "promote",
 	qCurrent:            "current",
 	qRetry:              "retry",
+	qTakeBackDelivery:   "takeBackDelivery",
 	qKill:               "kill",
 	qClaimRuns:          "claimRuns",
 	qCompleteLate:       "completeLate",

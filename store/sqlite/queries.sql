@@ -219,6 +219,11 @@ UPDATE leasehold_messages SET state = {pending}, visible_at = ?1,
 	last_error = CASE WHEN ?3 THEN ?2 ELSE last_error END, deliveries = CASE WHEN ?5 THEN deliveries - 1 ELSE deliveries END
 WHERE id IN (SELECT value FROM json_each(?4))
 
+-- name: takeBackDelivery
+-- Takes back the delivery that the claim of each message in the JSON
+-- array of ids ?1 counted.
+UPDATE leasehold_messages SET deliveries = deliveries - 1 WHERE id IN (SELECT value FROM json_each(?1))
+
 -- name: expired
 -- The processing messages whose leases expired by ?1.
 SELECT id, fencing_token, queue, key, deliveries, max_deliveries, locked_until, dead_letter_queue, COALESCE(arrival, id), independent
@@ -273,8 +278,11 @@ ORDER BY id LIMIT ?3
 -- behind its key's unfinished head there, or pending. With ?4 it is a
 -- dead letter: the queue it leaves becomes its source (every right-hand
 -- side reads the row as it was), reason ?5 and error ?6 are recorded;
--- else its source and reason are cleared. ?7 and ?8 are its budget and
--- dead-letter queue from now on. Its fencing token becomes 0, which no
+-- else its source and reason are cleared. A dead letter keeps its
+-- deliveries and first claim, as Amazon SQS keeps a message's receive
+-- count in its dead-letter queue; any other starts them again. ?7 and ?8
+-- are its budget and dead-letter queue from now on. Its fencing token
+-- becomes 0, which no
 -- claim mints, so that no earlier lease completes it late. ?9 is its
 -- arrival, drawn by arrivals.
 UPDATE leasehold_messages SET fencing_token = 0, arrival = ?9,
@@ -282,7 +290,9 @@ UPDATE leasehold_messages SET fencing_token = 0, arrival = ?9,
 	dead_reason = CASE WHEN ?4 THEN ?5 END,
 	last_error = CASE WHEN ?4 THEN ?6 ELSE last_error END,
 	queue = ?2, max_deliveries = ?7, dead_letter_queue = ?8,
-	dedup_id = NULL, deliveries = 0, finished_at = NULL, first_claimed_at = NULL, visible_at = ?3,
+	dedup_id = NULL, finished_at = NULL, visible_at = ?3,
+	deliveries = CASE WHEN ?4 THEN deliveries ELSE 0 END,
+	first_claimed_at = CASE WHEN ?4 THEN first_claimed_at END,
 	state = CASE WHEN key IS NOT NULL AND EXISTS (SELECT 1 FROM leasehold_messages h
 		WHERE h.queue = ?2 AND h.key = leasehold_messages.key AND h.state IN ({pending}, {processing})) THEN {waiting} ELSE {pending} END
 WHERE id = ?1

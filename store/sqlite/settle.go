@@ -252,6 +252,11 @@ func (t settleTx) Transfer(ctx context.Context, ts []storecore.Transfer, a store
 	return nil
 }
 
+func (t settleTx) Uncount(ctx context.Context, ids []int64) error {
+	_, err := t.tx.ExecContext(ctx, t.s.st.Text(qTakeBackDelivery), idsJSON(ids))
+	return err
+}
+
 func (t settleTx) Retry(ctx context.Context, ids []int64, delay time.Duration, errText string, setError, uncount bool) error {
 	if setError {
 		if err := t.noteError(ctx, ids, errText); err != nil {

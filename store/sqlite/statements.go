@@ -51,6 +51,7 @@ const (
 	qCancel
 	qKill
 	qRetry
+	qTakeBackDelivery
 	qNoteError
 	qExpired
 	qCompleteLate
@@ -129,6 +130,7 @@ var queryNames = [nQueries]string{
 	qCancel:              "cancel",
 	qKill:                "kill",
 	qRetry:               "retry",
+	qTakeBackDelivery:    "takeBackDelivery",
 	qNoteError:           "noteError",
 	qExpired:             "expired",
 	qDeadIDs:             "deadIDs",

@@ -50,8 +50,10 @@ func (b *bundle) record(queues ...string) {
 }
 
 // wantArrived checks that message id arrived in queue to as a dead
-// letter of from would, with what it had when it was enqueued as was.
-func (b *bundle) wantArrived(id int64, was store.Info, to, from string, state store.State) store.Info {
+// letter of from would, with what it had when it was enqueued as was,
+// and the deliveries and first claim it had when it died: a dead letter
+// keeps them, as Amazon SQS keeps its receive count.
+func (b *bundle) wantArrived(id int64, was store.Info, to, from string, state store.State, deliveries int, firstClaim time.Time) store.Info {
 	b.t.Helper()
 	in := b.get(id)
 	switch {
@@ -62,9 +64,11 @@ func (b *bundle) wantArrived(id int64, was store.Info, to, from string, state st
 	case !bytes.Equal(in.Payload, was.Payload) || !bytes.Equal(in.Attributes, was.Attributes) || in.Key != was.Key ||
 		in.Kind != was.Kind || in.Priority != was.Priority || !in.EnqueuedAt.Equal(was.EnqueuedAt):
 		b.t.Fatalf("message %d arrived as %+v; it was %+v", id, in, was)
-	case in.Deliveries != 0 || in.DedupID != "" || !in.FirstClaimedAt.IsZero() || !in.FinishedAt.IsZero():
-		b.t.Fatalf("message %d arrived with deliveries %d, dedup id %q, first claim %s, finish %s; want a new message's",
-			id, in.Deliveries, in.DedupID, in.FirstClaimedAt, in.FinishedAt)
+	case in.Deliveries != deliveries || !in.FirstClaimedAt.Equal(firstClaim):
+		b.t.Fatalf("message %d arrived with deliveries %d, first claim %s; want those it died with, %d and %s",
+			id, in.Deliveries, in.FirstClaimedAt, deliveries, firstClaim)
+	case in.DedupID != "" || !in.FinishedAt.IsZero():
+		b.t.Fatalf("message %d arrived with dedup id %q, finish %s; want a new message's", id, in.DedupID, in.FinishedAt)
 	case !in.VisibleAt.Equal(b.clk.Now()):
 		b.t.Fatalf("message %d is visible at %s, want now (%s)", id, in.VisibleAt, b.clk.Now())
 	}
@@ -73,8 +77,8 @@ func (b *bundle) wantArrived(id int64, was store.Info, to, from string, state st
 
 // A message with a dead-letter queue that fails on its last delivery
 // moves there, whole, in the failure's transaction: a new message of the
-// queue with a fresh count and no dedup id, remembering where it came
-// from; its key's next message goes on in the old queue, and in the new
+// queue with no dedup id, its deliveries and first claim kept (its next
+// claim there is its third attempt), remembering where it came from; its key's next message goes on in the old queue, and in the new
 // one it waits behind its key's head. No old lease reaches it.
 func testDeadLetterQueueOnFail(t *testing.T, f Factory) {
 	b := setup(t, f)
@@ -88,6 +92,7 @@ func testDeadLetterQueueOnFail(t *testing.T, f Factory) {
 	if was.DeadLetterQueue != "dlq" || was.DeadLetterSource != "" {
 		t.Fatalf("enqueued with dead-letter queue %q, source %q; want dlq and none", was.DeadLetterQueue, was.DeadLetterSource)
 	}
+	firstClaim := b.clk.Now()
 	d := b.claimOne()
 	if dead, err := b.s.Fail(b.ctx, store.Failure{Lease: d.Lease, Error: "first"}); dead || err != nil {
 		t.Fatalf("first Fail = %v, %v; want a retry", dead, err)
@@ -97,7 +102,7 @@ func testDeadLetterQueueOnFail(t *testing.T, f Factory) {
 	if dead, err := b.s.Fail(b.ctx, store.Failure{Lease: d.Lease, Error: "second"}); !dead || err != nil {
 		t.Fatalf("last Fail = %v, %v; want dead", dead, err)
 	}
-	in := b.wantArrived(id, was, "dlq", "src", store.Waiting)
+	in := b.wantArrived(id, was, "dlq", "src", store.Waiting, 2, firstClaim)
 	if in.DeadReason != store.ReasonMaxDeliveries || in.LastError != "second" || in.MaxDeliveries != store.MaxDeliveriesLimit || in.DeadLetterQueue != "" {
 		t.Fatalf("moved message: reason %q, error %q, budget %d, dead-letter queue %q; want max_deliveries, second, %d, none",
 			in.DeadReason, in.LastError, in.MaxDeliveries, in.DeadLetterQueue, store.MaxDeliveriesLimit)
@@ -118,9 +123,10 @@ func testDeadLetterQueueOnFail(t *testing.T, f Factory) {
 	}
 	b.mustComplete(hd[0].Lease)
 	got := b.claimMany("dlq", 10)
-	if len(got) != 1 || got[0].MessageID != id || got[0].Attempt != 1 || got[0].DeadLetterSource != "src" || got[0].DedupID != "" ||
-		!got[0].EnqueuedAt.Equal(was.EnqueuedAt) {
-		t.Fatalf("claimed %+v from the dead-letter queue, want message %d, attempt 1, from src, enqueued at %s", got, id, was.EnqueuedAt)
+	if len(got) != 1 || got[0].MessageID != id || got[0].Attempt != 3 || got[0].DeadLetterSource != "src" || got[0].DedupID != "" ||
+		!got[0].EnqueuedAt.Equal(was.EnqueuedAt) || !got[0].FirstClaimedAt.Equal(firstClaim) {
+		t.Fatalf("claimed %+v from the dead-letter queue, want message %d, attempt 3, from src, enqueued at %s, first claimed at %s",
+			got, id, was.EnqueuedAt, firstClaim)
 	}
 	wantLost(t, "Complete with the lease the message died under", b.complete(d.Lease))
 	b.mustComplete(got[0].Lease)
@@ -158,6 +164,45 @@ func testDeadLetterQueueOfFailure(t *testing.T, f Factory) {
 	}
 }
 
+// A failure with Uncount takes back the delivery its claim counted
+// before it decides: a dead letter arrives in its dead-letter queue, or
+// dies in its own, with the deliveries before that claim, and a retried
+// message keeps its budget.
+func testUncountedFailure(t *testing.T, f Factory) {
+	b := setup(t, f)
+	b.record("dlq")
+	moved := b.enqueue(store.NewMessage{Payload: []byte("moved"), MaxDeliveries: 5, DeadLetterQueue: "dlq"})[0]
+	was := b.get(moved)
+	firstClaim := b.clk.Now()
+	if err := b.s.Release(b.ctx, store.Release{Lease: b.claimOne().Lease}); err != nil {
+		t.Fatal(err)
+	}
+	b.clk.Advance(time.Second)
+	d := b.claimOne()
+	if dead, err := b.s.Fail(b.ctx, store.Failure{Lease: d.Lease, Permanent: true, Error: "over", Uncount: true}); !dead || err != nil {
+		t.Fatalf("uncounted permanent Fail = %v, %v; want dead", dead, err)
+	}
+	b.wantArrived(moved, was, "dlq", b.queue, store.Pending, 1, firstClaim)
+
+	stays := b.send("stays")
+	d = b.claimOne()
+	if dead, err := b.s.Fail(b.ctx, store.Failure{Lease: d.Lease, Permanent: true, Error: "over", Uncount: true}); !dead || err != nil {
+		t.Fatalf("uncounted permanent Fail = %v, %v; want dead", dead, err)
+	}
+	if in := b.wantState(stays, store.Dead); in.Deliveries != 0 {
+		t.Fatalf("dead message has %d deliveries, want 0", in.Deliveries)
+	}
+
+	last := b.enqueue(store.NewMessage{Payload: []byte("last"), MaxDeliveries: 1})[0]
+	d = b.claimOne()
+	if dead, err := b.s.Fail(b.ctx, store.Failure{Lease: d.Lease, Error: "again", Uncount: true}); dead || err != nil {
+		t.Fatalf("uncounted Fail on the only delivery = %v, %v; want a retry", dead, err)
+	}
+	if in := b.wantState(last, store.Pending); in.Deliveries != 0 {
+		t.Fatalf("retried message has %d deliveries, want 0", in.Deliveries)
+	}
+}
+
 // The reaper's death of a message with a dead-letter queue is a move
 // there too, reported as such; one without dies in its queue.
 func testDeadLetterQueueOnReap(t *testing.T, f Factory) {
@@ -166,13 +211,14 @@ func testDeadLetterQueueOnReap(t *testing.T, f Factory) {
 	id := b.enqueue(store.NewMessage{Payload: []byte("x"), MaxDeliveries: 1, DeadLetterQueue: "dlq"})[0]
 	plain := b.enqueue(store.NewMessage{Payload: []byte("y"), MaxDeliveries: 1})[0]
 	was := b.get(id)
+	firstClaim := b.clk.Now()
 	b.claimFor(2, time.Second)
 	b.clk.Advance(2 * time.Second)
 	rs := b.reap()
 	if len(rs) != 2 || rs[0].ID != id || !rs[0].Dead || rs[0].MovedTo != "dlq" || rs[1].ID != plain || !rs[1].Dead || rs[1].MovedTo != "" {
 		t.Fatalf("reap = %+v, want %d moved to dlq and %d dead", rs, id, plain)
 	}
-	in := b.wantArrived(id, was, "dlq", b.queue, store.Pending)
+	in := b.wantArrived(id, was, "dlq", b.queue, store.Pending, 1, firstClaim)
 	if in.DeadReason != store.ReasonLeaseExpired {
 		t.Fatalf("moved message's reason %q, want lease_expired", in.DeadReason)
 	}
@@ -280,12 +326,13 @@ func testDeadLetterQueueOfARun(t *testing.T, f Factory) {
 	msgs[0].MaxDeliveries, msgs[0].DeadLetterQueue = 1, "dlq"
 	k := b.enqueue(msgs...)
 	was := b.get(k[0])
+	firstClaim := b.clk.Now()
 	ds := b.claimRuns(3)
 	sameIDs(t, "the run", ids(ds), k[:3])
 	if dead, err := b.s.Fail(b.ctx, store.Failure{Lease: ds[0].Lease, Error: "boom"}); !dead || err != nil {
 		t.Fatalf("Fail = %v, %v; want dead", dead, err)
 	}
-	b.wantArrived(k[0], was, "dlq", b.queue, store.Pending)
+	b.wantArrived(k[0], was, "dlq", b.queue, store.Pending, 1, firstClaim)
 	b.wantState(k[1], store.Processing)
 	b.wantState(k[2], store.Processing)
 	b.wantState(k[3], store.Waiting)

@@ -124,6 +124,7 @@ func Run(t *testing.T, f Factory, opts ...Option) {
 		// (deadletterqueues.go).
 		{"DeadLetterQueueOnFail", testDeadLetterQueueOnFail},
 		{"DeadLetterQueueOfFailure", testDeadLetterQueueOfFailure},
+		{"UncountedFailure", testUncountedFailure},
 		{"DeadLetterQueueOnReap", testDeadLetterQueueOnReap},
 		{"DeadLetterQueueOfARun", testDeadLetterQueueOfARun},
 		{"DeadLetterQueueOfAReapedRun", testDeadLetterQueueOfAReapedRun},
