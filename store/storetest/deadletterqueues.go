@@ -271,10 +271,12 @@ func testMove(t *testing.T, f Factory) {
 	if err != nil || n != 2 {
 		t.Fatalf("Move = %d, %v; want 2", n, err)
 	}
+	// A dead letter kept its deliveries and first claim in dlq; a move
+	// starts both again.
 	for i, src := range map[int]string{0: "src", 2: "other"} {
 		in := b.get(dead[i])
 		if in.Queue != src || in.State != store.Pending || in.DeadLetterSource != "" || in.DeadReason != "" ||
-			in.MaxDeliveries != 4 || in.DeadLetterQueue != "dlq" || in.Deliveries != 0 || in.LastError != "x" {
+			in.MaxDeliveries != 4 || in.DeadLetterQueue != "dlq" || in.Deliveries != 0 || !in.FirstClaimedAt.IsZero() || in.LastError != "x" {
 			t.Fatalf("moved message %d: %+v", dead[i], in)
 		}
 	}
