@@ -115,7 +115,7 @@ func (l *loop) claim() error {
 			// cut short by them gives back what its claim took: a run
 			// goes back with its first message.
 			if !l.r.claiming() {
-				p.unreceive(msgs[0])
+				p.unreceive(msgs[0].Lease)
 			} else {
 				p.start(msgs[:n])
 			}

@@ -13,8 +13,8 @@ import (
 // they can refuse a stale worker) and the attempt number. The worker, not
 // the handler, completes or fails the message: a handler only returns.
 type Message struct {
-	// Delivery is the claim's, shared with the worker's own record of the
-	// message: a handler must not change it.
+	// Delivery is the worker's own record of the message, which it
+	// settles the message by: a handler must not change it.
 	*store.Delivery
 	reply    []byte
 	hasReply bool

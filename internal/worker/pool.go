@@ -83,7 +83,7 @@ func (p *pool) armWake() <-chan struct{} {
 func (p *pool) newJob(msg *mailbox.Message) *job {
 	w := p.w
 	ctx, cancel := context.WithCancelCause(p.r.base)
-	j := &job{pool: p, msg: msg, ctx: ctx, cancel: cancel}
+	j := &job{pool: p, delivery: *msg.Delivery, ctx: ctx, cancel: cancel}
 	j.hold = w.keeper.hold(msg.Lease, p.q.keeperName, msg.LeaseDeadline(), cancel)
 	w.m.claimed.Add(ctx, 1, p.q.attrs.of(msg.Kind).add...)
 	return j
@@ -195,9 +195,9 @@ func (p *pool) settle() int {
 		abandoned++
 		w.keeper.drop(j.hold)
 		ctx, cancel := w.hardStopContext()
-		err := w.cfg.Store.Release(ctx, store.Release{Lease: j.msg.Lease})
+		err := w.cfg.Store.Release(ctx, store.Release{Lease: j.delivery.Lease})
 		cancel()
-		p.q.log.Warn("handler did not return after cancellation; lease released", "message_id", j.msg.MessageID, "error", err)
+		p.q.log.Warn("handler did not return after cancellation; lease released", "message_id", j.delivery.MessageID, "error", err)
 	}
 	// Jobs settling their own message get HardStopWait more; then their
 	// store calls are cancelled. Run does not return while they talk to the

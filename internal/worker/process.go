@@ -16,7 +16,7 @@ import (
 // it was.
 func (w *Worker) process(j *job) bool {
 	ctx, cancel := j.ctx, j.cancel
-	j.message = Message{Delivery: j.msg.Delivery}
+	j.message = Message{Delivery: &j.delivery}
 	msg := &j.message
 	log := &msgLog{q: j.pool.q, msg: msg} // stays on the stack unless it logs
 	attrs := log.attrs()

@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/mailbox"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -79,14 +78,18 @@ const (
 // job is one message from its claim to its settling.
 type job struct {
 	pool *pool
-	msg  *mailbox.Message
+	// delivery is the job's own copy of its message's delivery, which
+	// the handler's Message points to: a job holds nothing of the other
+	// messages its claim brought, whose deliveries the mailbox keeps in
+	// one array, so that a long handler does not keep their payloads.
+	delivery store.Delivery
 	// handled and completion are set when the job is handed to the
 	// completer.
 	handled    *Message
 	completion store.Completion
 	// message is what the handler is given.
 	message Message
-	hold       *hold
+	hold    *hold
 	// until is when the lease ends, on the monotonic clock, by the
 	// worker's reckoning once the handler returned.
 	until  time.Duration

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/leasehold/leasehold/internal/mailbox"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -62,7 +61,7 @@ func (p *pool) giveBack(rest []*job, release bool) {
 		p.drop(n)
 	}
 	if release {
-		p.unreceive(rest[0].msg)
+		p.unreceive(rest[0].delivery.Lease)
 	}
 }
 
@@ -85,13 +84,13 @@ func (p *pool) giveBackWaiting() {
 	}
 }
 
-// unreceive gives back a message received but never started: at once, and
-// without counting the delivery its claim counted. The later messages of
-// its run, if any, go back with it.
-func (p *pool) unreceive(msg *mailbox.Message) {
+// unreceive gives back a message received but never started, under lease
+// l: at once, and without counting the delivery its claim counted. The
+// later messages of its run, if any, go back with it.
+func (p *pool) unreceive(l store.Lease) {
 	ctx, cancel := p.w.hardStopContext()
 	defer cancel()
-	if err := p.w.cfg.Store.Release(ctx, store.Release{Lease: msg.Lease, Uncount: true}); err != nil && !errors.Is(err, store.ErrLeaseLost) {
-		p.q.log.Warn("could not give back a message that did not start; it returns when its lease expires", "message_id", msg.MessageID, "error", err)
+	if err := p.w.cfg.Store.Release(ctx, store.Release{Lease: l, Uncount: true}); err != nil && !errors.Is(err, store.ErrLeaseLost) {
+		p.q.log.Warn("could not give back a message that did not start; it returns when its lease expires", "message_id", l.MessageID, "error", err)
 	}
 }

@@ -43,6 +43,9 @@ type spyStore struct {
 	completeErr func() error
 	// claimErr, when set, is asked before each Claim, likewise.
 	claimErr func() error
+	// claimed, when set, sees each claim's deliveries before the worker
+	// does, and may change them.
+	claimed func(ds []store.Delivery)
 }
 
 // ask returns what the hook *f, if set, says about the call it precedes.
@@ -64,7 +67,11 @@ func (s *spyStore) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, 
 	if len(ds) > 0 {
 		s.mu.Lock()
 		s.claimSizes = append(s.claimSizes, len(ds))
+		claimed := s.claimed
 		s.mu.Unlock()
+		if claimed != nil {
+			claimed(ds)
+		}
 	}
 	return ds, err
 }
