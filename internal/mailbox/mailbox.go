@@ -149,8 +149,9 @@ func wrap(ds []store.Delivery, deadline time.Duration) []*Message {
 // another receiver claims the message after that, or the store completes,
 // fails or releases it.
 type Message struct {
-	// Delivery is the store's, shared with every other message of the
-	// claim that brought it, and never changed.
+	// Delivery is one of the claim's deliveries, which share one array:
+	// a message held keeps every delivery of its claim reachable, so a
+	// receiver that holds messages long copies theirs. Never changed.
 	*store.Delivery
 	deadline time.Duration
 }
