@@ -51,8 +51,8 @@ func BenchmarkWorkerOverhead(b *testing.B) {
 				}
 			}
 			st := &countingStore{Store: mem, n: int64(b.N), done: make(chan struct{})}
-			w, err := worker.New(worker.Config{Deps: with(st), Queues: queues(conc),
-				Handler: worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil })})
+			w, err := worker.New(valid(b, worker.Config{Deps: with(st), Queues: queues(conc),
+				Handler: worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil })}))
 			if err != nil {
 				b.Fatal(err)
 			}

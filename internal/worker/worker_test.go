@@ -119,7 +119,7 @@ type bundle struct {
 const queue = "jobs"
 
 // newStore returns a memory store on the bubble's clock.
-func newStore(t *testing.T) *spyStore {
+func newStore(t testing.TB) *spyStore {
 	t.Helper()
 	st, err := memory.New(memory.Config{})
 	if err != nil {
@@ -134,7 +134,7 @@ const noReaper = -1
 
 // valid fills in what a test leaves out of cfg, as the client would, with
 // quick exact retries, on a fresh spy store unless cfg has one.
-func valid(t *testing.T, cfg worker.Config) worker.Config {
+func valid(t testing.TB, cfg worker.Config) worker.Config {
 	t.Helper()
 	if cfg.Store == nil {
 		cfg.Store = newStore(t)

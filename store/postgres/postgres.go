@@ -807,10 +807,11 @@ func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, e
 	if err != nil {
 		return nil, err
 	}
-	// Room for the whole claim at once: a delivery is large, and a slice
+	// Room for the whole claim at once, made at its first row (a claim
+	// that finds nothing makes none): a delivery is large, and a slice
 	// grown row by row allocates about twice what it keeps. Every row is
 	// read into the same variables, allocated once for the claim.
-	out := make([]store.Delivery, 0, min(c.Max, claimRoom))
+	var out []store.Delivery
 	var d store.Delivery
 	var key, reply, dedup, kind, source *string
 	var attempt, max int32
@@ -823,9 +824,15 @@ func (s *backend) Claim(ctx context.Context, c store.Claim) ([]store.Delivery, e
 	var visibles []time.Time
 	if !c.Runs {
 		dest = append(dest, &visible)
-		visibles = make([]time.Time, 0, cap(out))
 	}
 	_, err = pgx.ForEachRow(rows, dest, func() error {
+		if out == nil {
+			room := min(c.Max, claimRoom)
+			out = make([]store.Delivery, 0, room)
+			if !c.Runs {
+				visibles = make([]time.Time, 0, room)
+			}
+		}
 		out = append(out, store.Delivery{Lease: d.Lease, Queue: c.Queue, Key: deref(key), Payload: d.Payload, ReplyTo: deref(reply),
 			DedupID: deref(dedup), Kind: deref(kind), Priority: int(priority), Attempt: int(attempt), MaxDeliveries: int(max),
 			EnqueuedAt: d.EnqueuedAt.UTC(), LeaseExpires: d.LeaseExpires.UTC(), Attributes: d.Attributes, FirstClaimedAt: d.FirstClaimedAt.UTC(),
