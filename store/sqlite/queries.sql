@@ -64,6 +64,9 @@ WHERE name = 'fence' AND value < (SELECT value FROM leasehold_meta WHERE name = 
 -- Claims up to ?6 visible pending messages of queue ?4 at time ?5, in
 -- claim order, for worker ?2 until ?3, fencing them from ?1 on. A
 -- message's first claim records its time; its lease is not independent.
+-- A limit written as a bare parameter makes SQLite compile the statement
+-- again whenever its value changes, as a claim's does with the free
+-- slots; "?6 + 0" is the same number, compiled once.
 UPDATE leasehold_messages AS m
 SET state = {processing}, deliveries = m.deliveries + 1, fencing_token = ?1 + c.rn, worker_id = ?2, locked_until = ?3,
 	first_claimed_at = coalesce(m.first_claimed_at, ?5), independent = 0
@@ -72,7 +75,7 @@ FROM (SELECT id, row_number() OVER (ORDER BY priority DESC, visible_at, id) AS r
 	FROM (SELECT id, priority, visible_at FROM leasehold_messages
 		WHERE queue = ?4 AND state = {pending} AND visible_at <= ?5
 			AND NOT EXISTS (SELECT 1 FROM leasehold_queues WHERE queue = ?4 AND paused)
-		ORDER BY priority DESC, visible_at, id LIMIT ?6)) AS c
+		ORDER BY priority DESC, visible_at, id LIMIT ?6 + 0)) AS c
 WHERE m.id = c.id
 RETURNING id, key, payload, reply_to, dedup_id, deliveries, max_deliveries, enqueued_at, fencing_token, kind, priority,
 	attributes, first_claimed_at, dead_letter_source
@@ -84,7 +87,7 @@ RETURNING id, key, payload, reply_to, dedup_id, deliveries, max_deliveries, enqu
 SELECT id, key, COALESCE(arrival, id) FROM leasehold_messages
 WHERE queue = ?1 AND state = {pending} AND visible_at <= ?2
 	AND NOT EXISTS (SELECT 1 FROM leasehold_queues WHERE queue = ?1 AND paused)
-ORDER BY priority DESC, visible_at, id LIMIT ?3
+ORDER BY priority DESC, visible_at, id LIMIT ?3 + 0 -- compiled once, as in claim
 
 -- name: runNext
 -- The next ?3 waiting messages of key ?2 of queue ?1 after its head (in
@@ -97,7 +100,7 @@ SELECT id, visible_at FROM leasehold_messages WHERE queue = ?1 AND key = ?2 AND 
 	AND COALESCE(arrival, id) < coalesce((SELECT min(COALESCE(arrival, id)) FROM leasehold_messages
 		WHERE queue = ?1 AND key = ?2 AND state IN ({pending}, {processing}) AND state = {processing} AND COALESCE(arrival, id) > ?4),
 		9223372036854775807)
-ORDER BY COALESCE(arrival, id) LIMIT ?3
+ORDER BY COALESCE(arrival, id) LIMIT ?3 + 0 -- compiled once, as in claim
 
 -- name: claimRun
 -- Claims the pending and waiting messages in the JSON array of ids ?6 as
