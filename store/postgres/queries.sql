@@ -458,12 +458,12 @@ FOR UPDATE SKIP LOCKED
 -- unfinished head there, or pending, visible now. With $4 it is a dead
 -- letter: the queue it leaves becomes its source (every right-hand side
 -- reads the row as it was), reason $5 and error $6 are recorded, the
--- error in its history too; else
--- its source and reason are cleared. A dead letter keeps its deliveries
--- and first claim, as Amazon SQS keeps a message's receive count in its
--- dead-letter queue; any other starts them again. $7 and $8 are its
--- budget and dead-letter queue from now on. Its fencing token becomes 0, which the
--- fence sequence never gives, so that no earlier lease completes it late.
+-- error in its history too; else its source and reason are cleared. A
+-- dead letter keeps its deliveries and first claim, as Amazon SQS keeps a
+-- message's receive count in its dead-letter queue; any other starts them
+-- again. $7 and $8 are its budget and dead-letter queue from now on. Its
+-- fencing token becomes 0, which the fence sequence never gives, so that
+-- no earlier lease completes it late.
 -- Its arrival is drawn from the ids' sequence, so that it goes after
 -- every message of its key in $3 and before every later one. The caller
 -- holds the lock of its key in $3.

@@ -1,8 +1,6 @@
 package sqlite
 
 import (
-	"context"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -16,11 +14,7 @@ import (
 // included. A key's waiting messages come from leasehold_waiting in their
 // line's order, without a sort.
 func TestRunPlansSearch(t *testing.T) {
-	s, err := Open(context.Background(), Config{Path: filepath.Join(t.TempDir(), "plan.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openInternal(t)
 	plans := []struct {
 		op   string
 		plan []string

@@ -1,8 +1,6 @@
 package sqlite
 
 import (
-	"context"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,11 +11,7 @@ import (
 // (visible time, id) order: no sort, no other index, never the table.
 // The throughput of a queue is read through its table's primary key.
 func TestScheduledAndThroughputPlans(t *testing.T) {
-	s, err := Open(context.Background(), Config{Path: filepath.Join(t.TempDir(), "plan.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openInternal(t)
 	for _, c := range []struct {
 		name string
 		plan []string

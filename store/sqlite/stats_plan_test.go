@@ -1,8 +1,6 @@
 package sqlite
 
 import (
-	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,11 +11,7 @@ import (
 // queues read only the live states' partial indexes and the completed
 // counts: never the completed rows.
 func TestStatsPlanReadsNoHistory(t *testing.T) {
-	s, err := Open(context.Background(), Config{Path: filepath.Join(t.TempDir(), "plan.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openInternal(t)
 	live := []string{"leasehold_ready", "leasehold_waiting", "leasehold_processing", "leasehold_dead", "leasehold_cancelled"}
 	for name, plan := range map[string][]string{
 		"stats":        queryPlan(t, s, s.b.st.Text(qStats), "q", 0),
@@ -48,11 +42,7 @@ func TestStatsPlanReadsNoHistory(t *testing.T) {
 // A claim reads the queue's pending messages through their index, in claim
 // order (priority, visibility, id): never the completed ones, and no sort.
 func TestClaimPlanUsesTheReadyIndex(t *testing.T) {
-	s, err := Open(context.Background(), Config{Path: filepath.Join(t.TempDir(), "plan.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openInternal(t)
 	joined := strings.Join(queryPlan(t, s, s.b.st.Text(qClaim), 0, "w", 0, "q", 0, 10), "\n")
 	if !strings.Contains(joined, "SEARCH leasehold_messages USING COVERING INDEX leasehold_ready (queue=?)") ||
 		strings.Contains(joined, "TEMP B-TREE") || strings.Contains(joined, "SCAN leasehold_messages") {
@@ -67,11 +57,7 @@ func TestClaimPlanUsesTheReadyIndex(t *testing.T) {
 // the live rows their index yields: a key's waiting messages too, which
 // leasehold_waiting holds in their line's order, not by id.
 func TestListPlansUseTheirIndexes(t *testing.T) {
-	s, err := Open(context.Background(), Config{Path: filepath.Join(t.TempDir(), "plan.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openInternal(t)
 	for _, c := range []struct {
 		f    store.ListFilter
 		want string // the one step
@@ -109,11 +95,7 @@ func TestListPlansUseTheirIndexes(t *testing.T) {
 
 // Get reads one row through the primary key.
 func TestGetPlanUsesThePrimaryKey(t *testing.T) {
-	s, err := Open(context.Background(), Config{Path: filepath.Join(t.TempDir(), "plan.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openInternal(t)
 	if plan := queryPlan(t, s, s.b.st.Text(qGet), 1); len(plan) != 1 || plan[0] != "SEARCH leasehold_messages USING INTEGER PRIMARY KEY (rowid=?)" {
 		t.Fatalf("Get reads %q", plan)
 	}
@@ -122,11 +104,7 @@ func TestGetPlanUsesThePrimaryKey(t *testing.T) {
 // Queues and BlockedKeys read the indexes of live, dead and cancelled
 // messages only (and the counts and settings): never the completed rows.
 func TestQueuesAndBlockedKeysPlansReadNoHistory(t *testing.T) {
-	s, err := Open(context.Background(), Config{Path: filepath.Join(t.TempDir(), "plan.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openInternal(t)
 	readsOnly(t, "Queues", queryPlan(t, s, s.b.st.Text(qQueues)),
 		"leasehold_ready", "leasehold_waiting", "leasehold_processing", "leasehold_dead", "leasehold_cancelled")
 	readsOnly(t, "BlockedKeys", queryPlan(t, s, s.b.st.Text(qBlockedKeys), "q", "", 100), "leasehold_waiting", "leasehold_key_head")
@@ -177,11 +155,7 @@ func queryPlan(t *testing.T, s *Store, query string, args ...any) []string {
 // and it moves each through the primary key, looking up its key's head
 // in the new queue through the key heads' index.
 func TestMovePlansUseTheirIndexes(t *testing.T) {
-	s, err := Open(context.Background(), Config{Path: filepath.Join(t.TempDir(), "plan.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openInternal(t)
 	for _, c := range []struct {
 		name string
 		plan []string
