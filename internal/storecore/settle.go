@@ -3,6 +3,7 @@ package storecore
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -380,7 +381,7 @@ func (cp *completion) Settle(ctx context.Context, tx SettleTx) error {
 			complete(i, done[j])
 			j++
 		} else {
-			results[i] = store.LeaseLost(c.Lease)
+			results[i] = errLost
 			lateLost = lateLost || c.Late
 		}
 	}
@@ -395,11 +396,16 @@ func (cp *completion) Settle(ctx context.Context, tx SettleTx) error {
 				continue
 			}
 			if !ok || reported[j] {
-				results[i] = store.LeaseLost(c.Lease)
+				results[i] = errLost
 				continue
 			}
 			reported[j] = true
 			complete(i, done[j])
+		}
+	}
+	for i, err := range results {
+		if err == errLost {
+			results[i] = store.LeaseLost(cs[i].Lease)
 		}
 	}
 	var counts tallies
@@ -413,6 +419,12 @@ func (cp *completion) Settle(ctx context.Context, tx SettleTx) error {
 	}
 	return cp.after(ctx, tx, distinctLines(lines), replies, nil, transfers{})
 }
+
+// errLost marks a completion found lost, until the matching is over: the
+// first pass finds most completions lost when the backend returns its
+// messages in another order, and the error that names a lease is made
+// only for those still lost at the end.
+var errLost = errors.New("lost")
 
 // unminted reports a late completion under a token no claim mints (a
 // claim's token is at least 1): it names no handle ever given out, but a
