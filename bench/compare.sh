@@ -15,7 +15,14 @@ usage: bench/compare.sh [flags]
   --rounds N               rounds, each one run of both (default 3)
   --duration D             each run's duration (default 20s)
   --workers N              clients in each process (default 1)
-  --concurrency N          handlers per client (default 2000)
+  --concurrency N          River's handlers per client (default: River's
+                           benchmark's, 2000)
+  --leasehold-concurrency N
+                           leasehold's handlers per client (default 4000:
+                           a slot of leasehold's holds its message until the
+                           completion commits, River's only while the job
+                           runs; each default was its side's best in
+                           docs/benchmarks.md)
   --payload N              bytes per message (default 100)
   --fetch-cooldown D       River's FetchCooldown (default: River's benchmark's, 2ms)
   --fetch-poll-interval D  River's FetchPollInterval (default: River's benchmark's, 20ms)
@@ -26,7 +33,7 @@ EOF
 }
 
 db=${LEASEHOLD_DB:-postgres://postgres@127.0.0.1:5432/leasehold_bench?sslmode=disable}
-schema=leasehold rounds=3 duration=20s workers=1 concurrency=2000 payload=100
+schema=leasehold rounds=3 duration=20s workers=1 concurrency=2000 lh_concurrency=4000 payload=100
 river_fetch=()
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -36,6 +43,7 @@ while [ $# -gt 0 ]; do
 	--duration) duration=$2 ;;
 	--workers) workers=$2 ;;
 	--concurrency) concurrency=$2 ;;
+	--leasehold-concurrency) lh_concurrency=$2 ;;
 	--payload) payload=$2 ;;
 	--fetch-cooldown | --fetch-poll-interval) river_fetch+=("$1" "$2") ;;
 	-h | --help) usage; exit 0 ;;
@@ -103,7 +111,7 @@ run() {
 }
 
 hz=$(getconf CLK_TCK)
-common=(--duration "$duration" --workers "$workers" --concurrency "$concurrency" --payload "$payload" --json)
+common=(--duration "$duration" --workers "$workers" --payload "$payload" --json)
 rows=()
 for r in $(seq 1 "$rounds"); do
 	order="leasehold river"
@@ -111,9 +119,9 @@ for r in $(seq 1 "$rounds"); do
 	for who in $order; do
 		if [ $who = leasehold ]; then
 			psql -X -q -v ON_ERROR_STOP=1 "$psql_url" -c "VACUUM FULL \"$schema\".messages" 2>/dev/null || true
-			run "lh$r" "$LEASEHOLD_BIN" --db "$db" --schema "$schema" --log-level error bench "${common[@]}"
+			run "lh$r" "$LEASEHOLD_BIN" --db "$db" --schema "$schema" --log-level error bench --concurrency "$lh_concurrency" "${common[@]}"
 		else
-			run "rv$r" "$RIVER_BIN" --db "$db" "${river_fetch[@]}" "${common[@]}"
+			run "rv$r" "$RIVER_BIN" --db "$db" "${river_fetch[@]}" --concurrency "$concurrency" "${common[@]}"
 		fi
 	done
 	rows+=("$r ${order// /,} $(cut -d' ' -f1 /proc/loadavg)")
@@ -131,7 +139,7 @@ cpu() {
 }
 
 echo "leasehold $(git -C "$here" describe --always --dirty 2>/dev/null || echo '?') vs River $(sed -n 's/^river //p' "$work/rv1.err" | head -1)"
-echo "$(nproc) cores, $(uname -m); $duration each, $workers x $concurrency handlers, $payload-byte payloads; database $dbname"
+echo "$(nproc) cores, $(uname -m); $duration each, leasehold $workers x $lh_concurrency handlers, River $workers x $concurrency, $payload-byte payloads; database $dbname"
 printf '%-6s %-16s %12s %12s %7s %14s %14s %6s\n' round order leasehold river ratio "lh pg µs/msg" "river pg µs/msg" load
 for row in "${rows[@]}"; do
 	read -r r order load <<<"$row"
