@@ -22,7 +22,7 @@ usage: bench/compare.sh [flags]
                            a slot of leasehold's holds its message until the
                            completion commits, River's only while the job
                            runs; each default was its side's best in
-                           docs/benchmarks.md)
+                           the runs of docs/benchmarks.md)
   --payload N              bytes per message (default 100)
   --fetch-cooldown D       River's FetchCooldown (default: River's benchmark's, 2ms)
   --fetch-poll-interval D  River's FetchPollInterval (default: River's benchmark's, 20ms)
@@ -37,6 +37,11 @@ schema=leasehold rounds=3 duration=20s workers=1 concurrency=2000 lh_concurrency
 river_fetch=()
 while [ $# -gt 0 ]; do
 	case $1 in
+	-h | --help) usage; exit 0 ;;
+	--db | --schema | --rounds | --duration | --workers | --concurrency | --leasehold-concurrency | --payload | --fetch-cooldown | --fetch-poll-interval)
+		[ $# -ge 2 ] || { echo "compare.sh: $1 needs a value" >&2; exit 2; } ;;
+	esac
+	case $1 in
 	--db) db=$2 ;;
 	--schema) schema=$2 ;;
 	--rounds) rounds=$2 ;;
@@ -46,10 +51,9 @@ while [ $# -gt 0 ]; do
 	--leasehold-concurrency) lh_concurrency=$2 ;;
 	--payload) payload=$2 ;;
 	--fetch-cooldown | --fetch-poll-interval) river_fetch+=("$1" "$2") ;;
-	-h | --help) usage; exit 0 ;;
 	*) echo "compare.sh: unknown flag $1" >&2; usage >&2; exit 2 ;;
 	esac
-	shift 2 || { echo "compare.sh: $1 needs a value" >&2; exit 2; }
+	shift 2
 done
 case $rounds in '' | *[!0-9]* | 0) echo "compare.sh: --rounds $rounds: want a positive number" >&2; exit 2 ;; esac
 

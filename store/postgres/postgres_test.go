@@ -379,8 +379,8 @@ func TestCompletionRacingRenewal(t *testing.T) {
 
 // A completion whose lease was reaped and its message claimed again while
 // it ran completes nothing: the row it finds by address is tested again,
-// at its latest version, against the lease's token, whatever the server
-// makes of the address.
+// at its latest version, against the tokens of the rows found, whatever
+// the server makes of the address.
 func TestStaleCompletionRacingNewClaim(t *testing.T) {
 	s, ds, errs, err := completeRacing(t, 1, `UPDATE {s}.messages SET fencing_token = nextval('{s}.fence'), worker_id = 'other',
 		deliveries = deliveries + 1, locked_until = locked_until + interval '1 minute' WHERE id = $1`)

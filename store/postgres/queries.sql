@@ -242,28 +242,33 @@ FROM (SELECT 1) AS one LEFT JOIN u ON true
 
 -- name: complete
 -- Completes the current leases among those in the arrays of ids ($2) and
--- fencing tokens ($3); $4 is the highest of those tokens. Each lease's
--- row is looked up on its own, through the primary key, as extend looks
--- them up, and the row versions found are updated where they stand, read
--- through one array of their physical addresses (ctid): no second lookup,
--- and one scan by address, which reads the table's size from the kernel
--- as it starts, rather than one for each row. The update tests each row
--- again: a row that another transaction changed since the statement
--- began is read again at its latest version, and the address alone says
--- nothing of it (older PostgreSQL releases do not even compare the
--- address again). That version must still be processing and unexpired,
--- under a token no higher than $4: tokens come from one sequence, so a
--- claim after a reap has a token above every token of the batch, and a
--- completion that began before a reap and a new claim does not complete
--- the new delivery. A row changed meanwhile may be left out;
+-- fencing tokens ($3). Each lease's row is looked up on its own, through
+-- the primary key, as extend looks them up, and the row versions found
+-- are updated where they stand, read through one array of their physical
+-- addresses (ctid): no second lookup, and one scan by address, which
+-- reads the table's size from the kernel as it starts, rather than one
+-- for each row. The update tests each row again: a row that another
+-- transaction changed since the statement began is read again at its
+-- latest version, and the address alone says nothing of it (older
+-- PostgreSQL releases do not even compare the address again). That
+-- version must still be processing and unexpired, under a token no
+-- higher than the highest of the rows found. Only a claim makes a row
+-- processing, and every claim draws its token from one sequence, so a
+-- claim that follows a reap committed while the statement ran has a token
+-- above all of theirs, and a completion that began before a reap and a
+-- new claim does not complete the new delivery. The bound is of the rows
+-- found, not of the tokens asked for, so that a token never handed out
+-- cannot widen it. A row changed meanwhile may be left out;
 -- completeAgain completes the leases left out, if any are still current.
-UPDATE {s}.messages m SET state = {completed}, finished_at = COALESCE($1::timestamptz, now())
-WHERE m.ctid = ANY(ARRAY(SELECT h.ctid FROM unnest($2::bigint[], $3::bigint[]) AS l(id, fence)
-	CROSS JOIN LATERAL (SELECT h.ctid FROM {s}.messages h
+WITH found AS MATERIALIZED (
+	SELECT h.ctid, h.fencing_token FROM unnest($2::bigint[], $3::bigint[]) AS l(id, fence)
+	CROSS JOIN LATERAL (SELECT h.ctid, h.fencing_token FROM {s}.messages h
 		WHERE h.id = l.id AND h.fencing_token = l.fence AND h.state + 0 = {processing}
 			AND h.locked_until > COALESCE($1::timestamptz, now())
-		LIMIT 1) AS h))
-	AND m.fencing_token <= $4 AND m.state + 0 = {processing}
+		LIMIT 1) AS h)
+UPDATE {s}.messages m SET state = {completed}, finished_at = COALESCE($1::timestamptz, now())
+WHERE m.ctid = ANY(ARRAY(SELECT ctid FROM found))
+	AND m.fencing_token <= (SELECT max(fencing_token) FROM found) AND m.state + 0 = {processing}
 	AND m.locked_until > COALESCE($1::timestamptz, now())
 RETURNING m.id, m.fencing_token, m.queue, m.key
 

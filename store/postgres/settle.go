@@ -211,12 +211,7 @@ func (t *settleTx) CompleteCurrent(ctx context.Context, cs []store.Completion) (
 		rows, err := t.query(ctx, qCompleteLate, t.s.now(), ids, fences, late)
 		return t.tally(rows, err, len(ids))
 	}
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	// Tokens come from one sequence: any claim after the statement began
-	// has a token above every token of the batch (see complete).
-	rows, err := t.query(ctx, qComplete, t.s.now(), ids, fences, slices.Max(fences))
+	rows, err := t.query(ctx, qComplete, t.s.now(), ids, fences)
 	out, err := t.tally(rows, err, len(ids))
 	if err != nil || len(out) == len(cs) {
 		return out, err
