@@ -26,7 +26,7 @@ import (
 // The SQS benchmarks drive a real server (system clock, real listener,
 // its background loops running) with the AWS SDK for Go, as an
 // application would: the SDK client, the server and the database share
-// the machine. docs/benchmarks.md ("The SQS API and the dashboard") has the figures.
+// the machine. docs/benchmarks.md ("Current figures") has the figures.
 
 const (
 	// benchConsumers receive and delete concurrently.
