@@ -436,8 +436,8 @@ func (s *backend) listenOnce(ctx context.Context, ready func()) error {
 // keeps its sequential scans as the table grows again: claims and
 // completions would read every row, completed ones included, until an
 // ANALYZE. The price is planning every statement: at 1,000 messages/s
-// offered, about 0.7 ms more enqueue-to-start latency at the median
-// (docs/benchmarks.md); batches spread it over their messages.
+// offered, about 0.7 ms more enqueue-to-start latency at the median when
+// it was measured; batches spread it over their messages.
 const replan = pgx.QueryExecModeCacheDescribe
 
 // now is the first argument of every statement: the injected clock's time,
