@@ -18,7 +18,7 @@ usage: bench/compare.sh [flags]
   --concurrency N          River's handlers per client (default: River's
                            benchmark's, 2000)
   --leasehold-concurrency N
-                           leasehold's handlers per client (default 4000:
+                           leasehold's handlers per client (default 8000:
                            a slot of leasehold's holds its message until the
                            completion commits, River's only while the job
                            runs; each default was its side's best in
@@ -33,7 +33,7 @@ EOF
 }
 
 db=${LEASEHOLD_DB:-postgres://postgres@127.0.0.1:5432/leasehold_bench?sslmode=disable}
-schema=leasehold rounds=3 duration=20s workers=1 concurrency=2000 lh_concurrency=4000 payload=100
+schema=leasehold rounds=3 duration=20s workers=1 concurrency=2000 lh_concurrency=8000 payload=100
 river_fetch=()
 while [ $# -gt 0 ]; do
 	case $1 in
