@@ -35,24 +35,28 @@ EOF
 db=${LEASEHOLD_DB:-postgres://postgres@127.0.0.1:5432/leasehold_bench?sslmode=disable}
 schema=leasehold rounds=3 duration=20s workers=1 concurrency=2000 lh_concurrency=8000 payload=100
 river_fetch=()
+# Each flag names the variable it sets; River's fetch settings are passed
+# on as they came.
 while [ $# -gt 0 ]; do
 	case $1 in
 	-h | --help) usage; exit 0 ;;
-	--db | --schema | --rounds | --duration | --workers | --concurrency | --leasehold-concurrency | --payload | --fetch-cooldown | --fetch-poll-interval)
-		[ $# -ge 2 ] || { echo "compare.sh: $1 needs a value" >&2; exit 2; } ;;
-	esac
-	case $1 in
-	--db) db=$2 ;;
-	--schema) schema=$2 ;;
-	--rounds) rounds=$2 ;;
-	--duration) duration=$2 ;;
-	--workers) workers=$2 ;;
-	--concurrency) concurrency=$2 ;;
-	--leasehold-concurrency) lh_concurrency=$2 ;;
-	--payload) payload=$2 ;;
-	--fetch-cooldown | --fetch-poll-interval) river_fetch+=("$1" "$2") ;;
+	--db) var=db ;;
+	--schema) var=schema ;;
+	--rounds) var=rounds ;;
+	--duration) var=duration ;;
+	--workers) var=workers ;;
+	--concurrency) var=concurrency ;;
+	--leasehold-concurrency) var=lh_concurrency ;;
+	--payload) var=payload ;;
+	--fetch-cooldown | --fetch-poll-interval) var=river_fetch ;;
 	*) echo "compare.sh: unknown flag $1" >&2; usage >&2; exit 2 ;;
 	esac
+	[ $# -ge 2 ] || { echo "compare.sh: $1 needs a value" >&2; exit 2; }
+	if [ $var = river_fetch ]; then
+		river_fetch+=("$1" "$2")
+	else
+		printf -v "$var" '%s' "$2"
+	fi
 	shift 2
 done
 case $rounds in '' | *[!0-9]* | 0) echo "compare.sh: --rounds $rounds: want a positive number" >&2; exit 2 ;; esac
