@@ -76,6 +76,11 @@ fi
 # psql takes the URL without the pool's parameters, which are pgx's.
 psql_url=$(printf '%s' "$db" | sed -E 's/([?&])(pool_[a-z_]+|leasehold_listen)=[^&]*/\1/g; s/&&+/\&/g; s/[?&]$//; s/\?&/?/')
 dbname=$(printf '%s' "$psql_url" | sed -E 's|^[a-z]+://[^/]*/([^?]*).*|\1|')
+# The database is created when missing, through the server's postgres
+# database, as bench/river creates its own.
+admin_url=$(printf '%s' "$psql_url" | sed -E 's|^([a-z]+://[^/]*/)[^?]*|\1postgres|')
+printf '%s\n' "SELECT 'CREATE DATABASE ' || quote_ident(:'name') WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = :'name') \\gexec" |
+	psql -X -q -v ON_ERROR_STOP=1 -v name="$dbname" "$admin_url" >/dev/null
 psql -X -q -v ON_ERROR_STOP=1 "$psql_url" -c 'SELECT 1' >/dev/null
 # A fresh database gets leasehold's schema; one migrated already is left
 # as it is.
