@@ -141,7 +141,7 @@ func (r *run) completer() {
 			for _, j := range batch {
 				j.after = w.complete(r.ops, &msgLog{q: j.pool.q, msg: j.handled}, j.handled, j.until)
 				j.handled, j.completion = nil, store.Completion{}
-				j.pool.report(j)
+				j.pool.settled(j, j.runs)
 			}
 			continue
 		}
@@ -152,7 +152,7 @@ func (r *run) completer() {
 			}
 			j.after = w.completed(r.ops, &msgLog{q: j.pool.q, msg: j.handled}, e)
 			j.handled, j.completion = nil, store.Completion{}
-			j.pool.report(j)
+			j.pool.settled(j, j.runs)
 		}
 	}
 }

@@ -61,8 +61,8 @@ func (l *loop) pause(d time.Duration) bool {
 	}
 	defer l.timer.Stop()
 	select {
-	case j := <-l.pool.done:
-		l.pool.finished(j)
+	case rep := <-l.pool.done:
+		l.pool.finished(rep)
 	case <-l.timer.C():
 	case <-l.r.draining:
 		return false

@@ -16,18 +16,23 @@ type pool struct {
 	r *run
 	w *Worker
 	q *queue
-	// done takes finished jobs; buffered for every slot so that jobs never
-	// block.
-	done chan *job
+	// done takes the reports of handlers and of the completer (see
+	// report); buffered for every report that can be outstanding, so that
+	// neither ever blocks.
+	done chan report
 	// work hands jobs to idle handler goroutines. Goroutines are kept
 	// rather than started per message: a fresh goroutine's stack grows on
 	// every message, which costs more than the handoff.
 	work chan *job
 	idle int // goroutines waiting on work, by the claim loop's count
-	// jobs are the started jobs; those of a run that wait for it are
-	// kept by the run's started job (job.rest).
+	// jobs are the started jobs not yet settled, a completion pending
+	// included; those of a run that wait for it are kept by the run's
+	// started job (job.rest).
 	jobs map[*job]struct{}
-	// free counts the slots that no message holds, started or waiting.
+	// free counts the slots that no message holds, started or waiting. A
+	// message whose handler succeeded gives its slot back when it is
+	// handed to the completer, as a worker runs handlers, not store
+	// calls; the completer's queue bounds how many wait for it.
 	free int
 	// wake, on a queue with runs, is closed by the report of a job that
 	// has the rest of its run waiting for it, so that the claim loop's
@@ -36,8 +41,21 @@ type pool struct {
 	wake atomic.Pointer[chan struct{}]
 }
 
+// report tells the claim loop that a job gave back its slot, its
+// handler's goroutine now idle, or was settled, or both at once.
+type report struct {
+	j       *job
+	slot    bool
+	settled bool
+}
+
 func newPool(r *run, q *queue) pool {
-	return pool{r: r, w: r.w, q: q, done: make(chan *job, q.concurrency), work: make(chan *job),
+	// The claim loop takes every report before it claims, and takes
+	// reports while it waits; until it does, a job that holds a slot
+	// reports at most twice, and one without a slot is a completion that
+	// the completer holds, in its queue or its batch, and reports once.
+	n := 2*q.concurrency + cap(r.complete) + min(maxCompleteBatch, r.w.concurrency)
+	return pool{r: r, w: r.w, q: q, done: make(chan report, n), work: make(chan *job),
 		jobs: make(map[*job]struct{}), free: q.concurrency}
 }
 
@@ -56,10 +74,11 @@ func (p *pool) start(run []*mailbox.Message) {
 	p.launch(j)
 }
 
-// report hands finished j to the claim loop, and wakes the loop's receive
-// when the rest of j's run waits for it.
-func (p *pool) report(j *job) {
-	p.done <- j
+// settled hands settled j to the claim loop, with its slot unless that
+// went back already, and wakes the loop's receive when the rest of j's
+// run waits for it.
+func (p *pool) settled(j *job, slot bool) {
+	p.done <- report{j: j, slot: slot, settled: true}
 	if j.runs {
 		if ch := p.wake.Swap(nil); ch != nil {
 			close(*ch)
@@ -104,13 +123,19 @@ func (p *pool) launch(j *job) {
 	go p.handle(j)
 }
 
-// handle runs j, then every job handed to it, until work is closed.
+// handle runs j, then every job handed to it, until work is closed. A
+// job handed to the completer gives its slot back at once, unless the
+// rest of its run waits for its completion.
 func (p *pool) handle(j *job) {
 	for {
-		if p.w.process(j) {
-			p.r.complete <- j // the completer reports it done
-		} else {
-			p.report(j)
+		switch {
+		case !p.w.process(j):
+			p.settled(j, true)
+		case j.runs:
+			p.r.complete <- j // the completer reports it, slot and all
+		default:
+			p.r.complete <- j // the completer reports it settled
+			p.done <- report{j: j, slot: true}
 		}
 		var ok bool
 		if j, ok = <-p.work; !ok {
@@ -123,13 +148,18 @@ func (p *pool) handle(j *job) {
 // job is done.
 func (p *pool) close() { close(p.work) }
 
-// finished takes back j's slot and goes on with the rest of its run.
-func (p *pool) finished(j *job) {
-	delete(p.jobs, j)
-	p.free++
-	p.idle++
-	if len(j.rest) > 0 {
-		p.next(j)
+// finished takes what rep reports: a slot back, its goroutine idle,
+// and a job settled, which goes on with the rest of its run.
+func (p *pool) finished(rep report) {
+	if rep.slot {
+		p.free++
+		p.idle++
+	}
+	if j := rep.j; rep.settled {
+		delete(p.jobs, j)
+		if len(j.rest) > 0 {
+			p.next(j)
+		}
 	}
 }
 
@@ -137,8 +167,8 @@ func (p *pool) finished(j *job) {
 func (p *pool) reapDone() {
 	for {
 		select {
-		case j := <-p.done:
-			p.finished(j)
+		case rep := <-p.done:
+			p.finished(rep)
 		default:
 			return
 		}
@@ -150,8 +180,8 @@ func (p *pool) reapDone() {
 func (p *pool) drain() bool {
 	for len(p.jobs) > 0 {
 		select {
-		case j := <-p.done:
-			p.finished(j)
+		case rep := <-p.done:
+			p.finished(rep)
 		case <-p.w.phase.reached(hardStop):
 			return false
 		}
@@ -177,8 +207,8 @@ func (p *pool) settle() int {
 	wait:
 		for len(p.jobs) > 0 {
 			select {
-			case j := <-p.done:
-				p.finished(j)
+			case rep := <-p.done:
+				p.finished(rep)
 			case <-t.C():
 				break wait
 			}
@@ -207,11 +237,11 @@ func (p *pool) settle() int {
 		// An abandoned handler that returns now reports done too: only
 		// jobs that were settling count.
 		for finishing > 0 {
-			j := <-p.done
-			if j.state.Load() == jobFinishing {
+			rep := <-p.done
+			if rep.settled && rep.j.state.Load() == jobFinishing {
 				finishing--
 			}
-			p.finished(j)
+			p.finished(rep)
 		}
 		t.Stop()
 	}

@@ -128,3 +128,62 @@ func TestUnboundedLimitKeepsExpiry(t *testing.T) {
 		t.Fatal("3 s after a 1 s lease that was never renewed, the handler still ran")
 	})
 }
+
+// A handler's slot is free once it returns: the next message runs while
+// the completion of the last is on its way. The completions waiting are
+// bounded (handlers wait, slots held, for room in the completer's queue),
+// and a graceful stop waits for them: each message handled is completed,
+// and the others stay pending.
+func TestSlotFreeWhileCompletionPending(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newStore(t)
+		gate := make(chan struct{})
+		st.completeErr = func() error { <-gate; return nil }
+		var handled atomic.Int64
+		w := newWorker(t, worker.Config{Deps: with(st), Queues: queues(2),
+			Handler: worker.HandlerFunc(func(context.Context, *worker.Message) error {
+				handled.Add(1)
+				return nil
+			})})
+		msgs := make([]store.NewMessage, 20)
+		for i := range msgs {
+			msgs[i] = store.NewMessage{Queue: queue, Payload: []byte("x")}
+		}
+		if _, err := st.Enqueue(context.Background(), msgs); err != nil {
+			t.Fatal(err)
+		}
+		ran := make(chan error, 1)
+		go func() { ran <- w.Run(context.Background()) }()
+		synctest.Wait()
+		// 2 slots, a queue of 2 to the completer, and its batch of 2 at most.
+		n := handled.Load()
+		if n <= 2 || n > 6 {
+			t.Fatalf("%d handlers ran while the first completion was held; want 3 to 6", n)
+		}
+		stopped := make(chan error, 1)
+		go func() { stopped <- w.Shutdown(context.Background()) }()
+		synctest.Wait()
+		select {
+		case err := <-ran:
+			t.Fatalf("Run returned (%v) with completions pending", err)
+		default:
+		}
+		close(gate)
+		if err := <-ran; err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+		if err := <-stopped; err != nil {
+			t.Fatalf("Shutdown = %v", err)
+		}
+		n = handled.Load()
+		for state, want := range map[store.State]int{store.Completed: int(n), store.Pending: 20 - int(n)} {
+			infos, err := st.List(context.Background(), store.ListFilter{Queue: queue, State: state, Limit: store.MaxBatch})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(infos) != want {
+				t.Errorf("%d messages in state %v, want %d", len(infos), state, want)
+			}
+		}
+	})
+}
