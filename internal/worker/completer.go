@@ -113,12 +113,15 @@ func (w *Worker) storeComplete(ctx context.Context, cs []store.Completion, until
 // complete is closed.
 func (r *run) completer() {
 	w := r.w
-	batch := make([]*job, 0, min(maxCompleteBatch, w.concurrency))
-	cs := make([]store.Completion, 0, cap(batch))
+	// A batch holds no more than the worker's slots: with as many
+	// completions in its queue, that bounds those waiting (see pool).
+	limit := min(maxCompleteBatch, w.concurrency)
+	batch := make([]*job, 0, limit)
+	cs := make([]store.Completion, 0, limit)
 	for j := range r.complete {
 		batch = append(batch[:0], j)
 	more:
-		for len(batch) < maxCompleteBatch {
+		for len(batch) < limit {
 			select {
 			case j, ok := <-r.complete:
 				if !ok {

@@ -28,7 +28,9 @@ type run struct {
 	cancelOps context.CancelFunc
 	// complete takes jobs whose handler succeeded to the completer, which
 	// completes whatever has queued up in one store call and then reports
-	// each job done to its pool. Buffered for every slot of every queue.
+	// each job done to its pool. Buffered for as many jobs as the worker
+	// has slots: a handler that finds it full waits, its slot held, which
+	// bounds the completions waiting.
 	complete chan *job
 	// own counts the run's own goroutines: the completer, and the one
 	// that cuts claims at the hard stop.
