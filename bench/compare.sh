@@ -28,7 +28,8 @@ usage: bench/compare.sh [flags]
   --fetch-poll-interval D  River's FetchPollInterval (default: River's benchmark's, 20ms)
 Binaries are built from this checkout unless LEASEHOLD_BIN or RIVER_BIN name them.
 Each leasehold run starts on a compacted messages table (VACUUM FULL), as
-each River run starts on an emptied and compacted river_job.
+each River run starts on an emptied and compacted river_job, and each
+run of either after a CHECKPOINT.
 EOF
 }
 
@@ -130,6 +131,9 @@ for r in $(seq 1 "$rounds"); do
 	order="leasehold river"
 	[ $((r % 2)) = 0 ] && order="river leasehold"
 	for who in $order; do
+		# Each run starts with the server's dirty pages written out, so that
+		# none pays for the writes of the run before it, the other side's.
+		psql -X -q "$psql_url" -c CHECKPOINT 2>/dev/null || true
 		if [ $who = leasehold ]; then
 			psql -X -q -v ON_ERROR_STOP=1 "$psql_url" -c "VACUUM FULL \"$schema\".messages" 2>/dev/null || true
 			run "lh$r" "$LEASEHOLD_BIN" --db "$db" --schema "$schema" --log-level error bench --concurrency "$lh_concurrency" "${common[@]}"
