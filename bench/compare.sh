@@ -15,14 +15,11 @@ usage: bench/compare.sh [flags]
   --rounds N               rounds, each one run of both (default 3)
   --duration D             each run's duration (default 20s)
   --workers N              clients in each process (default 1)
-  --concurrency N          River's handlers per client (default: River's
-                           benchmark's, 2000)
+  --concurrency N          handlers per client, of each side (default:
+                           River's benchmark's, 2000)
   --leasehold-concurrency N
-                           leasehold's handlers per client (default 8000:
-                           a slot of leasehold's holds its message until the
-                           completion commits, River's only while the job
-                           runs; each default was its side's best in
-                           the runs of docs/benchmarks.md)
+                           leasehold's handlers per client, when they are
+                           to differ from River's
   --payload N              bytes per message (default 100)
   --fetch-cooldown D       River's FetchCooldown (default: River's benchmark's, 2ms)
   --fetch-poll-interval D  River's FetchPollInterval (default: River's benchmark's, 20ms)
@@ -34,7 +31,7 @@ EOF
 }
 
 db=${LEASEHOLD_DB:-postgres://postgres@127.0.0.1:5432/leasehold_bench?sslmode=disable}
-schema=leasehold rounds=3 duration=20s workers=1 concurrency=2000 lh_concurrency=8000 payload=100
+schema=leasehold rounds=3 duration=20s workers=1 concurrency=2000 lh_concurrency= payload=100
 river_fetch=()
 # Each flag names the variable it sets; River's fetch settings are passed
 # on as they came.
@@ -61,6 +58,7 @@ while [ $# -gt 0 ]; do
 	shift 2
 done
 case $rounds in '' | *[!0-9]* | 0) echo "compare.sh: --rounds $rounds: want a positive number" >&2; exit 2 ;; esac
+lh_concurrency=${lh_concurrency:-$concurrency}
 
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)

@@ -10,7 +10,12 @@
 // the queue is empty. The queues of one worker share its lease keeper, its
 // completer and its upkeep. A kind of message may have a maximum
 // processing time and a retry delay of its own (Kinds). Handlers run on
-// goroutines the worker keeps, one message at a time each:
+// goroutines the worker keeps, one message at a time each. A slot is free
+// when its handler returns: a completion waits for the completer apart,
+// and a drain waits for it too. The completer's queue holds as many
+// completions as the worker has slots, and a handler that finds it full
+// waits with its slot held, so the completions pending never outgrow the
+// slots and one batch. The handler's result decides:
 //
 //   - the handler returns nil: the message is completed;
 //   - it returns an error: the message is retried after a backoff delay, or
