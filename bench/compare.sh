@@ -14,6 +14,10 @@ usage: bench/compare.sh [flags]
   --schema NAME            leasehold's schema (default leasehold)
   --rounds N               rounds, each one run of both (default 3)
   --duration D             each run's duration (default 20s)
+  --warmup D               a run of each side before the rounds, not
+                           counted (default 5s; 0: none): the first run
+                           after the machine was idle is slower, whichever
+                           side makes it
   --workers N              clients in each process (default 1)
   --concurrency N          handlers per client, of each side (default:
                            River's benchmark's, 2000)
@@ -31,7 +35,7 @@ EOF
 }
 
 db=${LEASEHOLD_DB:-postgres://postgres@127.0.0.1:5432/leasehold_bench?sslmode=disable}
-schema=leasehold rounds=3 duration=20s workers=1 concurrency=2000 lh_concurrency= payload=100
+schema=leasehold rounds=3 duration=20s warmup=5s workers=1 concurrency=2000 lh_concurrency= payload=100
 river_fetch=()
 # Each flag names the variable it sets; River's fetch settings are passed
 # on as they came.
@@ -42,6 +46,7 @@ while [ $# -gt 0 ]; do
 	--schema) var=schema ;;
 	--rounds) var=rounds ;;
 	--duration) var=duration ;;
+	--warmup) var=warmup ;;
 	--workers) var=workers ;;
 	--concurrency) var=concurrency ;;
 	--leasehold-concurrency) var=lh_concurrency ;;
@@ -99,14 +104,15 @@ backend_cpu() {
 	[ $seen = 1 ] && echo $total || true
 }
 
-# run NAME CMD... runs one measurement, its JSON in $work/NAME.json, and
-# samples the backends' CPU from 3 s after the start to 2 s before the end
-# of the timed window, in $work/NAME.cpu: ticks and seconds sampled.
+# run NAME D CMD... runs one measurement of CMD for D, its JSON in
+# $work/NAME.json, and samples the backends' CPU from 3 s after the start
+# to 2 s before the end of the timed window, in $work/NAME.cpu: ticks and
+# seconds sampled.
 run() {
-	local name=$1 secs
-	shift
-	secs=$(awk -v d="$duration" 'BEGIN { n = d + 0; if (d ~ /ms$/) n /= 1000; else if (d ~ /m$/) n *= 60; print n }')
-	"$@" >"$work/$name.json" 2>"$work/$name.err" &
+	local name=$1 d=$2 secs
+	shift 2
+	secs=$(awk -v d="$d" 'BEGIN { n = d + 0; if (d ~ /ms$/) n /= 1000; else if (d ~ /m$/) n *= 60; print n }')
+	"$@" --duration "$d" >"$work/$name.json" 2>"$work/$name.err" &
 	local pid=$! from to
 	if awk -v s="$secs" 'BEGIN { exit !(s >= 8) }'; then
 		sleep 3
@@ -123,7 +129,11 @@ run() {
 }
 
 hz=$(getconf CLK_TCK)
-common=(--duration "$duration" --workers "$workers" --payload "$payload" --json)
+common=(--workers "$workers" --payload "$payload" --json)
+if [ "$warmup" != 0 ]; then
+	run warm-lh "$warmup" "$LEASEHOLD_BIN" --db "$db" --schema "$schema" --log-level error bench --concurrency "$lh_concurrency" "${common[@]}"
+	run warm-rv "$warmup" "$RIVER_BIN" --db "$db" "${river_fetch[@]}" --concurrency "$concurrency" "${common[@]}"
+fi
 rows=()
 for r in $(seq 1 "$rounds"); do
 	order="leasehold river"
@@ -134,9 +144,9 @@ for r in $(seq 1 "$rounds"); do
 		psql -X -q "$psql_url" -c CHECKPOINT 2>/dev/null || true
 		if [ $who = leasehold ]; then
 			psql -X -q -v ON_ERROR_STOP=1 "$psql_url" -c "VACUUM FULL \"$schema\".messages" 2>/dev/null || true
-			run "lh$r" "$LEASEHOLD_BIN" --db "$db" --schema "$schema" --log-level error bench --concurrency "$lh_concurrency" "${common[@]}"
+			run "lh$r" "$duration" "$LEASEHOLD_BIN" --db "$db" --schema "$schema" --log-level error bench --concurrency "$lh_concurrency" "${common[@]}"
 		else
-			run "rv$r" "$RIVER_BIN" --db "$db" "${river_fetch[@]}" --concurrency "$concurrency" "${common[@]}"
+			run "rv$r" "$duration" "$RIVER_BIN" --db "$db" "${river_fetch[@]}" --concurrency "$concurrency" "${common[@]}"
 		fi
 	done
 	rows+=("$r ${order// /,} $(cut -d' ' -f1 /proc/loadavg)")
@@ -154,7 +164,7 @@ cpu() {
 }
 
 echo "leasehold $(git -C "$here" describe --always --dirty 2>/dev/null || echo '?') vs River $(sed -n 's/^river //p' "$work/rv1.err" | head -1)"
-echo "$(nproc) cores, $(uname -m); $duration each, leasehold $workers x $lh_concurrency handlers, River $workers x $concurrency, $payload-byte payloads; database $dbname"
+echo "$(nproc) cores, $(uname -m); $duration each after a warm-up of $warmup, leasehold $workers x $lh_concurrency handlers, River $workers x $concurrency, $payload-byte payloads; database $dbname"
 printf '%-6s %-16s %12s %12s %7s %14s %14s %6s\n' round order leasehold river ratio "lh pg µs/msg" "river pg µs/msg" load
 for row in "${rows[@]}"; do
 	read -r r order load <<<"$row"
