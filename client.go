@@ -103,8 +103,11 @@ type Config struct {
 
 // QueueConfig configures one queue a client works.
 type QueueConfig struct {
-	// Concurrency bounds the jobs of the queue the client holds at once:
-	// running, or waiting in a run (see KeyRuns). Default 10.
+	// Concurrency bounds the jobs of the queue the client runs at once,
+	// counting those waiting in a run (see KeyRuns). A job that succeeded
+	// gives its slot back before its completion commits; the jobs waiting
+	// for their completion are at most as many as the client's slots of
+	// every queue, and one batch. Default 10.
 	Concurrency int
 	// KeyRuns makes each claim of a job with a key bring the next jobs of
 	// its key along, up to the queue's free slots in all, as an Amazon SQS

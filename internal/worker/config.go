@@ -82,8 +82,10 @@ type Config struct {
 type QueueConfig struct {
 	// Name is the queue's name.
 	Name string
-	// Concurrency bounds the queue's messages held at once, running or
-	// waiting in a run: 1 to store.MaxBatch.
+	// Concurrency bounds the queue's messages running at once, counting
+	// those waiting in a run: 1 to store.MaxBatch. Messages whose handler
+	// succeeded wait for their completion without a slot (see the package
+	// doc).
 	Concurrency int
 	// Runs claims with runs (see store.Claim): a keyed message comes with
 	// the next messages of its key, which wait, each under its lease and

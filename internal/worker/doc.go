@@ -10,12 +10,15 @@
 // the queue is empty. The queues of one worker share its lease keeper, its
 // completer and its upkeep. A kind of message may have a maximum
 // processing time and a retry delay of its own (Kinds). Handlers run on
-// goroutines the worker keeps, one message at a time each. A slot is free
-// when its handler returns: a completion waits for the completer apart,
-// and a drain waits for it too. The completer's queue holds as many
+// goroutines the worker keeps, one message at a time each. A message whose
+// handler succeeded gives its slot back as it goes to the completer,
+// unless the rest of its run waits for it (or the worker has one slot in
+// all, and completes it at once); its completion is awaited apart, by a
+// drain and a hard stop too. The completer's queue holds as many
 // completions as the worker has slots, and a handler that finds it full
 // waits with its slot held, so the completions pending never outgrow the
-// slots and one batch. The handler's result decides:
+// slots and one batch. Any other outcome is settled with the slot held.
+// The handler's result decides:
 //
 //   - the handler returns nil: the message is completed;
 //   - it returns an error: the message is retried after a backoff delay, or

@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"sync/atomic"
 	"testing"
@@ -145,20 +146,15 @@ func TestSlotFreeWhileCompletionPending(t *testing.T) {
 				handled.Add(1)
 				return nil
 			})})
-		msgs := make([]store.NewMessage, 20)
-		for i := range msgs {
-			msgs[i] = store.NewMessage{Queue: queue, Payload: []byte("x")}
-		}
-		if _, err := st.Enqueue(context.Background(), msgs); err != nil {
-			t.Fatal(err)
-		}
+		enqueue(t, st, 20)
 		ran := make(chan error, 1)
 		go func() { ran <- w.Run(context.Background()) }()
 		synctest.Wait()
-		// 2 slots, a queue of 2 to the completer, and its batch of 2 at most.
+		// Once all wait: 2 handlers waiting with their slots, 2 jobs in the
+		// completer's queue, and its batch of 1 or 2.
 		n := handled.Load()
-		if n <= 2 || n > 6 {
-			t.Fatalf("%d handlers ran while the first completion was held; want 3 to 6", n)
+		if n < 5 || n > 6 {
+			t.Fatalf("%d handlers ran while the first completion was held; want 5 or 6", n)
 		}
 		stopped := make(chan error, 1)
 		go func() { stopped <- w.Shutdown(context.Background()) }()
@@ -176,14 +172,73 @@ func TestSlotFreeWhileCompletionPending(t *testing.T) {
 			t.Fatalf("Shutdown = %v", err)
 		}
 		n = handled.Load()
-		for state, want := range map[store.State]int{store.Completed: int(n), store.Pending: 20 - int(n)} {
-			infos, err := st.List(context.Background(), store.ListFilter{Queue: queue, State: state, Limit: store.MaxBatch})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(infos) != want {
-				t.Errorf("%d messages in state %v, want %d", len(infos), state, want)
-			}
+		wantStates(t, st, map[store.State]int{store.Completed: int(n), store.Pending: 20 - int(n)})
+	})
+}
+
+// wantStates fails t unless the queue's messages in each state of want
+// are as many as it says.
+func wantStates(t *testing.T, st store.Store, want map[store.State]int) {
+	t.Helper()
+	for state, n := range want {
+		infos, err := st.List(context.Background(), store.ListFilter{Queue: queue, State: state, Limit: store.MaxBatch})
+		if err != nil {
+			t.Fatal(err)
 		}
+		if len(infos) != n {
+			t.Errorf("%d messages in state %v, want %d", len(infos), state, n)
+		}
+	}
+}
+
+// hangingCompletes never answers Complete until its context ends.
+type hangingCompletes struct{ *spyStore }
+
+func (h *hangingCompletes) Complete(ctx context.Context, cs []store.Completion) ([]error, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// A stop waits for completions whose slots came back: the drain for the
+// shutdown timeout, and the hard stop HardStopWait, as for every job
+// settling its message; then it cancels them. Run returns, and their
+// messages keep their leases, to be delivered again when those run out.
+// With 2 slots and 10 messages, handlers wait for room in the
+// completer's queue; with 4 slots and 2 messages, every pending
+// completion has its slot back.
+func TestHardStopCancelsPendingCompletions(t *testing.T) {
+	for _, c := range []struct{ slots, msgs int }{{2, 10}, {4, 2}} {
+		t.Run(fmt.Sprintf("%d slots, %d messages", c.slots, c.msgs), func(t *testing.T) {
+			hardStopWithPendingCompletions(t, c.slots, c.msgs)
+		})
+	}
+}
+
+func hardStopWithPendingCompletions(t *testing.T, slots, msgs int) {
+	synctest.Test(t, func(t *testing.T) {
+		spy := newStore(t)
+		var handled atomic.Int64
+		w := newWorker(t, worker.Config{Deps: with(&hangingCompletes{spy}), Queues: queues(slots),
+			ShutdownTimeout: time.Second, HardStopWait: time.Second,
+			Handler: worker.HandlerFunc(func(context.Context, *worker.Message) error {
+				handled.Add(1)
+				return nil
+			})})
+		enqueue(t, spy, msgs)
+		ran := make(chan error, 1)
+		go func() { ran <- w.Run(context.Background()) }()
+		synctest.Wait()
+		t0 := time.Now()
+		go func() { _ = w.Shutdown(context.Background()) }()
+		if err := recv(t, ran, time.Minute); !errors.Is(err, worker.ErrShutdown) {
+			t.Fatalf("Run = %v, want a hard stop", err)
+		}
+		// The shutdown timeout, HardStopWait for the jobs, and HardStopWait
+		// more for those settling their messages.
+		if took := time.Since(t0); took != 3*time.Second {
+			t.Fatalf("Run returned %s after the shutdown began; want 3s", took)
+		}
+		n := int(handled.Load())
+		wantStates(t, spy, map[store.State]int{store.Completed: 0, store.Processing: n, store.Pending: msgs - n})
 	})
 }
