@@ -50,10 +50,10 @@ type report struct {
 }
 
 func newPool(r *run, q *queue) pool {
-	// The claim loop takes every report before it claims, and takes
-	// reports while it waits; until it does, a job that holds a slot
-	// reports at most twice, and one without a slot is a completion that
-	// the completer holds, in its queue or its batch, and reports once.
+	// Reports not yet taken are at most two for each job that holds a
+	// slot, and one for each whose slot came back: a job the completer
+	// held, in its queue or its batch, when the last report taken was
+	// sent, as reports are taken in the order sent.
 	n := 2*q.concurrency + cap(r.complete) + min(maxCompleteBatch, r.w.concurrency)
 	return pool{r: r, w: r.w, q: q, done: make(chan report, n), work: make(chan *job),
 		jobs: make(map[*job]struct{}), free: q.concurrency}
