@@ -130,7 +130,7 @@ func TestUnboundedLimitKeepsExpiry(t *testing.T) {
 	})
 }
 
-// A handler's slot is free once it returns: the next message runs while
+// A handler's slot is free once it succeeds: the next message runs while
 // the completion of the last is on its way. The completions waiting are
 // bounded (handlers wait, slots held, for room in the completer's queue),
 // and a graceful stop waits for them: each message handled is completed,
