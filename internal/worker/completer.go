@@ -107,15 +107,18 @@ func (w *Worker) storeComplete(ctx context.Context, cs []store.Completion, until
 	}
 }
 
+// completeBatch is the most completions one completer batch holds: no
+// more than the worker's slots, so that with as many in its queue the
+// completions waiting stay bounded (see pool).
+func (w *Worker) completeBatch() int { return min(maxCompleteBatch, w.concurrency) }
+
 // completer completes the jobs handed to it: everything queued up when it
 // looks, in one store call, so that under load completions share
 // transactions while a lone completion waits for nobody. It runs until
 // complete is closed.
 func (r *run) completer() {
 	w := r.w
-	// A batch holds no more than the worker's slots: with as many
-	// completions in its queue, that bounds those waiting (see pool).
-	limit := min(maxCompleteBatch, w.concurrency)
+	limit := w.completeBatch()
 	batch := make([]*job, 0, limit)
 	cs := make([]store.Completion, 0, limit)
 	for j := range r.complete {

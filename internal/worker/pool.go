@@ -54,7 +54,7 @@ func newPool(r *run, q *queue) pool {
 	// slot, and one for each whose slot came back: a job the completer
 	// held, in its queue or its batch, when the last report taken was
 	// sent, as reports are taken in the order sent.
-	n := 2*q.concurrency + cap(r.complete) + min(maxCompleteBatch, r.w.concurrency)
+	n := 2*q.concurrency + cap(r.complete) + r.w.completeBatch()
 	return pool{r: r, w: r.w, q: q, done: make(chan report, n), work: make(chan *job),
 		jobs: make(map[*job]struct{}), free: q.concurrency}
 }
