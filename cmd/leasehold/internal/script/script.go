@@ -303,8 +303,21 @@ func (p *pipes) output(dst io.Writer) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.work = append(p.work, func() { _, _ = io.Copy(dst, r) })
+	p.work = append(p.work, func() { copyOut(dst, r) })
 	return w, nil
+}
+
+// copyBuffers are the buffers of copyOut, shared by every script's copies:
+// a buffer of its own for each of them, which io.Copy would allocate, was
+// most of what a worker allocated per message.
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// copyOut copies what r gives to dst until r ends, through a pooled
+// buffer. The wrapper hides r's WriteTo, which would bring its own.
+func copyOut(dst io.Writer, r *os.File) {
+	buf := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(buf)
+	_, _ = io.CopyBuffer(dst, struct{ io.Reader }{r}, *buf)
 }
 
 // started closes the supervisor's ends here, once they were sent, and

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -86,6 +87,9 @@ func packet(fields ...string) []byte { return []byte(strings.Join(fields, "\x00"
 // exit status.
 func Supervise(args []string) int {
 	_ = noDump()
+	// Its loop is serial: one thread for its Go code spares it the
+	// wakeups of idle threads at each handoff between goroutines.
+	runtime.GOMAXPROCS(1)
 	syscall.CloseOnExec(connFD)
 	var cred *syscall.Credential
 	var err error

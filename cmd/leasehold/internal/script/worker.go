@@ -2,7 +2,9 @@ package script
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
+	"runtime"
 	"sync"
 )
 
@@ -10,7 +12,8 @@ import (
 // child subreaper, so that what a script leaves when its supervisor is
 // killed comes to it rather than to init, and non-dumpable, so that
 // scripts of the same user cannot read its environment or memory
-// through /proc.
+// through /proc. It also leaves the cores to the scripts (see
+// workerProcs).
 func PrepareWorker() error {
 	if err := Protect(); err != nil {
 		return err
@@ -18,8 +21,20 @@ func PrepareWorker() error {
 	if err := becomeSubreaper(); err != nil {
 		return fmt.Errorf("become a child subreaper: %w", err)
 	}
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(workerProcs(runtime.GOMAXPROCS(0)))
+	}
 	return nil
 }
+
+// workerProcs is how many threads run the worker's Go code at once when
+// the process may use cpus cores, unless GOMAXPROCS says: a quarter of
+// them, one at least. The scripts are the work and need the cores; the
+// worker only claims, forks through its supervisor and completes, and a Go
+// runtime spread over every core spends more waking idle threads at each
+// handoff between its goroutines than on that (on 2 cores, with a shell
+// script per message, about a sixth of the worker's CPU time).
+func workerProcs(cpus int) int { return max(1, cpus/4) }
 
 // Protect makes the calling process non-dumpable (see noDump). It is reset
 // when the process executes another program.
