@@ -128,14 +128,15 @@ func (p *pool) launch(j *job) {
 // rest of its run waits for its completion.
 func (p *pool) handle(j *job) {
 	for {
-		switch {
-		case !p.w.process(j):
+		if p.w.process(j) {
+			// The completer reports it settled, with its slot when the
+			// rest of its run waits for it.
+			p.r.complete <- j
+			if !j.runs {
+				p.done <- report{j: j, slot: true}
+			}
+		} else {
 			p.settled(j, true)
-		case j.runs:
-			p.r.complete <- j // the completer reports it, slot and all
-		default:
-			p.r.complete <- j // the completer reports it settled
-			p.done <- report{j: j, slot: true}
 		}
 		var ok bool
 		if j, ok = <-p.work; !ok {

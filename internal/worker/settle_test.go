@@ -141,14 +141,12 @@ func TestSlotFreeWhileCompletionPending(t *testing.T) {
 		gate := make(chan struct{})
 		st.completeErr = func() error { <-gate; return nil }
 		var handled atomic.Int64
-		w := newWorker(t, worker.Config{Deps: with(st), Queues: queues(2),
+		enqueue(t, st, 20)
+		w, ran := runWorker(t, st, worker.Config{Queues: queues(2),
 			Handler: worker.HandlerFunc(func(context.Context, *worker.Message) error {
 				handled.Add(1)
 				return nil
 			})})
-		enqueue(t, st, 20)
-		ran := make(chan error, 1)
-		go func() { ran <- w.Run(context.Background()) }()
 		synctest.Wait()
 		// Once all wait: 2 handlers waiting with their slots, 2 jobs in the
 		// completer's queue, and its batch of 1 or 2.
@@ -218,15 +216,13 @@ func hardStopWithPendingCompletions(t *testing.T, slots, msgs int) {
 	synctest.Test(t, func(t *testing.T) {
 		spy := newStore(t)
 		var handled atomic.Int64
-		w := newWorker(t, worker.Config{Deps: with(&hangingCompletes{spy}), Queues: queues(slots),
+		enqueue(t, spy, msgs)
+		w, ran := runWorker(t, &hangingCompletes{spy}, worker.Config{Queues: queues(slots),
 			ShutdownTimeout: time.Second, HardStopWait: time.Second,
 			Handler: worker.HandlerFunc(func(context.Context, *worker.Message) error {
 				handled.Add(1)
 				return nil
 			})})
-		enqueue(t, spy, msgs)
-		ran := make(chan error, 1)
-		go func() { ran <- w.Run(context.Background()) }()
 		synctest.Wait()
 		t0 := time.Now()
 		go func() { _ = w.Shutdown(context.Background()) }()
